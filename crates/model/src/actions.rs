@@ -7,7 +7,7 @@
 use indexmap::IndexMap;
 
 use crate::content::TaskItem;
-use crate::de::{between, ge, string_enum};
+use crate::de::{between, ge, min_length, string_enum};
 use crate::macros::model;
 
 string_enum! {
@@ -584,9 +584,8 @@ model! {
         fields: {
             /// Zero-based index of the image in the latest user message, `>= 0`. Required.
             image_index: i64 = req [ge::<i64>(0.0)],
-            /// The question. Required. (The SDK's JSON Schema also says `minLength: 1`, which
-            /// SCHEMA.md §7 does not list; an empty string is not rejected here.)
-            question: String = req,
+            /// The question, at least one character (the SDK's `min_length=1`). Required.
+            question: String = req [min_length(1)],
             /// A vision-capable LLM profile. Default `null` (left out).
             profile_name: Option<String> = opt,
         }

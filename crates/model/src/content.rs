@@ -5,7 +5,7 @@ use std::fmt;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::de::{FromJson, Loc, Res, between, expect_object, string_enum};
+use crate::de::{ErrExt, FromJson, Loc, Res, between, expect_object, string_enum};
 use crate::error::ErrorType;
 use crate::json::Json;
 use crate::macros::model;

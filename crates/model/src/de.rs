@@ -14,7 +14,25 @@ use crate::error::{ErrorType, LocItem, ValidationError};
 use crate::json::Json;
 
 /// Result of a conversion.
-pub(crate) type Res<T> = Result<T, ValidationError>;
+pub(crate) type Res<T> = Result<T, Box<ValidationError>>;
+
+/// Builders for boxed errors (the boxed error keeps `Result`s small on the happy path).
+pub(crate) trait ErrExt {
+    fn with_input(self, input: serde_json::Value) -> Self;
+    fn with_ctx(self, ctx: serde_json::Value) -> Self;
+}
+
+impl ErrExt for Box<ValidationError> {
+    fn with_input(mut self, input: serde_json::Value) -> Self {
+        self.input = Some(Box::new(input));
+        self
+    }
+
+    fn with_ctx(mut self, ctx: serde_json::Value) -> Self {
+        self.ctx = Some(Box::new(ctx));
+        self
+    }
+}
 
 /// A location being parsed, as a chain of borrowed frames: free on the happy path, turned
 /// into a `Vec<LocItem>` only when an error is built.
@@ -46,8 +64,8 @@ impl Loc<'_> {
         out
     }
 
-    pub(crate) fn err(&self, t: ErrorType, msg: impl Into<String>) -> ValidationError {
-        ValidationError::new(t, self.to_vec(), msg)
+    pub(crate) fn err(&self, t: ErrorType, msg: impl Into<String>) -> Box<ValidationError> {
+        Box::new(ValidationError::new(t, self.to_vec(), msg))
     }
 
     /// An error about `input` at this location.
@@ -56,7 +74,7 @@ impl Loc<'_> {
         t: ErrorType,
         msg: impl Into<String>,
         input: &Json<'_>,
-    ) -> ValidationError {
+    ) -> Box<ValidationError> {
         self.err(t, msg).with_input(input.to_value())
     }
 }
@@ -108,8 +126,7 @@ impl FromJson for i64 {
                 }
                 let f = n.as_f64().unwrap_or(f64::NAN);
                 if f.fract() == 0.0
-                    && f >= -9.223_372_036_854_776e18
-                    && f < 9.223_372_036_854_776e18
+                    && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
                 {
                     // An integral float is an integer in JSON terms (pydantic agrees).
                     Ok(f as i64)
@@ -244,12 +261,12 @@ pub(crate) fn expect_object<'a>(v: Json<'a>, loc: &Loc<'_>, model: &str) -> Res<
 }
 
 /// The `missing` error for a required field.
-pub(crate) fn missing(loc: &Loc<'_>, field: &str) -> ValidationError {
+pub(crate) fn missing(loc: &Loc<'_>, field: &str) -> Box<ValidationError> {
     Loc::Key(loc, field).err(ErrorType::Missing, "Field required")
 }
 
 /// The `extra_forbidden` error for an unknown key.
-pub(crate) fn extra_forbidden(loc: &Loc<'_>, key: &str, value: &Json<'_>) -> ValidationError {
+pub(crate) fn extra_forbidden(loc: &Loc<'_>, key: &str, value: &Json<'_>) -> Box<ValidationError> {
     Loc::Key(loc, key).err_at(
         ErrorType::ExtraForbidden,
         "Extra inputs are not permitted",
@@ -326,6 +343,24 @@ pub(crate) fn between<T: Bounded>(min: f64, max: f64) -> impl Fn(&T, &Loc<'_>) -
     }
 }
 
+/// Checks that a string has at least `min` characters (pydantic `min_length`).
+pub(crate) fn min_length(min: usize) -> impl Fn(&String, &Loc<'_>) -> Res<()> {
+    move |v, loc| {
+        if v.chars().count() < min {
+            let unit = if min == 1 { "character" } else { "characters" };
+            Err(loc
+                .err(
+                    ErrorType::StringTooShort,
+                    format!("String should have at least {min} {unit}"),
+                )
+                .with_input(serde_json::Value::String(v.clone()))
+                .with_ctx(serde_json::json!({ "min_length": min })))
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// Formats a list of allowed values as pydantic does: `'a', 'b' or 'c'`.
 pub(crate) fn expected_list(values: &[&str]) -> String {
     match values {
@@ -398,13 +433,12 @@ macro_rules! string_enum {
                     }
                 }
                 let expected = $crate::de::expected_list($name::NAMES);
-                Err(loc
-                    .err_at(
-                        $crate::error::ErrorType::$err,
-                        format!("Input should be {expected}"),
-                        &v,
-                    )
-                    .with_ctx(serde_json::json!({ "expected": expected })))
+                let err = loc.err_at(
+                    $crate::error::ErrorType::$err,
+                    format!("Input should be {expected}"),
+                    &v,
+                );
+                Err($crate::de::ErrExt::with_ctx(err, serde_json::json!({ "expected": expected })))
             }
         }
     };

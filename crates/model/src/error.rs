@@ -60,6 +60,8 @@ pub enum ErrorType {
     TupleType,
     /// Expected a string (`string_type`).
     StringType,
+    /// A string shorter than its minimum length (`string_too_short`).
+    StringTooShort,
     /// Expected `true` or `false` (`bool_type`).
     BoolType,
     /// Expected an integer (`int_type`).
@@ -97,6 +99,7 @@ impl ErrorType {
             ErrorType::SetType => "set_type",
             ErrorType::TupleType => "tuple_type",
             ErrorType::StringType => "string_type",
+            ErrorType::StringTooShort => "string_too_short",
             ErrorType::BoolType => "bool_type",
             ErrorType::IntType => "int_type",
             ErrorType::IntFromFloat => "int_from_float",
@@ -142,10 +145,10 @@ pub struct ValidationError {
     pub msg: String,
     /// The offending input value, when there is one (absent for `missing`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub input: Option<serde_json::Value>,
+    pub input: Option<Box<serde_json::Value>>,
     /// Extra context, e.g. `{"ge": 0}` or `{"expected": "'text'"}`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub ctx: Option<serde_json::Value>,
+    pub ctx: Option<Box<serde_json::Value>>,
 }
 
 fn display_loc(loc: &[LocItem]) -> String {
@@ -170,13 +173,13 @@ impl ValidationError {
 
     /// Returns the error with `input` set.
     pub fn with_input(mut self, input: serde_json::Value) -> Self {
-        self.input = Some(input);
+        self.input = Some(Box::new(input));
         self
     }
 
     /// Returns the error with `ctx` set.
     pub fn with_ctx(mut self, ctx: serde_json::Value) -> Self {
-        self.ctx = Some(ctx);
+        self.ctx = Some(Box::new(ctx));
         self
     }
 

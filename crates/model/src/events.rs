@@ -7,7 +7,7 @@ use crate::content::{
     AnyThinkingBlock, CriticResult, Message, MessageToolCall, ReasoningItemModel, SecurityRisk,
     TextContent,
 };
-use crate::de::{FromJson, Loc, Res, ge, string_enum};
+use crate::de::{ErrExt, FromJson, Loc, Res, ge, string_enum};
 use crate::error::ErrorType;
 use crate::json::Json;
 use crate::macros::model;
@@ -668,7 +668,7 @@ impl Event {
     /// first field that breaks a rule, with its location.
     pub fn from_json_str(text: &str) -> Result<Event, crate::ValidationError> {
         let json = Json::parse(text).map_err(|e| crate::ValidationError::json_invalid(&e))?;
-        Event::from_json(json, &Loc::Root)
+        Event::from_json(json, &Loc::Root).map_err(|e| *e)
     }
 
     /// Parses one event from UTF-8 JSON bytes; errors as [`Event::from_json_str`].
@@ -685,7 +685,7 @@ impl Event {
 
     /// Parses one event from a `serde_json::Value`; errors as [`Event::from_json_str`].
     pub fn from_value(value: &serde_json::Value) -> Result<Event, crate::ValidationError> {
-        Event::from_json(Json::from_value(value), &Loc::Root)
+        Event::from_json(Json::from_value(value), &Loc::Root).map_err(|e| *e)
     }
 
     /// Writes the event in the SDK's persisted form (compact, non-ASCII raw).
@@ -753,7 +753,7 @@ impl<'de> serde::Deserialize<'de> for Event {
 /// (`[3, "action", "command"]`); `list_type` when the document is not an array.
 pub fn parse_event_batch(text: &str) -> Result<Vec<Event>, crate::ValidationError> {
     let json = Json::parse(text).map_err(|e| crate::ValidationError::json_invalid(&e))?;
-    Vec::<Event>::from_json(json, &Loc::Root)
+    Vec::<Event>::from_json(json, &Loc::Root).map_err(|e| *e)
 }
 
 /// A page of events (`openhands.agent_server.models.EventPage`): `next_page_id` is always
@@ -773,6 +773,10 @@ impl EventPage {
     /// As [`Event::from_json_str`], with locations under `["items", i]`.
     pub fn from_json_str(text: &str) -> Result<EventPage, crate::ValidationError> {
         let json = Json::parse(text).map_err(|e| crate::ValidationError::json_invalid(&e))?;
+        EventPage::from_json(json).map_err(|e| *e)
+    }
+
+    fn from_json(json: Json<'_>) -> Res<EventPage> {
         let pairs = crate::de::expect_object(json, &Loc::Root, "EventPage")?;
         let (mut items, mut next) = (None, None);
         for (k, v) in pairs {

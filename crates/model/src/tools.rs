@@ -4,7 +4,7 @@ use serde::Serialize;
 use serde::ser::SerializeMap;
 
 use crate::content::ToolAnnotations;
-use crate::de::{FromJson, Loc, Res, expect_object, missing, string_enum};
+use crate::de::{ErrExt, FromJson, Loc, Res, expect_object, missing, string_enum};
 use crate::error::ErrorType;
 use crate::json::Json;
 use crate::{Action, Observation};

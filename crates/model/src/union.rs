@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::de::{Pairs, Res};
+use crate::de::{ErrExt, Pairs, Res};
 use crate::error::ErrorType;
 use crate::json::Json;
 
@@ -96,7 +96,7 @@ pub(crate) fn unknown_kind(
     kind: &str,
     family: &str,
     expected: &[&str],
-) -> crate::error::ValidationError {
+) -> Box<crate::error::ValidationError> {
     let list: Vec<String> = expected.iter().map(|k| format!("'{k}'")).collect();
     loc.err(
         ErrorType::ValueError,
@@ -139,7 +139,7 @@ macro_rules! kind_union {
             pub fn from_json_str(text: &str) -> Result<Self, crate::ValidationError> {
                 let json = $crate::json::Json::parse(text)
                     .map_err(|e| crate::ValidationError::json_invalid(&e))?;
-                <Self as $crate::de::FromJson>::from_json(json, &$crate::de::Loc::Root)
+                <Self as $crate::de::FromJson>::from_json(json, &$crate::de::Loc::Root).map_err(|e| *e)
             }
 
             /// Parses one object from a `serde_json::Value`; errors as `from_json_str`.
@@ -148,6 +148,7 @@ macro_rules! kind_union {
                     $crate::json::Json::from_value(value),
                     &$crate::de::Loc::Root,
                 )
+                .map_err(|e| *e)
             }
 
             /// The `kind` discriminator.

@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use switchboard_model::{Action, Event, EventKind, LocItem, Observation, ValidationError};
 
 fn corpus() -> PathBuf {
@@ -388,4 +388,92 @@ fn every_kind_of_schema_md_is_known() {
             .as_slice()
     );
     assert_eq!(EventKind::NAMES.len(), 20);
+}
+
+/// Cross-checks every model against the SDK's JSON Schema (`schema/Event.json`): for each key
+/// of each corpus event and of its action or observation, removing a key the schema requires
+/// gives `missing` at that key; removing any other key is accepted and, where the schema gives
+/// a default, the default is written back.
+#[test]
+fn required_fields_and_defaults_agree_with_the_json_schema() {
+    let schema: Value =
+        serde_json::from_str(&fs::read_to_string(corpus().join("schema/Event.json")).unwrap())
+            .unwrap();
+    let defs = schema["$defs"].as_object().unwrap();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for (name, line) in cases_of(&canonical_files()) {
+        let event: Value = serde_json::from_str(&line).unwrap();
+        let mut targets: Vec<(Vec<&str>, String)> =
+            vec![(vec![], event["kind"].as_str().unwrap().to_owned())];
+        for nested in ["action", "observation"] {
+            if let Some(k) = event
+                .get(nested)
+                .and_then(|a| a.get("kind"))
+                .and_then(Value::as_str)
+            {
+                targets.push((vec![nested], k.to_owned()));
+            }
+        }
+        for (path, model) in targets {
+            let Some(def) = defs.get(&model) else {
+                failures.push(format!("{name}: {model} not in the schema"));
+                continue;
+            };
+            let required: HashSet<&str> = def["required"]
+                .as_array()
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let target = path.iter().fold(&event, |v, p| &v[*p]);
+            for key in target.as_object().unwrap().keys() {
+                if key == "kind" {
+                    continue;
+                }
+                let mut v = event.clone();
+                let obj = path.iter().fold(&mut v, |v, p| &mut v[*p]);
+                obj.as_object_mut().unwrap().remove(key);
+                let result = Event::from_value(&v);
+                let mut want_loc: Vec<LocItem> = path.iter().map(|p| LocItem::from(*p)).collect();
+                want_loc.push(LocItem::from(key.as_str()));
+                checked += 1;
+                match (required.contains(key.as_str()), result) {
+                    (true, Err(e)) if e.error_type.as_str() == "missing" && e.loc == want_loc => {}
+                    (true, other) => {
+                        failures.push(format!("{name}: {model}.{key} is required, got {other:?}"))
+                    }
+                    (false, Err(e)) => {
+                        failures.push(format!("{name}: {model}.{key} is optional, got {e}"))
+                    }
+                    (false, Ok(parsed)) => {
+                        let out: Value = serde_json::from_str(&parsed.to_json_string()).unwrap();
+                        let written = path.iter().fold(&out, |v, p| &v[*p]).get(key.as_str());
+                        let default = def["properties"][key.as_str()].get("default");
+                        let generated = matches!(key.as_str(), "id" | "timestamp" | "key");
+                        match default {
+                            Some(Value::Null) | None if !generated => {
+                                // A `default_factory` (`[]`, `{}`) does not appear in the schema.
+                                let empty = |w: &&Value| {
+                                    w.is_null() || w == &&json!([]) || w == &&json!({})
+                                };
+                                if let Some(w) = written.filter(|w| !empty(w)) {
+                                    // Filled after validation (SCHEMA.md §5), not a schema default.
+                                    if key != "classification" {
+                                        failures.push(format!("{name}: {model}.{key} has no default but {w} was written"));
+                                    }
+                                }
+                            }
+                            Some(d) if !d.is_null() && written != Some(d) => {
+                                failures.push(format!(
+                                    "{name}: {model}.{key} default {d}, wrote {written:?}"
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(checked > 1500, "only {checked} keys checked");
 }
