@@ -1,0 +1,38 @@
+# Conveniences over cargo. Every recipe is a plain cargo command you can run without `just`
+# (install it with `cargo install just --locked` if you want it).
+
+# List the recipes.
+default:
+    @just --list
+
+# Format the workspace.
+fmt:
+    cargo fmt --all
+
+# Formatting check, clippy with warnings denied, and rustdoc with warnings denied.
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
+
+# Every test (what CI runs, through .ci/run).
+test:
+    cargo test --workspace
+
+# Benchmarks: event parse and serialize throughput (results go in docs/benchmarks.md).
+bench:
+    cargo bench -p switchboard-model --bench codec
+
+# Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
+fuzz seconds="60":
+    mkdir -p crates/model/fuzz/corpus/parse_event
+    cd crates/model/tests/fixtures/conformance/valid && cat *.jsonl | split -l 1 - ../../../../fuzz/corpus/parse_event/seed-
+    cd crates/model/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_event corpus/parse_event -- -max_total_time={{seconds}}
+
+# Validate JSONL event logs and print a summary (or `--canonical` to rewrite them).
+validate *args:
+    cargo run --release -p switchboard-model --example validate -- {{args}}
+
+# Check that the model crate packages and builds as published.
+publish-check:
+    cargo publish --dry-run -p switchboard-model --allow-dirty
