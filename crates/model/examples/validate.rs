@@ -80,5 +80,9 @@ fn main() -> ExitCode {
         }
     }
     let _ = writeln!(io::stderr(), "{passed} passed, {failed} failed");
-    if failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

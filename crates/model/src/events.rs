@@ -185,9 +185,10 @@ model! {
         fields: {
             /// The state field, e.g. `execution_status`, or `full_state`. Default: a new uuid4.
             key: String = default(new_event_id()),
-            /// The serialized value, free-form. Default `{}`; an explicit `null` is kept and,
-            /// as the SDK does, not written.
-            value: serde_json::Value = value_default(serde_json::Value::Object(serde_json::Map::new())),
+            /// The serialized value, free-form. Default `{}`. An explicit `null` is kept and
+            /// written as `null` (the SDK leaves it out and then reloads `{}`; writing it keeps
+            /// write → read → write stable, in Python too).
+            value: serde_json::Value = default(serde_json::Value::Object(serde_json::Map::new())),
         }
     }
 }

@@ -32,7 +32,9 @@
 //! ## Writing (SCHEMA.md §1)
 //! Nulls left out, defaults written, fields in declaration order, `kind` last, non-ASCII raw,
 //! floats in shortest round-trip form. `CriticResult.message` and `TerminalObservation.command`
-//! are always written (as `null` if need be) so that Python can reload them.
+//! are always written (as `null` if need be) so that Python can reload them, and an explicit
+//! `ConversationStateUpdateEvent.value` of `null` is written as `null` so that it reloads as
+//! `null` rather than `{}`.
 
 mod de;
 mod json;

@@ -22,7 +22,6 @@
 //! - `opt`: `Option<T>`; absent or `null` is `None`; left out when `None` (exclude_none).
 //! - `default(expr)`: absent is `expr`; `null` is a type error; always written.
 //! - `or_null(expr)`: absent or `null` is `expr` (may use fields declared before); always written.
-//! - `value_default(expr)`: free-form value; absent is `expr`; `null` kept but not written.
 //!
 //! Fields are read in declaration order, so the first error reported is the first field's,
 //! as pydantic orders its errors.
@@ -169,9 +168,6 @@ macro_rules! model {
         $( ($check)(&value, &$crate::de::Loc::Key($loc, $wire))?; )?
         value
     }};
-    (@finish value_default ($default:expr), $raw:ident, $loc:expr, $wire:expr, $parse:expr, [$($check:expr)?]) => {
-        $crate::macros::model!(@finish default ($default), $raw, $loc, $wire, $parse, [$($check)?])
-    };
     (@finish or_null ($default:expr), $raw:ident, $loc:expr, $wire:expr, $parse:expr, [$($check:expr)?]) => {
         match $raw {
             Some(v) if !v.is_null() => {
@@ -188,11 +184,6 @@ macro_rules! model {
     (@ser opt, $map:ident, $wire:expr, $value:expr) => {
         if let Some(v) = $value {
             $map.serialize_entry($wire, v)?;
-        }
-    };
-    (@ser value_default, $map:ident, $wire:expr, $value:expr) => {
-        if !$value.is_null() {
-            $map.serialize_entry($wire, $value)?;
         }
     };
 }

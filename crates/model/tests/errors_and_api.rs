@@ -299,3 +299,17 @@ fn conversation_errors_are_classified_when_the_sender_did_not() {
         r#""classification":{"kind":"auth","retryable":false,"user_action":"settings"}"#
     ));
 }
+
+#[test]
+fn a_null_state_value_is_written_and_reloads_as_null() {
+    let e = Event::from_value(
+        &json!({"key": "stats", "value": null, "kind": "ConversationStateUpdateEvent"}),
+    )
+    .unwrap();
+    let out = e.to_json_string();
+    assert!(
+        out.contains(r#""key":"stats","value":null,"kind""#),
+        "{out}"
+    );
+    assert_eq!(Event::from_json_str(&out).unwrap(), e);
+}
