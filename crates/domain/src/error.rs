@@ -1,0 +1,97 @@
+//! Domain errors: what went wrong in domain terms. The API crate alone maps them to HTTP
+//! statuses and bodies, in one table.
+
+use switchboard_model::ValidationError;
+use time::OffsetDateTime;
+
+use crate::ids::OrgId;
+use crate::permissions::Permission;
+use crate::time_input::format_rfc3339_micros;
+
+/// A failure of a storage adapter.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// A uniqueness constraint refused the write (e.g. an e-mail already registered).
+    #[error("already exists: {0}")]
+    UniqueViolation(String),
+    /// A referenced row does not exist (e.g. a member of an unknown organization).
+    #[error("referenced row not found: {0}")]
+    ForeignKeyViolation(String),
+    /// No connection could be had in time.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
+    /// Anything else.
+    #[error(transparent)]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Why an operation was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum DomainError {
+    /// No credentials were presented.
+    #[error("Not authenticated")]
+    NotAuthenticated,
+    /// The presented API key is unknown.
+    #[error("Invalid API key")]
+    InvalidApiKey,
+    /// The presented API key has expired.
+    #[error("API key expired")]
+    ApiKeyExpired,
+    /// The presented API key was revoked.
+    #[error("API key revoked")]
+    ApiKeyRevoked,
+    /// The key is bound to another organization than the one requested (`X-Org-Id`).
+    #[error("API key is not authorized for this organization")]
+    KeyNotAuthorizedForOrg,
+    /// The user is not a member of the organization acted on.
+    #[error("User is not a member of this organization")]
+    NotAMember,
+    /// The user's role lacks a permission the operation requires.
+    #[error("Requires {0} permission")]
+    PermissionDenied(Permission),
+    /// The user's role lacks a permission an optional part of the request requires
+    /// (e.g. `registered_marketplaces` needs `edit_org_settings`, reference §1.6 rule 4).
+    #[error("Missing required permission: {0}")]
+    MissingPermission(Permission),
+    /// The effective organization does not exist (any more).
+    #[error("Current organization not found")]
+    OrgNotFound,
+    /// A user named by an operator does not exist.
+    #[error("User not found")]
+    UserNotFound,
+    /// The API key does not exist or is not the caller's.
+    #[error("API key not found")]
+    ApiKeyNotFound,
+    /// The settings changed since the version the client sent (reference §1.6 rule 7).
+    #[error(
+        "Organization \"{org_id}\" was modified by another request. Expected version: {}, actual version: {}. Please refresh and retry.",
+        format_rfc3339_micros(*.expected),
+        format_rfc3339_micros(*.actual)
+    )]
+    StaleSettings {
+        /// The organization.
+        org_id: OrgId,
+        /// The version the client sent.
+        expected: OffsetDateTime,
+        /// The stored version.
+        actual: OffsetDateTime,
+    },
+    /// Marketplace names repeat (reference §1.6 rule 8); sorted.
+    #[error("Duplicate marketplace name(s) not allowed: {}", .0.join(", "))]
+    DuplicateMarketplaceNames(Vec<String>),
+    /// A request value breaks a rule (a 422 entry, `loc` starting with its source).
+    #[error("{0}")]
+    Invalid(Box<ValidationError>),
+    /// Something to be created exists already.
+    #[error("{0}")]
+    AlreadyExists(String),
+    /// The storage failed.
+    #[error("storage failure: {0}")]
+    Storage(#[from] StorageError),
+}
+
+impl From<ValidationError> for DomainError {
+    fn from(e: ValidationError) -> Self {
+        DomainError::Invalid(Box::new(e))
+    }
+}

@@ -1,0 +1,121 @@
+//! Date-times given by clients, and how Switchboard writes them (API.md, Conventions).
+
+use serde_json::Value;
+use switchboard_model::{ErrorType, LocItem, ValidationError};
+use time::{OffsetDateTime, UtcOffset};
+
+/// Truncates to whole microseconds: the precision stored and compared.
+pub fn truncate_micros(t: OffsetDateTime) -> OffsetDateTime {
+    let nanos = t.nanosecond();
+    t.replace_nanosecond(nanos - nanos % 1_000)
+        .expect("a smaller nanosecond is valid")
+}
+
+/// Now, in UTC, truncated to microseconds.
+pub fn now_micros() -> OffsetDateTime {
+    truncate_micros(OffsetDateTime::now_utc())
+}
+
+/// Reads a client date-time: RFC 3339, naive ISO-8601 (UTC), a date alone (midnight UTC), or
+/// Unix seconds (an integer or decimal string). Truncated to microseconds; `None` otherwise.
+pub fn parse_datetime(s: &str) -> Option<OffsetDateTime> {
+    let s = s.trim();
+    if let Some(t) = switchboard_model::parse_instant(s) {
+        return Some(truncate_micros(t.to_offset(UtcOffset::UTC)));
+    }
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-')
+    {
+        return s.parse::<f64>().ok().and_then(unix_seconds);
+    }
+    None
+}
+
+fn unix_seconds(secs: f64) -> Option<OffsetDateTime> {
+    if !secs.is_finite() {
+        return None;
+    }
+    let nanos = (secs * 1e9).round();
+    if nanos.abs() > 2.5e20 {
+        return None;
+    }
+    OffsetDateTime::from_unix_timestamp_nanos(nanos as i128)
+        .ok()
+        .map(truncate_micros)
+}
+
+/// Reads a JSON date-time value (a string as [`parse_datetime`], or a number of Unix seconds).
+///
+/// # Errors
+/// `datetime_from_date_parsing` at `loc` for anything else.
+pub fn parse_datetime_value(
+    v: &Value,
+    loc: Vec<LocItem>,
+) -> Result<OffsetDateTime, ValidationError> {
+    let parsed = match v {
+        Value::String(s) => parse_datetime(s),
+        Value::Number(n) => n.as_f64().and_then(unix_seconds),
+        _ => None,
+    };
+    parsed.ok_or_else(|| {
+        ValidationError::new(
+            ErrorType::DatetimeFromDateParsing,
+            loc,
+            "Input should be a valid datetime or date, invalid character in year",
+        )
+        .with_input(v.clone())
+    })
+}
+
+/// Writes an instant as RFC 3339 in UTC with six fraction digits: `2026-11-21T09:08:18.014821Z`.
+pub fn format_rfc3339_micros(t: OffsetDateTime) -> String {
+    let t = t.to_offset(UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.microsecond()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn accepted_forms() {
+        let t = datetime!(2026-11-21 09:08:18.014821 UTC);
+        assert_eq!(parse_datetime("2026-11-21T09:08:18.014821Z"), Some(t));
+        assert_eq!(parse_datetime("2026-11-21T09:08:18.014821"), Some(t));
+        assert_eq!(parse_datetime("2026-11-21T10:08:18.014821+01:00"), Some(t));
+        assert_eq!(
+            parse_datetime("2026-11-21T09:08:18.0148219Z"),
+            Some(t),
+            "truncated to µs"
+        );
+        assert_eq!(
+            parse_datetime("2026-11-21"),
+            Some(datetime!(2026-11-21 0:00 UTC))
+        );
+        assert_eq!(
+            parse_datetime("1763716098"),
+            Some(datetime!(2025-11-21 09:08:18 UTC))
+        );
+        assert_eq!(
+            parse_datetime("1763716098.5"),
+            Some(datetime!(2025-11-21 09:08:18.5 UTC))
+        );
+        assert_eq!(parse_datetime("nope"), None);
+        assert_eq!(format_rfc3339_micros(t), "2026-11-21T09:08:18.014821Z");
+        assert_eq!(
+            format_rfc3339_micros(datetime!(2026-11-21 0:00 UTC)),
+            "2026-11-21T00:00:00.000000Z"
+        );
+    }
+}
