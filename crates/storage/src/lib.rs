@@ -1,0 +1,18 @@
+//! # switchboard-storage
+//!
+//! Storage adapters for the domain ports ([`switchboard_domain::ports`]) with diesel, on
+//! SQLite and PostgreSQL from one binary: [`DbConnection`] is a `diesel::MultiConnection` whose
+//! variant is chosen from the URL ([`DatabaseUrl`]); [`DieselStore`] holds an r2d2 pool with
+//! explicit size and timeouts; migrations live in `migrations/sqlite` and `migrations/postgres`,
+//! are embedded at build time (a `build.rs` makes new ones trigger a rebuild) and are applied
+//! when the store opens.
+
+pub mod connection;
+pub mod schema;
+mod store;
+
+pub use connection::{
+    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, has_pending_migrations,
+    revert_all_migrations, run_migrations,
+};
+pub use store::{DieselStore, PoolUsage};

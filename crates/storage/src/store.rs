@@ -1,0 +1,570 @@
+//! The diesel implementation of the domain ports, the same code on both backends.
+
+use diesel::prelude::*;
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use switchboard_domain::api_keys::{ApiKeyRecord, KeyHash};
+use switchboard_domain::ports::{
+    IdentityStore, KeyLookup, Org, OrgMembership, OrgSettingsStore, SettingsWrite, Store, User,
+};
+use switchboard_domain::settings::{Marketplace, OrgAppSettings, SettingsChange};
+use switchboard_domain::{ApiKeyId, OrgId, Role, StorageError, UserId};
+use time::{Duration, OffsetDateTime, PrimitiveDateTime, UtcOffset};
+
+use crate::connection::{
+    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, build_pool,
+};
+use crate::schema::{api_keys, org_members, orgs, users};
+
+/// The store: a pool over one database.
+#[derive(Clone)]
+pub struct DieselStore {
+    pool: DbPool,
+    kind: BackendKind,
+}
+
+/// Pool usage, for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolUsage {
+    /// Open connections.
+    pub connections: u32,
+    /// Of which idle.
+    pub idle: u32,
+    /// Configured maximum.
+    pub max_size: u32,
+}
+
+impl DieselStore {
+    /// Opens a pool on `url`, applies pending migrations and returns the store with the
+    /// migrations applied (their versions).
+    ///
+    /// # Errors
+    /// An invalid URL, a failed connection or a failed migration.
+    pub fn open(
+        url: &str,
+        config: Option<PoolConfig>,
+    ) -> Result<(DieselStore, Vec<String>), DbError> {
+        let url = DatabaseUrl::parse(url)?;
+        let kind = url.kind();
+        let pool = build_pool(
+            &url,
+            config.unwrap_or_else(|| PoolConfig::default_for(kind)),
+        )?;
+        let applied = crate::connection::run_migrations(&mut *pool.get()?)?;
+        Ok((DieselStore { pool, kind }, applied))
+    }
+
+    /// The backend.
+    pub fn kind(&self) -> BackendKind {
+        self.kind
+    }
+
+    /// Pool usage now.
+    pub fn pool_usage(&self) -> PoolUsage {
+        let s = self.pool.state();
+        PoolUsage {
+            connections: s.connections,
+            idle: s.idle_connections,
+            max_size: self.pool.max_size(),
+        }
+    }
+
+    /// A pooled connection.
+    ///
+    /// # Errors
+    /// [`StorageError::Unavailable`] when none is free in time.
+    pub fn conn(
+        &self,
+    ) -> Result<diesel::r2d2::PooledConnection<crate::connection::ConnectionManager>, StorageError>
+    {
+        self.pool
+            .get()
+            .map_err(|e| StorageError::Unavailable(e.to_string()))
+    }
+}
+
+/// Maps diesel errors to the domain's storage errors.
+pub(crate) fn db_err(e: DieselError) -> StorageError {
+    match e {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
+            StorageError::UniqueViolation(info.message().to_owned())
+        }
+        DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, info) => {
+            StorageError::ForeignKeyViolation(info.message().to_owned())
+        }
+        other => StorageError::Other(Box::new(other)),
+    }
+}
+
+/// UTC instant → the naive UTC value stored.
+pub(crate) fn to_db(t: OffsetDateTime) -> PrimitiveDateTime {
+    let t = t.to_offset(UtcOffset::UTC);
+    PrimitiveDateTime::new(t.date(), t.time())
+}
+
+/// Stored naive UTC → instant.
+pub(crate) fn from_db(t: PrimitiveDateTime) -> OffsetDateTime {
+    t.assume_utc()
+}
+
+fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, StorageError> {
+    s.parse()
+        .map_err(|_| StorageError::Other(format!("stored {what} id is not a UUID: {s}").into()))
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = orgs)]
+struct OrgRow {
+    id: String,
+    name: String,
+    enable_proactive_conversation_starters: bool,
+    max_budget_per_task: Option<f64>,
+    registered_marketplaces: String,
+    created_at: PrimitiveDateTime,
+    updated_at: PrimitiveDateTime,
+}
+
+impl OrgRow {
+    fn settings(&self) -> Result<OrgAppSettings, StorageError> {
+        let registered_marketplaces: Vec<Marketplace> =
+            serde_json::from_str(&self.registered_marketplaces).map_err(|e| {
+                StorageError::Other(format!("stored marketplaces of org {}: {e}", self.id).into())
+            })?;
+        Ok(OrgAppSettings {
+            org_id: parse_id(&self.id, "org")?,
+            enable_proactive_conversation_starters: self.enable_proactive_conversation_starters,
+            max_budget_per_task: self.max_budget_per_task,
+            registered_marketplaces,
+            updated_at: from_db(self.updated_at),
+        })
+    }
+
+    fn org(&self) -> Result<Org, StorageError> {
+        Ok(Org {
+            id: parse_id(&self.id, "org")?,
+            name: self.name.clone(),
+            created_at: from_db(self.created_at),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = users)]
+struct UserRow {
+    id: String,
+    email: String,
+    name: Option<String>,
+    current_org_id: Option<String>,
+    created_at: PrimitiveDateTime,
+}
+
+impl UserRow {
+    fn user(self) -> Result<User, StorageError> {
+        Ok(User {
+            id: parse_id(&self.id, "user")?,
+            email: self.email,
+            name: self.name,
+            current_org_id: self
+                .current_org_id
+                .as_deref()
+                .map(|o| parse_id(o, "org"))
+                .transpose()?,
+            created_at: from_db(self.created_at),
+        })
+    }
+}
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = api_keys)]
+struct ApiKeyRow {
+    id: String,
+    user_id: String,
+    org_id: Option<String>,
+    name: String,
+    key_hash: String,
+    display_prefix: String,
+    created_at: PrimitiveDateTime,
+    last_used_at: Option<PrimitiveDateTime>,
+    expires_at: Option<PrimitiveDateTime>,
+    revoked_at: Option<PrimitiveDateTime>,
+}
+
+impl ApiKeyRow {
+    fn record(self) -> Result<ApiKeyRecord, StorageError> {
+        Ok(ApiKeyRecord {
+            id: parse_id(&self.id, "api key")?,
+            user_id: parse_id(&self.user_id, "user")?,
+            org_id: self
+                .org_id
+                .as_deref()
+                .map(|o| parse_id(o, "org"))
+                .transpose()?,
+            name: self.name,
+            display_prefix: self.display_prefix,
+            created_at: from_db(self.created_at),
+            last_used_at: self.last_used_at.map(from_db),
+            expires_at: self.expires_at.map(from_db),
+            revoked_at: self.revoked_at.map(from_db),
+        })
+    }
+}
+
+#[derive(AsChangeset)]
+#[diesel(table_name = orgs)]
+struct SettingsChangeset {
+    enable_proactive_conversation_starters: Option<bool>,
+    max_budget_per_task: Option<Option<f64>>,
+    registered_marketplaces: Option<String>,
+    updated_at: PrimitiveDateTime,
+}
+
+fn load_org(conn: &mut DbConnection, org: OrgId) -> Result<Option<OrgRow>, StorageError> {
+    orgs::table
+        .filter(orgs::id.eq(org.to_string()))
+        .select(OrgRow::as_select())
+        .first(conn)
+        .optional()
+        .map_err(db_err)
+}
+
+impl IdentityStore for DieselStore {
+    fn api_key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyLookup>, StorageError> {
+        let mut conn = self.conn()?;
+        let row: Option<(ApiKeyRow, Option<String>)> = api_keys::table
+            .inner_join(users::table)
+            .filter(api_keys::key_hash.eq(&hash.0))
+            .select((ApiKeyRow::as_select(), users::current_org_id))
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?;
+        row.map(|(k, current)| {
+            Ok(KeyLookup {
+                key: k.record()?,
+                user_current_org: current.as_deref().map(|o| parse_id(o, "org")).transpose()?,
+            })
+        })
+        .transpose()
+    }
+
+    fn touch_api_key(
+        &self,
+        id: ApiKeyId,
+        now: OffsetDateTime,
+        not_before: OffsetDateTime,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        diesel::update(
+            api_keys::table
+                .filter(api_keys::id.eq(id.to_string()))
+                .filter(
+                    api_keys::last_used_at
+                        .is_null()
+                        .or(api_keys::last_used_at.lt(to_db(not_before))),
+                ),
+        )
+        .set(api_keys::last_used_at.eq(to_db(now)))
+        .execute(&mut *conn)
+        .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn user(&self, id: UserId) -> Result<Option<User>, StorageError> {
+        let mut conn = self.conn()?;
+        users::table
+            .filter(users::id.eq(id.to_string()))
+            .select(UserRow::as_select())
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?
+            .map(UserRow::user)
+            .transpose()
+    }
+
+    fn user_by_email(&self, email: &str) -> Result<Option<User>, StorageError> {
+        let mut conn = self.conn()?;
+        users::table
+            .filter(users::email.eq(email))
+            .select(UserRow::as_select())
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?
+            .map(UserRow::user)
+            .transpose()
+    }
+
+    fn org_membership(
+        &self,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<Option<OrgMembership>, StorageError> {
+        let mut conn = self.conn()?;
+        let row: Option<(String, String, PrimitiveDateTime, Option<String>)> = orgs::table
+            .left_join(
+                org_members::table.on(org_members::org_id
+                    .eq(orgs::id)
+                    .and(org_members::user_id.eq(user.to_string()))),
+            )
+            .filter(orgs::id.eq(org.to_string()))
+            .select((
+                orgs::id,
+                orgs::name,
+                orgs::created_at,
+                org_members::role.nullable(),
+            ))
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?;
+        row.map(|(id, name, created_at, role)| {
+            Ok(OrgMembership {
+                org: Org {
+                    id: parse_id(&id, "org")?,
+                    name,
+                    created_at: from_db(created_at),
+                },
+                role: role.as_deref().and_then(Role::parse),
+            })
+        })
+        .transpose()
+    }
+
+    fn org_by_name(&self, name: &str) -> Result<Option<Org>, StorageError> {
+        let mut conn = self.conn()?;
+        orgs::table
+            .filter(orgs::name.eq(name))
+            .order(orgs::created_at.asc())
+            .select(OrgRow::as_select())
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?
+            .map(|r| r.org())
+            .transpose()
+    }
+
+    fn count_orgs(&self) -> Result<i64, StorageError> {
+        let mut conn = self.conn()?;
+        orgs::table.count().get_result(&mut *conn).map_err(db_err)
+    }
+
+    fn create_org(&self, org: &Org) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        diesel::insert_into(orgs::table)
+            .values((
+                orgs::id.eq(org.id.to_string()),
+                orgs::name.eq(&org.name),
+                orgs::enable_proactive_conversation_starters.eq(true),
+                orgs::max_budget_per_task.eq(None::<f64>),
+                orgs::registered_marketplaces.eq("[]"),
+                orgs::created_at.eq(to_db(org.created_at)),
+                orgs::updated_at.eq(to_db(org.created_at)),
+            ))
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn create_user(&self, user: &User) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        diesel::insert_into(users::table)
+            .values((
+                users::id.eq(user.id.to_string()),
+                users::email.eq(&user.email),
+                users::name.eq(&user.name),
+                users::current_org_id.eq(user.current_org_id.map(|o| o.to_string())),
+                users::created_at.eq(to_db(user.created_at)),
+            ))
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn put_member(
+        &self,
+        org: OrgId,
+        user: UserId,
+        role: Role,
+        now: OffsetDateTime,
+    ) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        let (o, u) = (org.to_string(), user.to_string());
+        let updated = diesel::update(
+            org_members::table
+                .filter(org_members::org_id.eq(&o))
+                .filter(org_members::user_id.eq(&u)),
+        )
+        .set(org_members::role.eq(role.as_str()))
+        .execute(&mut *conn)
+        .map_err(db_err)?;
+        if updated == 0 {
+            diesel::insert_into(org_members::table)
+                .values((
+                    org_members::org_id.eq(&o),
+                    org_members::user_id.eq(&u),
+                    org_members::role.eq(role.as_str()),
+                    org_members::created_at.eq(to_db(now)),
+                ))
+                .execute(&mut *conn)
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    fn set_current_org(&self, user: UserId, org: OrgId) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        diesel::update(users::table.filter(users::id.eq(user.to_string())))
+            .set(users::current_org_id.eq(Some(org.to_string())))
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn insert_api_key(&self, key: &ApiKeyRecord, hash: &KeyHash) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        let row = ApiKeyRow {
+            id: key.id.to_string(),
+            user_id: key.user_id.to_string(),
+            org_id: key.org_id.map(|o| o.to_string()),
+            name: key.name.clone(),
+            key_hash: hash.0.clone(),
+            display_prefix: key.display_prefix.clone(),
+            created_at: to_db(key.created_at),
+            last_used_at: key.last_used_at.map(to_db),
+            expires_at: key.expires_at.map(to_db),
+            revoked_at: key.revoked_at.map(to_db),
+        };
+        diesel::insert_into(api_keys::table)
+            .values(&row)
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn api_keys_of(&self, user: UserId) -> Result<Vec<ApiKeyRecord>, StorageError> {
+        let mut conn = self.conn()?;
+        let rows: Vec<ApiKeyRow> = api_keys::table
+            .filter(api_keys::user_id.eq(user.to_string()))
+            .order((api_keys::created_at.desc(), api_keys::id.desc()))
+            .select(ApiKeyRow::as_select())
+            .load(&mut *conn)
+            .map_err(db_err)?;
+        rows.into_iter().map(ApiKeyRow::record).collect()
+    }
+
+    fn api_key(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>, StorageError> {
+        let mut conn = self.conn()?;
+        api_keys::table
+            .filter(api_keys::id.eq(id.to_string()))
+            .select(ApiKeyRow::as_select())
+            .first(&mut *conn)
+            .optional()
+            .map_err(db_err)?
+            .map(ApiKeyRow::record)
+            .transpose()
+    }
+
+    fn revoke_api_key(&self, id: ApiKeyId, now: OffsetDateTime) -> Result<bool, StorageError> {
+        let mut conn = self.conn()?;
+        let exists = api_keys::table
+            .filter(api_keys::id.eq(id.to_string()))
+            .count()
+            .get_result::<i64>(&mut *conn)
+            .map_err(db_err)?
+            > 0;
+        diesel::update(
+            api_keys::table
+                .filter(api_keys::id.eq(id.to_string()))
+                .filter(api_keys::revoked_at.is_null()),
+        )
+        .set(api_keys::revoked_at.eq(Some(to_db(now))))
+        .execute(&mut *conn)
+        .map_err(db_err)?;
+        Ok(exists)
+    }
+}
+
+impl OrgSettingsStore for DieselStore {
+    fn org_settings(&self, org: OrgId) -> Result<Option<OrgAppSettings>, StorageError> {
+        let mut conn = self.conn()?;
+        load_org(&mut conn, org)?.map(|r| r.settings()).transpose()
+    }
+
+    /// Compare-and-set on the version: read the row, then one `UPDATE … WHERE id = ? AND
+    /// updated_at = <version read>` writing only the changed columns and a new version
+    /// `max(now, read + 1 µs)`. With `expected`, a read version other than `expected` is
+    /// stale, and so is a lost race. Without it, a lost race is retried, so concurrent patches of
+    /// different fields never lose each other's writes. Each statement is atomic on its own; no
+    /// transaction is held across them.
+    fn update_org_settings(
+        &self,
+        org: OrgId,
+        change: &SettingsChange,
+        expected: Option<OffsetDateTime>,
+        now: OffsetDateTime,
+    ) -> Result<SettingsWrite, StorageError> {
+        let mut conn = self.conn()?;
+        let marketplaces_json = change
+            .registered_marketplaces
+            .as_ref()
+            .map(|m| serde_json::to_string(m).map_err(|e| StorageError::Other(Box::new(e))))
+            .transpose()?;
+        loop {
+            let Some(row) = load_org(&mut conn, org)? else {
+                return Ok(SettingsWrite::NotFound);
+            };
+            let current = row.settings()?;
+            if let Some(exp) = expected
+                && exp != current.updated_at
+            {
+                return Ok(SettingsWrite::Stale {
+                    actual: current.updated_at,
+                });
+            }
+            let version = std::cmp::max(now, current.updated_at + Duration::microseconds(1));
+            let changeset = SettingsChangeset {
+                enable_proactive_conversation_starters: change
+                    .enable_proactive_conversation_starters,
+                max_budget_per_task: change.max_budget_per_task,
+                registered_marketplaces: marketplaces_json.clone(),
+                updated_at: to_db(version),
+            };
+            let written = diesel::update(
+                orgs::table
+                    .filter(orgs::id.eq(org.to_string()))
+                    .filter(orgs::updated_at.eq(row.updated_at)),
+            )
+            .set(&changeset)
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+            if written == 1 {
+                let mut next = current;
+                if let Some(v) = change.enable_proactive_conversation_starters {
+                    next.enable_proactive_conversation_starters = v;
+                }
+                if let Some(v) = change.max_budget_per_task {
+                    next.max_budget_per_task = v;
+                }
+                if let Some(v) = &change.registered_marketplaces {
+                    next.registered_marketplaces = v.clone();
+                }
+                next.updated_at = version;
+                return Ok(SettingsWrite::Written(next));
+            }
+            if expected.is_some() {
+                let actual = load_org(&mut conn, org)?.map(|r| from_db(r.updated_at));
+                return Ok(match actual {
+                    Some(actual) => SettingsWrite::Stale { actual },
+                    None => SettingsWrite::NotFound,
+                });
+            }
+        }
+    }
+}
+
+impl Store for DieselStore {
+    fn ready(&self) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        match crate::connection::has_pending_migrations(&mut conn) {
+            Ok(false) => Ok(()),
+            Ok(true) => Err(StorageError::Unavailable("migrations are pending".into())),
+            Err(e) => Err(StorageError::Other(Box::new(e))),
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Migrations on both backends: every migration runs up and down, and the schema each backend
+//! produces is exactly `schema.rs` (column names, types, nullability).
+
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
+use switchboard_storage::schema::{api_keys, org_members, orgs, users};
+use switchboard_storage::{
+    DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
+};
+use switchboard_testkit::{Backend, TestDatabase};
+
+/// A normalized column type name for a diesel SQL type.
+trait Describe {
+    const NAME: &'static str;
+    const NULLABLE: bool = false;
+}
+impl Describe for Text {
+    const NAME: &'static str = "text";
+}
+impl Describe for Bool {
+    const NAME: &'static str = "bool";
+}
+impl Describe for Double {
+    const NAME: &'static str = "double";
+}
+impl Describe for Timestamp {
+    const NAME: &'static str = "timestamp";
+}
+impl Describe for BigInt {
+    const NAME: &'static str = "bigint";
+}
+impl Describe for Integer {
+    const NAME: &'static str = "integer";
+}
+impl<T: Describe + diesel::sql_types::SqlType> Describe for Nullable<T> {
+    const NAME: &'static str = T::NAME;
+    const NULLABLE: bool = true;
+}
+
+type Col = (String, &'static str, bool);
+
+macro_rules! columns {
+    ($table:ident: $($col:ident),* $(,)?) => {
+        (stringify!($table), vec![$(
+            (
+                <$table::$col as diesel::Column>::NAME.to_owned(),
+                <<$table::$col as diesel::Expression>::SqlType as Describe>::NAME,
+                <<$table::$col as diesel::Expression>::SqlType as Describe>::NULLABLE,
+            )
+        ),*])
+    };
+}
+
+fn expected() -> Vec<(&'static str, Vec<Col>)> {
+    vec![
+        columns!(orgs: id, name, enable_proactive_conversation_starters, max_budget_per_task, registered_marketplaces, created_at, updated_at),
+        columns!(users: id, email, name, current_org_id, created_at),
+        columns!(org_members: org_id, user_id, role, created_at),
+        columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
+    ]
+}
+
+#[derive(QueryableByName, Debug)]
+struct DbColumn {
+    #[diesel(sql_type = Text)]
+    name: String,
+    #[diesel(sql_type = Text)]
+    kind: String,
+    #[diesel(sql_type = Integer)]
+    notnull: i32,
+}
+
+fn normalize(kind: &str) -> &'static str {
+    match kind.to_ascii_lowercase().as_str() {
+        "text" => "text",
+        "boolean" => "bool",
+        "double" | "double precision" | "real" => "double",
+        "timestamp" | "timestamp without time zone" => "timestamp",
+        "bigint" => "bigint",
+        "integer" => "integer",
+        other => panic!("unexpected column type {other}"),
+    }
+}
+
+fn introspect(conn: &mut DbConnection, table: &str) -> Vec<Col> {
+    let sql = match conn {
+        DbConnection::Sqlite(_) => format!(
+            "SELECT name, type AS kind, \"notnull\" FROM pragma_table_info('{table}') ORDER BY cid"
+        ),
+        DbConnection::Postgres(_) => format!(
+            "SELECT column_name::text AS name, data_type::text AS kind, CASE WHEN is_nullable = 'NO' THEN 1 ELSE 0 END AS notnull \
+             FROM information_schema.columns WHERE table_schema = 'public' AND table_name = '{table}' ORDER BY ordinal_position"
+        ),
+    };
+    let rows: Vec<DbColumn> = diesel::sql_query(sql).load(conn).unwrap();
+    rows.into_iter()
+        .map(|c| (c.name, normalize(&c.kind), c.notnull == 0))
+        .collect()
+}
+
+fn tables(conn: &mut DbConnection) -> Vec<String> {
+    #[derive(QueryableByName)]
+    struct T {
+        #[diesel(sql_type = Text)]
+        name: String,
+    }
+    let sql = match conn {
+        DbConnection::Sqlite(_) => {
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != '__diesel_schema_migrations' ORDER BY name"
+        }
+        DbConnection::Postgres(_) => {
+            "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name != '__diesel_schema_migrations' ORDER BY table_name"
+        }
+    };
+    diesel::sql_query(sql)
+        .load::<T>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+fn check_backend(backend: Backend) {
+    let db = TestDatabase::new(backend);
+    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
+    assert!(has_pending_migrations(&mut conn).unwrap());
+    let applied = run_migrations(&mut conn).unwrap();
+    assert!(!applied.is_empty(), "{backend}: no migration applied");
+    assert!(!has_pending_migrations(&mut conn).unwrap());
+
+    let want = expected();
+    let mut want_tables: Vec<String> = want.iter().map(|(t, _)| t.to_string()).collect();
+    want_tables.sort();
+    assert_eq!(tables(&mut conn), want_tables, "{backend}: tables");
+    for (table, cols) in &want {
+        let mut got = introspect(&mut conn, table);
+        let mut cols = cols.clone();
+        got.sort();
+        cols.sort();
+        assert_eq!(got, cols, "{backend}: table {table} differs from schema.rs");
+    }
+
+    // Down, then up again: every migration is reversible and re-appliable.
+    let reverted = revert_all_migrations(&mut conn).unwrap();
+    assert_eq!(reverted.len(), applied.len());
+    assert!(
+        tables(&mut conn).is_empty(),
+        "{backend}: tables left after down"
+    );
+    assert_eq!(run_migrations(&mut conn).unwrap(), applied);
+}
+
+#[test]
+fn sqlite_migrations_up_down_and_schema() {
+    check_backend(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_migrations_up_down_and_schema() {
+    check_backend(Backend::Postgres);
+}
+
+#[test]
+fn every_migration_folder_has_both_backends() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+    let list = |b: &str| {
+        let mut v: Vec<String> = std::fs::read_dir(root.join(b))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(list("sqlite"), list("postgres"));
+    for b in ["sqlite", "postgres"] {
+        for m in list(b) {
+            for f in ["up.sql", "down.sql"] {
+                assert!(
+                    root.join(b).join(&m).join(f).is_file(),
+                    "{b}/{m}/{f} missing"
+                );
+            }
+        }
+    }
+}
