@@ -84,6 +84,12 @@ pub enum ErrorType {
     DatetimeFromDateParsing,
     /// A rule of a custom validator (`value_error`), e.g. an unknown `kind`.
     ValueError,
+    /// A string that is not a UUID (`uuid_parsing`; used by the HTTP layer).
+    UuidParsing,
+    /// A string that is not an integer (`int_parsing`; query parameters).
+    IntParsing,
+    /// A number not above its exclusive lower bound (`greater_than`).
+    GreaterThan,
 }
 
 impl ErrorType {
@@ -111,6 +117,9 @@ impl ErrorType {
             ErrorType::LessThanEqual => "less_than_equal",
             ErrorType::DatetimeFromDateParsing => "datetime_from_date_parsing",
             ErrorType::ValueError => "value_error",
+            ErrorType::UuidParsing => "uuid_parsing",
+            ErrorType::IntParsing => "int_parsing",
+            ErrorType::GreaterThan => "greater_than",
         }
     }
 }

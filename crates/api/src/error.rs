@@ -1,0 +1,114 @@
+//! The one table from failures to HTTP statuses and bodies (API.md, Conventions): 422 bodies
+//! are FastAPI-shaped (`{"detail": [entry, …]}`), everything else is `{"detail": "message"}`;
+//! 500 leaks nothing and is logged with the request id.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+use switchboard_domain::{DomainError, StorageError};
+use switchboard_model::ValidationError;
+
+/// A request failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A domain refusal.
+    #[error(transparent)]
+    Domain(#[from] DomainError),
+    /// Malformed input: 422 with these entries (locations start with `body`, `query`, `path`
+    /// or `header`).
+    #[error("validation failed: {0:?}")]
+    Validation(Vec<ValidationError>),
+    /// The body is larger than the route allows.
+    #[error("Request body too large (limit {limit} bytes)")]
+    PayloadTooLarge {
+        /// The limit in bytes.
+        limit: usize,
+    },
+    /// Reading the request failed (client went away, broken chunking).
+    #[error("Could not read the request body: {0}")]
+    BadBody(String),
+    /// Something that should not happen; logged, never shown.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<ValidationError> for ApiError {
+    fn from(e: ValidationError) -> Self {
+        ApiError::Validation(vec![e])
+    }
+}
+
+impl From<actix_web::error::BlockingError> for ApiError {
+    fn from(e: actix_web::error::BlockingError) -> Self {
+        ApiError::Internal(format!("blocking task failed: {e}"))
+    }
+}
+
+/// Result of a handler.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    /// The status, and the `detail` message for non-422 errors.
+    fn status_and_message(&self) -> (StatusCode, String) {
+        use DomainError as D;
+        match self {
+            ApiError::Domain(d) => {
+                let status = match d {
+                    D::NotAuthenticated
+                    | D::InvalidApiKey
+                    | D::ApiKeyExpired
+                    | D::ApiKeyRevoked => StatusCode::UNAUTHORIZED,
+                    D::KeyNotAuthorizedForOrg
+                    | D::NotAMember
+                    | D::PermissionDenied(_)
+                    | D::MissingPermission(_) => StatusCode::FORBIDDEN,
+                    D::OrgNotFound | D::UserNotFound | D::ApiKeyNotFound => StatusCode::NOT_FOUND,
+                    D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
+                    D::DuplicateMarketplaceNames(_) => StatusCode::BAD_REQUEST,
+                    D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
+                    D::Storage(StorageError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
+                    D::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                };
+                let message = match status {
+                    StatusCode::INTERNAL_SERVER_ERROR => "Internal server error".to_owned(),
+                    StatusCode::SERVICE_UNAVAILABLE => {
+                        "Service unavailable, retry later".to_owned()
+                    }
+                    _ => d.to_string(),
+                };
+                (status, message)
+            }
+            ApiError::Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, String::new()),
+            ApiError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string()),
+            ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, self.to_string()),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Internal server error".to_owned(),
+            ),
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.status_and_message().0
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let (status, message) = self.status_and_message();
+        if status.is_server_error() {
+            // Inside the request's span: the log line carries the request id.
+            tracing::error!(error = %self, "request failed");
+        }
+        let mut resp = HttpResponse::build(status);
+        if status == StatusCode::UNAUTHORIZED {
+            resp.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        match self {
+            ApiError::Validation(entries) => resp.json(json!({ "detail": entries })),
+            ApiError::Domain(DomainError::Invalid(e)) => resp.json(json!({ "detail": [e] })),
+            _ => resp.json(json!({ "detail": message })),
+        }
+    }
+}

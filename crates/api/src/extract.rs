@@ -1,0 +1,193 @@
+//! Extractors: the caller (API key → principal → effective organization) and JSON bodies,
+//! with FastAPI-shaped 422s. Authentication runs before any body is read or validated, so an
+//! unauthenticated caller learns nothing from 422s (API.md).
+
+use actix_web::dev::Payload;
+use actix_web::http::header::{AUTHORIZATION, CONTENT_LENGTH};
+use actix_web::{FromRequest, HttpRequest, web};
+use futures_util::StreamExt;
+use futures_util::future::LocalBoxFuture;
+use serde_json::Value;
+use switchboard_domain::{DomainError, OrgContext, OrgId, parse_uuid};
+use switchboard_model::{ErrorType, LocItem, ValidationError};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Header carrying an API key (spec §5).
+pub const ACCESS_TOKEN_HEADER: &str = "X-Access-Token";
+/// Header naming the organization to act on (API.md, Identity).
+pub const ORG_HEADER: &str = "X-Org-Id";
+
+/// The API key of a request: `X-Access-Token`, else `Authorization: Bearer`. The first present
+/// wins; an invalid one never falls through to the other.
+pub fn presented_key(req: &HttpRequest) -> Option<String> {
+    if let Some(v) = req.headers().get(ACCESS_TOKEN_HEADER) {
+        return Some(v.to_str().unwrap_or("").trim().to_owned());
+    }
+    let auth = req.headers().get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = auth.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_owned())
+}
+
+/// `X-Org-Id`, parsed: `Ok(None)` when absent; a 422 (`uuid_parsing`, loc
+/// `["header", "x-org-id"]`) when it is not a UUID.
+pub fn requested_org(req: &HttpRequest) -> Result<Option<OrgId>, ValidationError> {
+    let Some(v) = req.headers().get(ORG_HEADER) else {
+        return Ok(None);
+    };
+    let text = v.to_str().unwrap_or("");
+    parse_uuid(text.trim())
+        .map(|u| Some(OrgId(u)))
+        .ok_or_else(|| invalid_uuid(vec!["header".into(), "x-org-id".into()], text))
+}
+
+/// The 422 entry for a string that is not a UUID.
+pub fn invalid_uuid(loc: Vec<LocItem>, input: &str) -> ValidationError {
+    ValidationError::new(
+        ErrorType::UuidParsing,
+        loc,
+        "Input should be a valid UUID, as 32 hexadecimal digits or in the dashed 8-4-4-4-12 form",
+    )
+    .with_input(Value::String(input.to_owned()))
+}
+
+/// An authenticated request and the organization it acts on.
+pub struct Scope(pub OrgContext);
+
+impl FromRequest for Scope {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Scope, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let key = presented_key(req);
+        let requested = requested_org(req);
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        Box::pin(async move {
+            let state = state.ok_or_else(|| ApiError::Internal("no AppState".into()))?;
+            let key = key
+                .filter(|k| !k.is_empty())
+                .ok_or(DomainError::NotAuthenticated)?;
+            let ctx = web::block(move || -> Result<OrgContext, ApiError> {
+                let principal = state.services.authenticate(&key)?;
+                let requested = requested.map_err(ApiError::from)?;
+                Ok(state.services.org_context(&principal, requested)?)
+            })
+            .await??;
+            Ok(Scope(ctx))
+        })
+    }
+}
+
+/// Body size limit of a route, in bytes (app data; default [`DEFAULT_BODY_LIMIT`]).
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// 1 MiB: the default body limit (API.md, Conventions).
+pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
+
+/// A JSON request body, read up to the route's [`BodyLimit`] and parsed. Errors: 413 over the
+/// limit; 422 `missing` at `["body"]` for an empty body; 422 `json_invalid` at
+/// `["body", <byte offset>]` for malformed JSON (FastAPI's shape).
+pub struct JsonBody(pub Value);
+
+impl FromRequest for JsonBody {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<JsonBody, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let limit = req
+            .app_data::<BodyLimit>()
+            .map_or(DEFAULT_BODY_LIMIT, |l| l.0);
+        let declared = req
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let mut payload = payload.take();
+        Box::pin(async move {
+            if declared.is_some_and(|n| n > limit) {
+                return Err(ApiError::PayloadTooLarge { limit });
+            }
+            let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::BadBody(e.to_string()))?;
+                if body.len() + chunk.len() > limit {
+                    return Err(ApiError::PayloadTooLarge { limit });
+                }
+                body.extend_from_slice(&chunk);
+            }
+            parse_json_body(&body).map(JsonBody)
+        })
+    }
+}
+
+/// Parses a body as JSON with FastAPI's 422 entries.
+///
+/// # Errors
+/// `missing` for an empty body, `json_invalid` with the byte offset otherwise.
+pub fn parse_json_body(bytes: &[u8]) -> Result<Value, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ValidationError::new(
+            ErrorType::Missing,
+            vec![LocItem::from("body")],
+            "Field required",
+        )
+        .into());
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        let offset = byte_offset(bytes, e.line(), e.column());
+        ValidationError::new(
+            ErrorType::JsonInvalid,
+            vec![LocItem::from("body"), LocItem::Index(offset)],
+            "JSON decode error",
+        )
+        .with_input(Value::Object(Default::default()))
+        .with_ctx(serde_json::json!({ "error": e.to_string() }))
+        .into()
+    })
+}
+
+fn byte_offset(bytes: &[u8], line: usize, column: usize) -> usize {
+    let mut current = 1;
+    let mut start = 0;
+    for (i, b) in bytes.iter().enumerate() {
+        if current == line {
+            break;
+        }
+        if *b == b'\n' {
+            current += 1;
+            start = i + 1;
+        }
+    }
+    (start + column.saturating_sub(1)).min(bytes.len())
+}
+
+/// Parses a UUID path parameter; 422 (`uuid_parsing`) at `["path", name]` otherwise.
+///
+/// # Errors
+/// [`ApiError::Validation`].
+pub fn path_uuid(value: &str, name: &str) -> Result<uuid::Uuid, ApiError> {
+    parse_uuid(value).ok_or_else(|| invalid_uuid(vec!["path".into(), name.into()], value).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_errors_point_at_the_byte() {
+        let ApiError::Validation(e) = parse_json_body(b"{\"a\": }").unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(e[0].loc, [LocItem::from("body"), LocItem::Index(6)]);
+        assert_eq!(e[0].error_type.as_str(), "json_invalid");
+        let ApiError::Validation(e) = parse_json_body(b"  ").unwrap_err() else {
+            panic!()
+        };
+        assert_eq!(e[0].error_type.as_str(), "missing");
+        assert!(parse_json_body(b"{\"a\": 1}").is_ok());
+    }
+}

@@ -1,0 +1,182 @@
+//! Prometheus metrics and the request middleware: a request id on every request (its log
+//! span, its response header), and request counts and latency histograms by route and status.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, web};
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+};
+use tracing::Instrument;
+
+use crate::AppState;
+
+/// The request id header, set on every response (and honoured on requests when it is a
+/// short printable token).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// A request's id, in the request extensions.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// Pool usage reported by the storage the binary wired in.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PoolStats {
+    /// Open connections.
+    pub connections: u32,
+    /// Idle connections.
+    pub idle: u32,
+    /// Maximum connections.
+    pub max_size: u32,
+}
+
+/// A source of pool statistics (a closure over the storage pool).
+pub type PoolStatsFn = Arc<dyn Fn() -> PoolStats + Send + Sync>;
+
+/// The metrics registry of one app.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    latency: HistogramVec,
+    pool: IntGaugeVec,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with Switchboard's metrics.
+    ///
+    /// # Panics
+    /// Never in practice: the metric definitions are static and valid.
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "http_requests_total",
+                "HTTP requests by method, route pattern and status.",
+            ),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let latency = HistogramVec::new(
+            HistogramOpts::new(
+                "http_request_duration_seconds",
+                "HTTP request latency in seconds by method, route pattern and status.",
+            )
+            .buckets(vec![
+                0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0,
+            ]),
+            &["method", "route", "status"],
+        )
+        .expect("valid metric");
+        let pool = IntGaugeVec::new(
+            Opts::new(
+                "db_pool_connections",
+                "Database pool connections by state (open, idle, max).",
+            ),
+            &["state"],
+        )
+        .expect("valid metric");
+        registry
+            .register(Box::new(requests.clone()))
+            .expect("unique metric");
+        registry
+            .register(Box::new(latency.clone()))
+            .expect("unique metric");
+        registry
+            .register(Box::new(pool.clone()))
+            .expect("unique metric");
+        Metrics {
+            registry,
+            requests,
+            latency,
+            pool,
+        }
+    }
+
+    /// Records one finished request.
+    pub fn observe(&self, method: &str, route: &str, status: u16, seconds: f64) {
+        let status = status.to_string();
+        let labels = [method, route, status.as_str()];
+        self.requests.with_label_values(&labels).inc();
+        self.latency.with_label_values(&labels).observe(seconds);
+    }
+
+    /// The Prometheus text exposition, with pool usage read now.
+    pub fn render(&self, pool: Option<PoolStats>) -> String {
+        if let Some(p) = pool {
+            self.pool
+                .with_label_values(&["open"])
+                .set(i64::from(p.connections));
+            self.pool
+                .with_label_values(&["idle"])
+                .set(i64::from(p.idle));
+            self.pool
+                .with_label_values(&["max"])
+                .set(i64::from(p.max_size));
+        }
+        let mut out = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut out)
+            .expect("encoding to a Vec cannot fail");
+        String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+fn acceptable_request_id(v: &HeaderValue) -> Option<String> {
+    let s = v.to_str().ok()?;
+    (!s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+    .then(|| s.to_owned())
+}
+
+/// The middleware: request id, tracing span, metrics, and the `x-request-id` response header.
+///
+/// # Errors
+/// Whatever the inner service returns (errors are rendered into responses by actix).
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let id = req
+        .headers()
+        .get(REQUEST_ID_HEADER)
+        .and_then(acceptable_request_id)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
+    req.extensions_mut().insert(RequestId(id.clone()));
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let method = req.method().to_string();
+    let span =
+        tracing::info_span!("request", request_id = %id, method = %method, path = %req.path());
+    let mut res = next.call(req).instrument(span.clone()).await?;
+    let status = res.status().as_u16();
+    let route = res
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let elapsed = started.elapsed().as_secs_f64();
+    if let Some(state) = state {
+        state.metrics.observe(&method, &route, status, elapsed);
+    }
+    span.in_scope(
+        || tracing::debug!(status, route = %route, elapsed_ms = elapsed * 1000.0, "served"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        res.headers_mut()
+            .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);
+    }
+    Ok(res)
+}

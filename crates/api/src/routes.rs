@@ -1,0 +1,302 @@
+//! Handlers. Each documents its responses for the OpenAPI document; [`ROUTES`] lists every
+//! route the app serves (a test checks it against the document and the live server).
+
+use actix_web::{HttpResponse, web};
+use serde_json::Value;
+use switchboard_domain::settings::parse_settings_update;
+use switchboard_domain::time_input::parse_datetime_value;
+use switchboard_domain::{ApiKeyId, ApiKeyView};
+use switchboard_model::{ErrorType, LocItem, ValidationError};
+
+use crate::AppState;
+use crate::dto::{
+    ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ErrorDetail, HTTPValidationError, MeResponse,
+    OrgAppSettingsResponse, Status,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{JsonBody, Scope, path_uuid};
+
+/// Every route: method and path pattern, as in the OpenAPI document.
+pub const ROUTES: &[(&str, &str)] = &[
+    ("get", "/health"),
+    ("get", "/ready"),
+    ("get", "/metrics"),
+    ("get", "/openapi.json"),
+    ("get", "/api/organizations/app"),
+    ("post", "/api/organizations/app"),
+    ("post", "/api/keys"),
+    ("get", "/api/keys"),
+    ("delete", "/api/keys/{id}"),
+    ("get", "/api/v1/users/me"),
+];
+
+/// Registers every route of [`ROUTES`].
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/health", web::get().to(health))
+        .route("/ready", web::get().to(ready))
+        .route("/metrics", web::get().to(metrics))
+        .route("/openapi.json", web::get().to(openapi_json))
+        .route(
+            "/api/organizations/app",
+            web::get().to(get_org_app_settings),
+        )
+        .route(
+            "/api/organizations/app",
+            web::post().to(update_org_app_settings),
+        )
+        .route("/api/keys", web::post().to(create_api_key))
+        .route("/api/keys", web::get().to(list_api_keys))
+        .route("/api/keys/{id}", web::delete().to(revoke_api_key))
+        .route("/api/v1/users/me", web::get().to(users_me));
+}
+
+/// Liveness: the process serves requests.
+#[utoipa::path(get, path = "/health", tag = "Health", responses((status = 200, body = Status)))]
+pub async fn health() -> web::Json<Status> {
+    web::Json(Status {
+        status: "ok".into(),
+    })
+}
+
+/// Readiness: the database answers and every migration is applied.
+#[utoipa::path(get, path = "/ready", tag = "Health", responses(
+    (status = 200, body = Status),
+    (status = 503, description = "Database unreachable or migrations pending", body = ErrorDetail),
+))]
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let store = state.services.store().clone();
+    match web::block(move || store.ready()).await {
+        Ok(Ok(())) => HttpResponse::Ok().json(Status {
+            status: "ready".into(),
+        }),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready");
+            HttpResponse::ServiceUnavailable().json(ErrorDetail {
+                detail: "Not ready".into(),
+            })
+        }
+        Err(_) => HttpResponse::ServiceUnavailable().json(ErrorDetail {
+            detail: "Not ready".into(),
+        }),
+    }
+}
+
+/// Prometheus metrics: request counts and latency histograms by route and status, pool usage.
+#[utoipa::path(get, path = "/metrics", tag = "Health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let pool = state.pool_stats.as_ref().map(|f| f());
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(state.metrics.render(pool))
+}
+
+/// This document.
+#[utoipa::path(get, path = "/openapi.json", tag = "Health", responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::document_json())
+}
+
+/// Runs blocking domain work off the async executor.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    web::block(f).await?
+}
+
+/// The effective organization's app settings (`manage_application_settings`, every role).
+#[utoipa::path(get, path = "/api/organizations/app", tag = "Orgs",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization to act on (UUID); default: the key's bound organization, else the user's current one")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = OrgAppSettingsResponse),
+        (status = 401, description = "No, unknown, expired or revoked API key", body = ErrorDetail),
+        (status = 403, description = "Not a member, key bound elsewhere, or permission missing", body = ErrorDetail),
+        (status = 404, description = "The effective organization does not exist", body = ErrorDetail),
+        (status = 422, description = "Malformed X-Org-Id", body = HTTPValidationError),
+        (status = 500, body = ErrorDetail),
+    ))]
+pub async fn get_org_app_settings(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
+    let settings = blocking(move || Ok(state.services.org_settings(&ctx)?)).await?;
+    Ok(web::Json((&settings).into()))
+}
+
+/// Updates the effective organization's app settings. Checks, in order: API key (401),
+/// `manage_application_settings` in the effective organization (403/404), body (422),
+/// `edit_org_settings` when `registered_marketplaces` is sent (403), the version in
+/// `last_known_updated_at` (409), duplicate marketplace names (400).
+#[utoipa::path(post, path = "/api/organizations/app", tag = "Orgs",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization to act on (UUID)")),
+    request_body = crate::dto::OrgAppSettingsUpdate,
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = OrgAppSettingsResponse),
+        (status = 400, description = "Duplicate marketplace names", body = ErrorDetail),
+        (status = 401, body = ErrorDetail),
+        (status = 403, body = ErrorDetail),
+        (status = 404, body = ErrorDetail),
+        (status = 409, description = "Modified since last_known_updated_at", body = ErrorDetail),
+        (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
+        (status = 422, body = HTTPValidationError),
+        (status = 500, body = ErrorDetail),
+    ))]
+pub async fn update_org_app_settings(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+    body: JsonBody,
+) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
+    ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
+    let update = parse_settings_update(&body.0)?;
+    let settings = blocking(move || Ok(state.services.update_org_settings(&ctx, update)?)).await?;
+    Ok(web::Json((&settings).into()))
+}
+
+fn key_body(v: &Value) -> Result<(String, Option<time::OffsetDateTime>), ValidationError> {
+    let Value::Object(obj) = v else {
+        return Err(ValidationError::new(
+            ErrorType::ModelType,
+            vec!["body".into()],
+            "Input should be a valid dictionary",
+        )
+        .with_input(v.clone()));
+    };
+    let name = match obj.get("name") {
+        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= 100 => {
+            s.trim().to_owned()
+        }
+        Some(Value::String(s)) => {
+            return Err(ValidationError::new(
+                ErrorType::ValueError,
+                vec!["body".into(), "name".into()],
+                "Value error, name must have 1 to 100 characters",
+            )
+            .with_input(Value::String(s.clone())));
+        }
+        Some(other) => {
+            return Err(ValidationError::new(
+                ErrorType::StringType,
+                vec!["body".into(), "name".into()],
+                "Input should be a valid string",
+            )
+            .with_input(other.clone()));
+        }
+        None => {
+            return Err(ValidationError::new(
+                ErrorType::Missing,
+                vec!["body".into(), "name".into()],
+                "Field required",
+            )
+            .with_input(v.clone()));
+        }
+    };
+    let expires_at = match obj.get("expires_at") {
+        None | Some(Value::Null) => None,
+        Some(x) => Some(parse_datetime_value(
+            x,
+            vec![LocItem::from("body"), LocItem::from("expires_at")],
+        )?),
+    };
+    Ok((name, expires_at))
+}
+
+/// Creates an API key for the caller, bound to the effective organization
+/// (`manage_api_keys`). The key is in the response, once; only its SHA-256 is stored.
+#[utoipa::path(post, path = "/api/keys", tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization to bind the key to (UUID)")),
+    request_body = crate::dto::ApiKeyCreate,
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ApiKeyCreated),
+        (status = 401, body = ErrorDetail), (status = 403, body = ErrorDetail), (status = 404, body = ErrorDetail),
+        (status = 413, body = ErrorDetail),
+        (status = 422, description = "Bad name or an expiry in the past", body = HTTPValidationError),
+        (status = 500, body = ErrorDetail),
+    ))]
+pub async fn create_api_key(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+    body: JsonBody,
+) -> ApiResult<web::Json<ApiKeyCreated>> {
+    ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
+    let (name, expires_at) = key_body(&body.0)?;
+    let issued =
+        blocking(move || Ok(state.services.create_api_key(&ctx, name, expires_at)?)).await?;
+    Ok(web::Json(issued.into()))
+}
+
+/// The caller's API keys usable in the effective organization (bound to it, or unbound),
+/// newest first, revoked ones included (`manage_api_keys`).
+#[utoipa::path(get, path = "/api/keys", tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ApiKeyList),
+        (status = 401, body = ErrorDetail), (status = 403, body = ErrorDetail), (status = 404, body = ErrorDetail),
+        (status = 422, body = HTTPValidationError), (status = 500, body = ErrorDetail),
+    ))]
+pub async fn list_api_keys(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+) -> ApiResult<web::Json<ApiKeyList>> {
+    let keys = blocking(move || Ok(state.services.list_api_keys(&ctx)?)).await?;
+    Ok(web::Json(ApiKeyList {
+        items: keys.iter().map(|k| ApiKeyView::from(k).into()).collect(),
+    }))
+}
+
+/// Revokes one of the caller's keys (`manage_api_keys`); another user's key is 404.
+#[utoipa::path(delete, path = "/api/keys/{id}", tag = "Keys",
+    params(("id" = String, Path, description = "Key id (UUID)"), ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ApiKeyRevoked),
+        (status = 401, body = ErrorDetail), (status = 403, body = ErrorDetail),
+        (status = 404, description = "No such key of the caller's", body = ErrorDetail),
+        (status = 422, body = HTTPValidationError), (status = 500, body = ErrorDetail),
+    ))]
+pub async fn revoke_api_key(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+    id: web::Path<String>,
+) -> ApiResult<web::Json<ApiKeyRevoked>> {
+    let id = ApiKeyId(path_uuid(&id, "id")?);
+    let key = blocking(move || Ok(state.services.revoke_api_key(&ctx, id)?)).await?;
+    Ok(web::Json(ApiKeyRevoked {
+        id: key.id.0,
+        revoked: key.revoked_at.is_some(),
+    }))
+}
+
+/// The caller, the effective organization, the caller's role and permissions there.
+#[utoipa::path(get, path = "/api/v1/users/me", tag = "Users",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = MeResponse),
+        (status = 401, body = ErrorDetail), (status = 403, body = ErrorDetail), (status = 404, body = ErrorDetail),
+        (status = 422, body = HTTPValidationError), (status = 500, body = ErrorDetail),
+    ))]
+pub async fn users_me(
+    state: web::Data<AppState>,
+    Scope(ctx): Scope,
+) -> ApiResult<web::Json<MeResponse>> {
+    let me = blocking(move || Ok(state.services.me(&ctx)?)).await?;
+    Ok(web::Json(me.into()))
+}
+
+/// Unknown routes: 404 `{"detail": "Not Found"}`, as FastAPI answers.
+pub async fn not_found() -> HttpResponse {
+    HttpResponse::NotFound().json(ErrorDetail {
+        detail: "Not Found".into(),
+    })
+}
+
+impl From<std::convert::Infallible> for ApiError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}
