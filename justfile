@@ -23,11 +23,19 @@ test:
 bench:
     cargo bench -p switchboard-model --bench codec
 
+# HTTP load benchmark of the settings endpoints on SQLite and PostgreSQL (needs wrk).
+bench-http seconds="10":
+    scripts/bench-http.sh {{seconds}}
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event
     cd crates/model/tests/fixtures/conformance/valid && cat *.jsonl | split -l 1 - ../../../../fuzz/corpus/parse_event/seed-
     cd crates/model/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_event corpus/parse_event -- -max_total_time={{seconds}}
+
+# Run the server (SQLite in ./switchboard-data; prints a one-time admin key on first start).
+serve *args:
+    cargo run --release -p switchboard -- serve {{args}}
 
 # Validate JSONL event logs and print a summary (or `--canonical` to rewrite them).
 validate *args:

@@ -171,6 +171,7 @@ fn init_tracing(format: LogFormat) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder
@@ -348,6 +349,8 @@ fn serve(db: DbArgs, args: ServeArgs) -> Result<()> {
             .workers(workers)
             .shutdown_timeout(args.shutdown_timeout)
             .keep_alive(Duration::from_secs(75))
+            // actix stops at once on SIGINT; both signals stop gracefully here instead.
+            .disable_signals()
             .bind(args.bind)
             .with_context(|| format!("binding {}", args.bind))?;
         let addr = server
@@ -355,12 +358,34 @@ fn serve(db: DbArgs, args: ServeArgs) -> Result<()> {
             .first()
             .copied()
             .context("no address bound")?;
+        let server = server.run();
+        stop_gracefully_on_signals(&server.handle())?;
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
-        server.run().await.context("server failed")?;
+        server.await.context("server failed")?;
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish (up to
+/// `--shutdown-timeout`), then stop. Must run inside the actix system.
+fn stop_gracefully_on_signals(handle: &actix_web::dev::ServerHandle) -> Result<()> {
+    use actix_web::rt::signal::unix::{SignalKind, signal};
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+    ] {
+        let mut signals = signal(kind).with_context(|| format!("listening for {name}"))?;
+        let handle = handle.clone();
+        actix_web::rt::spawn(async move {
+            if signals.recv().await.is_some() {
+                tracing::info!("{name} received; finishing requests in flight");
+                handle.stop(true).await;
+            }
+        });
+    }
+    Ok(())
 }
 
 fn main() {

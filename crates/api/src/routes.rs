@@ -14,7 +14,7 @@ use crate::dto::{
     OrgAppSettingsResponse, Status,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{JsonBody, Scope, path_uuid};
+use crate::extract::{Scope, ScopedBody, path_uuid};
 
 /// Every route: method and path pattern, as in the OpenAPI document.
 pub const ROUTES: &[(&str, &str)] = &[
@@ -146,11 +146,10 @@ pub async fn get_org_app_settings(
     ))]
 pub async fn update_org_app_settings(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
-    body: JsonBody,
+    ScopedBody(ctx, body): ScopedBody,
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
     ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
-    let update = parse_settings_update(&body.0)?;
+    let update = parse_settings_update(&body)?;
     let settings = blocking(move || Ok(state.services.update_org_settings(&ctx, update)?)).await?;
     Ok(web::Json((&settings).into()))
 }
@@ -218,11 +217,10 @@ fn key_body(v: &Value) -> Result<(String, Option<time::OffsetDateTime>), Validat
     ))]
 pub async fn create_api_key(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
-    body: JsonBody,
+    ScopedBody(ctx, body): ScopedBody,
 ) -> ApiResult<web::Json<ApiKeyCreated>> {
     ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
-    let (name, expires_at) = key_body(&body.0)?;
+    let (name, expires_at) = key_body(&body)?;
     let issued =
         blocking(move || Ok(state.services.create_api_key(&ctx, name, expires_at)?)).await?;
     Ok(web::Json(issued.into()))

@@ -321,12 +321,17 @@ impl Switchboard {
         expires_at: Option<OffsetDateTime>,
     ) -> Result<IssuedKey, DomainError> {
         let now = now_micros();
-        if expires_at.is_some_and(|e| e <= now) {
+        if let Some(e) = expires_at
+            && e <= now
+        {
+            // Every 422 entry carries its input (API.md, Conventions).
             return Err(switchboard_model::ValidationError::new(
                 switchboard_model::ErrorType::ValueError,
                 vec!["body".into(), "expires_at".into()],
                 "Value error, Expiration date cannot be in the past",
             )
+            .with_input(serde_json::Value::String(format_rfc3339_micros(e)))
+            .with_ctx(serde_json::json!({ "error": "Expiration date cannot be in the past" }))
             .into());
         }
         let new = generate_api_key();

@@ -10,7 +10,7 @@ use switchboard_model::{ErrorType, LocItem, ValidationError};
 use time::OffsetDateTime;
 
 use crate::ids::OrgId;
-use crate::time_input::{format_rfc3339_micros, parse_datetime_value};
+use crate::time_input::parse_datetime_value;
 
 /// Where a marketplace entry applies (reference §1.4). Entries written through
 /// `/api/organizations/app` are always `org`.
@@ -57,31 +57,6 @@ pub struct OrgAppSettings {
     /// The version for optimistic locking: the time of the last change, UTC, microseconds.
     /// Strictly increases with every change.
     pub updated_at: OffsetDateTime,
-}
-
-/// The response body `OrgAppSettingsResponse` (spec §2.5): marketplaces with every key
-/// (nulls written), `updated_at` in RFC 3339 with microseconds and `Z`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct OrgAppSettingsView {
-    /// See [`OrgAppSettings`].
-    pub enable_proactive_conversation_starters: bool,
-    /// See [`OrgAppSettings`].
-    pub max_budget_per_task: Option<f64>,
-    /// See [`OrgAppSettings`].
-    pub registered_marketplaces: Vec<Marketplace>,
-    /// The version to echo back as `last_known_updated_at`.
-    pub updated_at: String,
-}
-
-impl From<&OrgAppSettings> for OrgAppSettingsView {
-    fn from(s: &OrgAppSettings) -> Self {
-        OrgAppSettingsView {
-            enable_proactive_conversation_starters: s.enable_proactive_conversation_starters,
-            max_budget_per_task: s.max_budget_per_task,
-            registered_marketplaces: s.registered_marketplaces.clone(),
-            updated_at: format_rfc3339_micros(s.updated_at),
-        }
-    }
 }
 
 /// The changes of one update: `None` leaves a field alone (patch semantics, reference §1.2).

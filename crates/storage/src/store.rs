@@ -20,6 +20,9 @@ use crate::schema::{api_keys, org_members, orgs, users};
 pub struct DieselStore {
     pool: DbPool,
     kind: BackendKind,
+    /// SQLite has one writer at a time: writes of this process queue here instead of spinning
+    /// in SQLite's busy handler (ARCHITECTURE.md: one writer path, immediate transactions).
+    sqlite_writer: std::sync::Arc<std::sync::Mutex<()>>,
 }
 
 /// Pool usage, for metrics.
@@ -50,7 +53,14 @@ impl DieselStore {
             config.unwrap_or_else(|| PoolConfig::default_for(kind)),
         )?;
         let applied = crate::connection::run_migrations(&mut *pool.get()?)?;
-        Ok((DieselStore { pool, kind }, applied))
+        Ok((
+            DieselStore {
+                pool,
+                kind,
+                sqlite_writer: Default::default(),
+            },
+            applied,
+        ))
     }
 
     /// The backend.
@@ -68,6 +78,45 @@ impl DieselStore {
         }
     }
 
+    /// Runs `f` in a write transaction: on SQLite behind this process's writer lock, in
+    /// `BEGIN IMMEDIATE` (so the transaction holds the write lock from its first statement and
+    /// cannot fail to upgrade); on PostgreSQL in an ordinary transaction.
+    ///
+    /// # Errors
+    /// `f`'s error, or a failure to begin or commit.
+    pub fn write<T>(
+        &self,
+        f: impl FnOnce(&mut DbConnection) -> Result<T, StorageError>,
+    ) -> Result<T, StorageError> {
+        use diesel::connection::SimpleConnection;
+        let mut conn = self.conn()?;
+        match self.kind {
+            BackendKind::Postgres => conn
+                .transaction(|c| f(c).map_err(TxError::Storage))
+                .map_err(TxError::into_storage),
+            BackendKind::Sqlite => {
+                let _guard = self
+                    .sqlite_writer
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                conn.batch_execute("BEGIN IMMEDIATE").map_err(db_err)?;
+                match f(&mut conn) {
+                    Ok(v) => match conn.batch_execute("COMMIT") {
+                        Ok(()) => Ok(v),
+                        Err(e) => {
+                            let _ = conn.batch_execute("ROLLBACK");
+                            Err(db_err(e))
+                        }
+                    },
+                    Err(e) => {
+                        let _ = conn.batch_execute("ROLLBACK");
+                        Err(e)
+                    }
+                }
+            }
+        }
+    }
+
     /// A pooled connection.
     ///
     /// # Errors
@@ -79,6 +128,27 @@ impl DieselStore {
         self.pool
             .get()
             .map_err(|e| StorageError::Unavailable(e.to_string()))
+    }
+}
+
+/// A storage error inside a diesel transaction (which needs `From<diesel::result::Error>`).
+enum TxError {
+    Storage(StorageError),
+    Diesel(DieselError),
+}
+
+impl From<DieselError> for TxError {
+    fn from(e: DieselError) -> Self {
+        TxError::Diesel(e)
+    }
+}
+
+impl TxError {
+    fn into_storage(self) -> StorageError {
+        match self {
+            TxError::Storage(e) => e,
+            TxError::Diesel(e) => db_err(e),
+        }
     }
 }
 
@@ -251,20 +321,21 @@ impl IdentityStore for DieselStore {
         now: OffsetDateTime,
         not_before: OffsetDateTime,
     ) -> Result<(), StorageError> {
-        let mut conn = self.conn()?;
-        diesel::update(
-            api_keys::table
-                .filter(api_keys::id.eq(id.to_string()))
-                .filter(
-                    api_keys::last_used_at
-                        .is_null()
-                        .or(api_keys::last_used_at.lt(to_db(not_before))),
-                ),
-        )
-        .set(api_keys::last_used_at.eq(to_db(now)))
-        .execute(&mut *conn)
-        .map_err(db_err)?;
-        Ok(())
+        self.write(|conn| {
+            diesel::update(
+                api_keys::table
+                    .filter(api_keys::id.eq(id.to_string()))
+                    .filter(
+                        api_keys::last_used_at
+                            .is_null()
+                            .or(api_keys::last_used_at.lt(to_db(not_before))),
+                    ),
+            )
+            .set(api_keys::last_used_at.eq(to_db(now)))
+            .execute(conn)
+            .map_err(db_err)?;
+            Ok(())
+        })
     }
 
     fn user(&self, id: UserId) -> Result<Option<User>, StorageError> {
@@ -486,12 +557,12 @@ impl OrgSettingsStore for DieselStore {
         load_org(&mut conn, org)?.map(|r| r.settings()).transpose()
     }
 
-    /// Compare-and-set on the version: read the row, then one `UPDATE … WHERE id = ? AND
-    /// updated_at = <version read>` writing only the changed columns and a new version
-    /// `max(now, read + 1 µs)`. With `expected`, a read version other than `expected` is
-    /// stale, and so is a lost race. Without it, a lost race is retried, so concurrent patches of
-    /// different fields never lose each other's writes. Each statement is atomic on its own; no
-    /// transaction is held across them.
+    /// One write transaction ([`DieselStore::write`]). With `expected`, the version check and
+    /// the write are one conditional `UPDATE … WHERE id = ? AND updated_at = <expected>` setting
+    /// only the changed columns and the new version `max(now, expected + 1 µs)`; no row means
+    /// stale (or gone). Without it, the row is read under the transaction's lock (PostgreSQL
+    /// `FOR UPDATE`, SQLite's write lock) and written with `max(now, stored + 1 µs)`, so
+    /// concurrent patches of different fields queue instead of losing each other's writes.
     fn update_org_settings(
         &self,
         org: OrgId,
@@ -499,25 +570,30 @@ impl OrgSettingsStore for DieselStore {
         expected: Option<OffsetDateTime>,
         now: OffsetDateTime,
     ) -> Result<SettingsWrite, StorageError> {
-        let mut conn = self.conn()?;
         let marketplaces_json = change
             .registered_marketplaces
             .as_ref()
             .map(|m| serde_json::to_string(m).map_err(|e| StorageError::Other(Box::new(e))))
             .transpose()?;
-        loop {
-            let Some(row) = load_org(&mut conn, org)? else {
-                return Ok(SettingsWrite::NotFound);
+        let kind = self.kind;
+        self.write(|conn| {
+            let version = match expected {
+                Some(exp) => std::cmp::max(now, exp + Duration::microseconds(1)),
+                None => {
+                    if kind == BackendKind::Postgres {
+                        use diesel::connection::SimpleConnection;
+                        // The id is a UUID we formatted: safe to inline.
+                        conn.batch_execute(&format!(
+                            "SELECT 1 FROM orgs WHERE id = '{org}' FOR UPDATE"
+                        ))
+                        .map_err(db_err)?;
+                    }
+                    let Some(row) = load_org(conn, org)? else {
+                        return Ok(SettingsWrite::NotFound);
+                    };
+                    std::cmp::max(now, from_db(row.updated_at) + Duration::microseconds(1))
+                }
             };
-            let current = row.settings()?;
-            if let Some(exp) = expected
-                && exp != current.updated_at
-            {
-                return Ok(SettingsWrite::Stale {
-                    actual: current.updated_at,
-                });
-            }
-            let version = std::cmp::max(now, current.updated_at + Duration::microseconds(1));
             let changeset = SettingsChangeset {
                 enable_proactive_conversation_starters: change
                     .enable_proactive_conversation_starters,
@@ -525,36 +601,23 @@ impl OrgSettingsStore for DieselStore {
                 registered_marketplaces: marketplaces_json.clone(),
                 updated_at: to_db(version),
             };
-            let written = diesel::update(
-                orgs::table
-                    .filter(orgs::id.eq(org.to_string()))
-                    .filter(orgs::updated_at.eq(row.updated_at)),
-            )
-            .set(&changeset)
-            .execute(&mut *conn)
+            let target = orgs::table.filter(orgs::id.eq(org.to_string()));
+            let written = match expected {
+                Some(exp) => diesel::update(target.filter(orgs::updated_at.eq(to_db(exp))))
+                    .set(&changeset)
+                    .execute(conn),
+                None => diesel::update(target).set(&changeset).execute(conn),
+            }
             .map_err(db_err)?;
-            if written == 1 {
-                let mut next = current;
-                if let Some(v) = change.enable_proactive_conversation_starters {
-                    next.enable_proactive_conversation_starters = v;
-                }
-                if let Some(v) = change.max_budget_per_task {
-                    next.max_budget_per_task = v;
-                }
-                if let Some(v) = &change.registered_marketplaces {
-                    next.registered_marketplaces = v.clone();
-                }
-                next.updated_at = version;
-                return Ok(SettingsWrite::Written(next));
-            }
-            if expected.is_some() {
-                let actual = load_org(&mut conn, org)?.map(|r| from_db(r.updated_at));
-                return Ok(match actual {
-                    Some(actual) => SettingsWrite::Stale { actual },
-                    None => SettingsWrite::NotFound,
-                });
-            }
-        }
+            let row = load_org(conn, org)?;
+            Ok(match (written, row) {
+                (_, None) => SettingsWrite::NotFound,
+                (0, Some(row)) => SettingsWrite::Stale {
+                    actual: from_db(row.updated_at),
+                },
+                (_, Some(row)) => SettingsWrite::Written(row.settings()?),
+            })
+        })
     }
 }
 

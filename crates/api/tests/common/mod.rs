@@ -30,6 +30,8 @@ pub struct TestApp {
     pub services: Switchboard,
     pub store: Arc<DieselStore>,
     pub backend: Backend,
+    /// The database URL (for raw access in tests, e.g. deleting rows from under the app).
+    pub url: String,
     /// Organization A, where the actors below belong.
     pub org: OrgId,
     /// Organization B: the non-member belongs here only.
@@ -97,7 +99,8 @@ fn key_for(services: &Switchboard, user: UserId, org: Option<OrgId>) -> String {
 /// Starts the app over a fresh database of `backend` and seeds it.
 pub async fn spawn_app(backend: Backend) -> TestApp {
     let db = TestDatabase::new(backend);
-    let url = db.url().to_owned();
+    let db_url = db.url().to_owned();
+    let url = db_url.clone();
     let store = Arc::new(
         tokio::task::spawn_blocking(move || DieselStore::open(&url, None))
             .await
@@ -198,6 +201,7 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
         services,
         store,
         backend,
+        url: db_url,
         org,
         other_org,
         owner,
@@ -210,4 +214,109 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
         handle,
         _db: db,
     }
+}
+
+/// For each `async fn name(backend: Backend)` named, declares a module `name` with one
+/// `#[tokio::test]` per backend: `name::sqlite` and `name::postgres`. Use with
+/// `#[macro_use] mod common;`.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn sqlite() {
+                    super::$name(switchboard_testkit::Backend::Sqlite).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn postgres() {
+                    super::$name(switchboard_testkit::Backend::Postgres).await;
+                }
+            }
+        )*
+    };
+}
+
+/// The settings route.
+pub const SETTINGS: &str = "/api/organizations/app";
+
+impl TestApp {
+    /// Runs SQL on a connection of its own, outside the app (e.g. deleting a row from under it).
+    pub async fn exec_sql(&self, sql: &str) {
+        use diesel::connection::SimpleConnection;
+        let url = self.url.clone();
+        let sql = sql.to_owned();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = switchboard_storage::DatabaseUrl::parse(&url)
+                .unwrap()
+                .connect()
+                .unwrap();
+            conn.batch_execute(&sql).unwrap();
+        })
+        .await
+        .unwrap();
+    }
+
+    /// `GET /api/organizations/app` with `key` (and `X-Org-Id: org` when given); must be 200.
+    pub async fn settings_of(&self, key: &str, org: Option<OrgId>) -> Value {
+        let mut r = self.req(Method::GET, SETTINGS, Some(key));
+        if let Some(o) = org {
+            r = r.header("X-Org-Id", o.to_string());
+        }
+        let (status, body) = status_json(r.send().await.unwrap()).await;
+        assert_eq!(status, 200, "{}: GET settings: {body}", self.backend);
+        body
+    }
+
+    /// Organization A's settings, read by its owner.
+    pub async fn settings(&self) -> Value {
+        self.settings_of(&self.owner.key, None).await
+    }
+
+    /// `POST /api/organizations/app` with `key` and a JSON body.
+    pub async fn post_settings(&self, key: &str, body: &Value) -> (u16, Value) {
+        status_json(self.post_json(SETTINGS, Some(key), body).await).await
+    }
+
+    /// `POST /api/organizations/app` with `key` and raw body bytes sent as JSON.
+    pub async fn post_settings_raw(
+        &self,
+        key: Option<&str>,
+        body: impl Into<Vec<u8>>,
+    ) -> (u16, Value) {
+        let r = self
+            .req(Method::POST, SETTINGS, key)
+            .header("content-type", "application/json")
+            .body(body.into());
+        status_json(r.send().await.unwrap()).await
+    }
+}
+
+/// `{"detail": message}`.
+pub fn detail(message: &str) -> Value {
+    serde_json::json!({ "detail": message })
+}
+
+/// Asserts a FastAPI 422 body with exactly one entry, at `loc`, of type `error_type`, with a
+/// message and the offending input.
+#[track_caller]
+pub fn assert_one_error(body: &Value, loc: &Value, error_type: &str) {
+    let entries = body["detail"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a 422 body: {body}"));
+    assert_eq!(entries.len(), 1, "{body}");
+    let e = &entries[0];
+    assert_eq!(&e["loc"], loc, "{body}");
+    assert_eq!(e["type"], error_type, "{body}");
+    assert!(e["msg"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(e.get("input").is_some(), "{body}");
+}
+
+/// Parses an RFC 3339 date-time as the API writes it.
+#[track_caller]
+pub fn instant(v: &Value) -> time::OffsetDateTime {
+    let s = v.as_str().unwrap_or_else(|| panic!("not a string: {v}"));
+    time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{s}: {e}"))
 }
