@@ -17,19 +17,22 @@ pub struct ErrorDetail {
 /// One FastAPI validation error entry.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ValidationErrorEntry {
-    /// Where: `["body", "max_budget_per_task"]`, `["query", "limit"]`, `["header", "x-org-id"]`.
-    #[schema(value_type = Vec<Object>)]
+    /// Where: `["body", "max_budget_per_task"]`, `["query", "limit"]`, `["header", "x-org-id"]`
+    /// (strings and integer indices).
+    #[schema(value_type = Vec<Value>)]
     pub loc: Vec<Value>,
     /// Message.
     pub msg: String,
     /// pydantic error type, e.g. `missing`, `json_invalid`, `value_error`.
     #[serde(rename = "type")]
     pub error_type: String,
-    /// The offending input.
-    #[schema(value_type = Object)]
+    /// The offending input (any JSON value).
+    #[schema(value_type = Value)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
-    /// Context, e.g. `{"ge": 0}`.
-    #[schema(value_type = Object)]
+    /// Context, e.g. `{"ge": 0}`; only for some types.
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ctx: Option<Value>,
 }
 

@@ -14,7 +14,7 @@ use crate::dto::{
     OrgAppSettingsResponse, Status,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Scope, ScopedBody, path_uuid};
+use crate::extract::{Caller, ScopedBody, path_uuid};
 
 /// Every route: method and path pattern, as in the OpenAPI document.
 pub const ROUTES: &[(&str, &str)] = &[
@@ -30,24 +30,33 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/v1/users/me"),
 ];
 
-/// Registers every route of [`ROUTES`].
+/// Registers every route of [`ROUTES`]; a known path with another method answers 405.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/health", web::get().to(health))
-        .route("/ready", web::get().to(ready))
-        .route("/metrics", web::get().to(metrics))
-        .route("/openapi.json", web::get().to(openapi_json))
-        .route(
-            "/api/organizations/app",
-            web::get().to(get_org_app_settings),
+    let resource =
+        |path: &str| web::resource(path.to_owned()).default_service(web::to(method_not_allowed));
+    cfg.service(resource("/health").route(web::get().to(health)))
+        .service(resource("/ready").route(web::get().to(ready)))
+        .service(resource("/metrics").route(web::get().to(metrics)))
+        .service(resource("/openapi.json").route(web::get().to(openapi_json)))
+        .service(
+            resource("/api/organizations/app")
+                .route(web::get().to(get_org_app_settings))
+                .route(web::post().to(update_org_app_settings)),
         )
-        .route(
-            "/api/organizations/app",
-            web::post().to(update_org_app_settings),
+        .service(
+            resource("/api/keys")
+                .route(web::post().to(create_api_key))
+                .route(web::get().to(list_api_keys)),
         )
-        .route("/api/keys", web::post().to(create_api_key))
-        .route("/api/keys", web::get().to(list_api_keys))
-        .route("/api/keys/{id}", web::delete().to(revoke_api_key))
-        .route("/api/v1/users/me", web::get().to(users_me));
+        .service(resource("/api/keys/{id}").route(web::delete().to(revoke_api_key)))
+        .service(resource("/api/v1/users/me").route(web::get().to(users_me)));
+}
+
+/// A known path with a method it does not serve: 405 `{"detail": "Method Not Allowed"}`.
+pub async fn method_not_allowed() -> HttpResponse {
+    HttpResponse::MethodNotAllowed().json(ErrorDetail {
+        detail: "Method Not Allowed".into(),
+    })
 }
 
 /// Liveness: the process serves requests.
@@ -119,9 +128,11 @@ async fn blocking<T: Send + 'static>(
     ))]
 pub async fn get_org_app_settings(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
+    caller: Caller,
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
-    let settings = blocking(move || Ok(state.services.org_settings(&ctx)?)).await?;
+    let settings = caller
+        .run(state, |s, ctx| Ok(s.services.org_settings(&ctx)?))
+        .await?;
     Ok(web::Json((&settings).into()))
 }
 
@@ -238,9 +249,11 @@ pub async fn create_api_key(
     ))]
 pub async fn list_api_keys(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
+    caller: Caller,
 ) -> ApiResult<web::Json<ApiKeyList>> {
-    let keys = blocking(move || Ok(state.services.list_api_keys(&ctx)?)).await?;
+    let keys = caller
+        .run(state, |s, ctx| Ok(s.services.list_api_keys(&ctx)?))
+        .await?;
     Ok(web::Json(ApiKeyList {
         items: keys.iter().map(|k| ApiKeyView::from(k).into()).collect(),
     }))
@@ -258,11 +271,17 @@ pub async fn list_api_keys(
     ))]
 pub async fn revoke_api_key(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
+    caller: Caller,
     id: web::Path<String>,
 ) -> ApiResult<web::Json<ApiKeyRevoked>> {
-    let id = ApiKeyId(path_uuid(&id, "id")?);
-    let key = blocking(move || Ok(state.services.revoke_api_key(&ctx, id)?)).await?;
+    let id = id.into_inner();
+    let key = caller
+        .run(state, move |s, ctx| {
+            // The path is checked after authentication, like any other input.
+            let id = ApiKeyId(path_uuid(&id, "id")?);
+            Ok(s.services.revoke_api_key(&ctx, id)?)
+        })
+        .await?;
     Ok(web::Json(ApiKeyRevoked {
         id: key.id.0,
         revoked: key.revoked_at.is_some(),
@@ -280,9 +299,9 @@ pub async fn revoke_api_key(
     ))]
 pub async fn users_me(
     state: web::Data<AppState>,
-    Scope(ctx): Scope,
+    caller: Caller,
 ) -> ApiResult<web::Json<MeResponse>> {
-    let me = blocking(move || Ok(state.services.me(&ctx)?)).await?;
+    let me = caller.run(state, |s, ctx| Ok(s.services.me(&ctx)?)).await?;
     Ok(web::Json(me.into()))
 }
 

@@ -275,7 +275,7 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
         return Err(err(
             root.to_vec(),
             ErrorType::ModelType,
-            "Input should be a valid dictionary or object to extract fields from",
+            "Input should be a valid dictionary or instance of OrgAppSettingsUpdate",
             body,
         ));
     };

@@ -1,0 +1,325 @@
+//! The OpenAPI document (a snapshot, and checked against the routes the app serves), and the
+//! operational routes: `/health`, `/ready`, `/metrics`, request ids, unknown paths.
+
+#[macro_use]
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::{SETTINGS, TestApp, detail, spawn_app, status_json};
+use reqwest::Method;
+use serde_json::{Value, json};
+use switchboard_api::routes::ROUTES;
+use switchboard_testkit::Backend;
+
+/// Routes that need no key and so declare no 401/422.
+const OPERATIONAL: [&str; 4] = ["/health", "/ready", "/metrics", "/openapi.json"];
+
+async fn fetch_document(app: &TestApp) -> Value {
+    let resp = app.get("/openapi.json", None).await;
+    assert_eq!(resp.status().as_u16(), 200, "{}", app.backend);
+    assert_eq!(
+        resp.headers().get("content-type").unwrap(),
+        "application/json",
+        "{}",
+        app.backend
+    );
+    let text = resp.text().await.unwrap();
+    assert_eq!(
+        text,
+        switchboard_api::openapi::document_json(),
+        "{}: served as generated",
+        app.backend
+    );
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn document_snapshot(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let doc = fetch_document(&app).await;
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+    assert_eq!(doc["info"]["version"], "0.0.1");
+    insta::assert_json_snapshot!("document", doc);
+    app.stop().await;
+}
+
+fn operations(doc: &Value) -> Vec<(String, String, Value)> {
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            out.push((method.clone(), path.clone(), op.clone()));
+        }
+    }
+    out
+}
+
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => out.push(r.clone()),
+                    _ => refs(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+        _ => {}
+    }
+}
+
+async fn document_matches_routes(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let doc = fetch_document(&app).await;
+    let ops = operations(&doc);
+    let documented: BTreeSet<(String, String)> =
+        ops.iter().map(|(m, p, _)| (m.clone(), p.clone())).collect();
+    assert_eq!(documented.len(), ops.len());
+    let served: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(served.len(), ROUTES.len(), "ROUTES lists a route twice");
+    assert_eq!(documented, served, "{backend}");
+    for (method, path, op) in &ops {
+        let responses = op["responses"].as_object().unwrap();
+        assert!(responses.contains_key("200"), "{method} {path}");
+        let operational = OPERATIONAL.contains(&path.as_str());
+        for status in ["401", "422", "500"] {
+            assert_eq!(
+                responses.contains_key(status),
+                !operational,
+                "{method} {path}: {status}"
+            );
+        }
+        // Authenticated operations say how: X-Access-Token or a bearer token.
+        if !operational {
+            assert_eq!(
+                op["security"],
+                json!([{"APIKeyHeader": []}, {"BearerAuth": []}]),
+                "{method} {path}"
+            );
+            let params = op["parameters"].as_array().unwrap();
+            assert!(
+                params
+                    .iter()
+                    .any(|p| p["name"] == "X-Org-Id" && p["in"] == "header"),
+                "{method} {path}"
+            );
+        }
+    }
+    let schemes = &doc["components"]["securitySchemes"];
+    assert_eq!(
+        schemes["APIKeyHeader"],
+        json!({"type": "apiKey", "in": "header", "name": "X-Access-Token"})
+    );
+    assert_eq!(schemes["BearerAuth"]["scheme"], "bearer");
+    // Every reference resolves.
+    let mut all = Vec::new();
+    refs(&doc, &mut all);
+    assert!(!all.is_empty());
+    for r in all {
+        let name = r
+            .strip_prefix("#/components/schemas/")
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(
+            doc["components"]["schemas"].get(name).is_some(),
+            "{backend}: {r} does not resolve"
+        );
+    }
+    app.stop().await;
+}
+
+/// Every route of [`ROUTES`] is served: none answers with the default 404.
+async fn every_route_is_served(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let default_404 = detail("Not Found");
+    for (method, path) in ROUTES {
+        let url = path.replace("{id}", &uuid::Uuid::new_v4().to_string());
+        let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+        let mut r = app.req(method.clone(), &url, Some(&app.owner.key));
+        if method == Method::POST {
+            let body = if *path == "/api/keys" {
+                json!({"name": "route check"})
+            } else {
+                json!({})
+            };
+            r = r.json(&body);
+        }
+        let resp = r.send().await.unwrap();
+        assert!(
+            resp.headers().contains_key("x-request-id"),
+            "{backend}: {method} {url}"
+        );
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        assert_ne!(body, default_404, "{backend}: {method} {url}");
+        assert_ne!(status, 405, "{backend}: {method} {url}");
+        if path.contains("{id}") {
+            assert_eq!(
+                (status, body),
+                (404, detail("API key not found")),
+                "{backend}: {method} {url}"
+            );
+        } else {
+            assert_eq!(status, 200, "{backend}: {method} {url}: {body}");
+        }
+    }
+    app.stop().await;
+}
+
+async fn operational_routes(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (status, body) = status_json(app.get("/health", None).await).await;
+    assert_eq!((status, body), (200, json!({"status": "ok"})), "{backend}");
+    let (status, body) = status_json(app.get("/ready", None).await).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({"status": "ready"})),
+        "{backend}"
+    );
+    for path in [
+        "/nope",
+        "/api/organizations/app/extra",
+        "/api/keys/x/y",
+        "/API/KEYS",
+    ] {
+        let (status, body) = status_json(app.get(path, Some(&app.owner.key)).await).await;
+        assert_eq!(
+            (status, body),
+            (404, detail("Not Found")),
+            "{backend}: {path}"
+        );
+    }
+    // A known path with another method: 405, as FastAPI answers, before authentication.
+    for (method, path) in [
+        (reqwest::Method::PUT, SETTINGS),
+        (reqwest::Method::DELETE, "/api/keys"),
+        (reqwest::Method::POST, "/health"),
+    ] {
+        let resp = app
+            .req(method.clone(), path, Some(&app.owner.key))
+            .send()
+            .await
+            .unwrap();
+        let (status, body) = status_json(resp).await;
+        assert_eq!(
+            (status, body),
+            (405, detail("Method Not Allowed")),
+            "{backend}: {method} {path}"
+        );
+    }
+    let (status, _) = status_json(app.get(SETTINGS, Some(&app.owner.key)).await).await;
+    assert_eq!(status, 200);
+    let (status, _) = status_json(app.get(SETTINGS, None).await).await;
+    assert_eq!(status, 401);
+
+    let resp = app.get("/metrics", None).await;
+    assert_eq!(resp.status().as_u16(), 200, "{backend}");
+    assert!(
+        resp.headers()
+            .get("content-type")
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain"),
+        "{backend}"
+    );
+    let text = resp.text().await.unwrap();
+    let counter = |status: &str| {
+        text.lines().any(|l| {
+            l.starts_with("http_requests_total{")
+                && l.contains("method=\"GET\"")
+                && l.contains("route=\"/api/organizations/app\"")
+                && l.contains(&format!("status=\"{status}\""))
+                && l.ends_with(" 1")
+        })
+    };
+    assert!(counter("200"), "{backend}: {text}");
+    assert!(counter("401"), "{backend}: {text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("http_request_duration_seconds_bucket{")
+                && l.contains("route=\"/api/organizations/app\"")),
+        "{backend}: {text}"
+    );
+    // Unknown paths do not become labels (one series per route pattern).
+    assert!(!text.contains("/nope"), "{backend}: {text}");
+    assert!(!text.contains("/api/keys/x/y"), "{backend}: {text}");
+    app.stop().await;
+}
+
+async fn request_ids(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let mut seen = BTreeSet::new();
+    let requests = [
+        app.req(Method::GET, "/health", None),
+        app.req(Method::GET, "/ready", None),
+        app.req(Method::GET, "/metrics", None),
+        app.req(Method::GET, "/openapi.json", None),
+        app.req(Method::GET, "/nope", None),
+        app.req(Method::GET, SETTINGS, None),
+        app.req(Method::GET, SETTINGS, Some(&app.owner.key)),
+        app.req(Method::POST, SETTINGS, Some(&app.owner.key))
+            .header("content-type", "application/json")
+            .body("{oops"),
+        app.req(Method::POST, SETTINGS, Some(&app.member.key))
+            .json(&json!({"registered_marketplaces": []})),
+        app.req(Method::POST, SETTINGS, Some(&app.owner.key))
+            .header("content-type", "application/json")
+            .body(vec![b' '; (1 << 20) + 1]),
+        app.req(Method::DELETE, "/api/keys/abc", Some(&app.owner.key)),
+    ];
+    let mut statuses = Vec::new();
+    for r in requests {
+        let resp = r.send().await.unwrap();
+        statuses.push(resp.status().as_u16());
+        let id = resp
+            .headers()
+            .get("x-request-id")
+            .unwrap_or_else(|| panic!("{backend}: no x-request-id on a {}", resp.status()))
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(!id.is_empty());
+        assert!(seen.insert(id), "{backend}: request ids repeat");
+    }
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 404, 401, 200, 422, 403, 413, 422],
+        "{backend}"
+    );
+    // A caller's own id is kept when it is a short token, replaced otherwise.
+    let resp = app
+        .req(Method::GET, "/health", None)
+        .header("x-request-id", "trace-123_abc")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.headers()["x-request-id"], "trace-123_abc", "{backend}");
+    for bad in ["has space".to_owned(), "x".repeat(65), "a/b".to_owned()] {
+        let resp = app
+            .req(Method::GET, "/health", None)
+            .header("x-request-id", &bad)
+            .send()
+            .await
+            .unwrap();
+        let id = resp.headers()["x-request-id"].to_str().unwrap().to_owned();
+        assert_ne!(id, bad, "{backend}");
+        assert!(!id.is_empty());
+    }
+    app.stop().await;
+}
+
+on_both_backends!(
+    document_snapshot,
+    document_matches_routes,
+    every_route_is_served,
+    operational_routes,
+    request_ids,
+);
