@@ -331,6 +331,7 @@ fn serve(db: DbArgs, args: ServeArgs) -> Result<()> {
             "note": "first start: this admin key is shown once",
         }));
     }
+    let db_concurrency = store.pool_usage().max_size as usize;
     let stats_store = store.clone();
     let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
         let u = stats_store.pool_usage();
@@ -340,7 +341,11 @@ fn serve(db: DbArgs, args: ServeArgs) -> Result<()> {
             max_size: u.max_size,
         }
     });
-    let state = actix_web::web::Data::new(AppState::new(services, Some(pool_stats)));
+    let state = actix_web::web::Data::new(AppState::with_db_concurrency(
+        services,
+        Some(pool_stats),
+        db_concurrency,
+    ));
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));

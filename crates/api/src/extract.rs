@@ -70,12 +70,20 @@ impl FromRequest for Scope {
             let key = key
                 .filter(|k| !k.is_empty())
                 .ok_or(DomainError::NotAuthenticated)?;
-            let ctx = web::block(move || -> Result<OrgContext, ApiError> {
-                let principal = state.services.authenticate(&key)?;
-                let requested = requested.map_err(ApiError::from)?;
-                Ok(state.services.org_context(&principal, requested)?)
-            })
-            .await??;
+            let st = state.clone();
+            let ctx = st
+                .blocking(move || -> Result<OrgContext, ApiError> {
+                    // The key is checked before a malformed X-Org-Id is reported.
+                    let requested = match requested {
+                        Ok(r) => r,
+                        Err(e) => {
+                            state.services.authenticate(&key)?;
+                            return Err(e.into());
+                        }
+                    };
+                    Ok(state.services.authenticate_in(&key, requested)?)
+                })
+                .await?;
             Ok(Scope(ctx))
         })
     }
@@ -129,13 +137,20 @@ impl Caller {
             .filter(|k| !k.is_empty())
             .ok_or(DomainError::NotAuthenticated)?;
         let requested = self.requested;
-        web::block(move || {
-            let principal = state.services.authenticate(&key)?;
-            let requested = requested.map_err(ApiError::from)?;
-            let ctx = state.services.org_context(&principal, requested)?;
+        let st = state.clone();
+        st.blocking(move || {
+            // The key is checked before a malformed X-Org-Id is reported.
+            let requested = match requested {
+                Ok(r) => r,
+                Err(e) => {
+                    state.services.authenticate(&key)?;
+                    return Err(e.into());
+                }
+            };
+            let ctx = state.services.authenticate_in(&key, requested)?;
             f(&state, ctx)
         })
-        .await?
+        .await
     }
 }
 

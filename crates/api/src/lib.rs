@@ -11,7 +11,10 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::middleware::from_fn;
 use actix_web::{App, web};
+use std::sync::Arc;
+
 use switchboard_domain::Switchboard;
+use tokio::sync::Semaphore;
 
 pub mod dto;
 pub mod error;
@@ -31,16 +34,51 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Pool usage of the storage, for `/metrics`.
     pub pool_stats: Option<PoolStatsFn>,
+    /// Admission to blocking database work: as many permits as database connections, so
+    /// requests beyond that wait here (an async wait, no thread) instead of parking blocking
+    /// threads on the connection pool (measured: the thread churn cost more than the queries).
+    pub db_permits: Arc<Semaphore>,
 }
 
+/// Default concurrent blocking calls when the pool size is not given.
+pub const DEFAULT_DB_CONCURRENCY: usize = 8;
+
 impl AppState {
-    /// State over `services` with a fresh metrics registry.
+    /// State over `services` with a fresh metrics registry, admitting
+    /// [`DEFAULT_DB_CONCURRENCY`] blocking calls at once.
     pub fn new(services: Switchboard, pool_stats: Option<PoolStatsFn>) -> Self {
+        AppState::with_db_concurrency(services, pool_stats, DEFAULT_DB_CONCURRENCY)
+    }
+
+    /// As [`AppState::new`], admitting `db_concurrency` blocking calls at once (the number of
+    /// database connections; at least 1).
+    pub fn with_db_concurrency(
+        services: Switchboard,
+        pool_stats: Option<PoolStatsFn>,
+        db_concurrency: usize,
+    ) -> Self {
         AppState {
             services,
             metrics: Metrics::new(),
             pool_stats,
+            db_permits: Arc::new(Semaphore::new(db_concurrency.max(1))),
         }
+    }
+
+    /// Runs blocking domain work on the blocking pool once admitted.
+    ///
+    /// # Errors
+    /// `f`'s error, or an internal error if the blocking task failed.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> Result<T, error::ApiError> + Send + 'static,
+    ) -> Result<T, error::ApiError> {
+        let _permit = self
+            .db_permits
+            .acquire()
+            .await
+            .map_err(|_| error::ApiError::Internal("admission semaphore closed".into()))?;
+        web::block(f).await?
     }
 }
 

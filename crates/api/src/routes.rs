@@ -107,13 +107,6 @@ pub async fn openapi_json() -> HttpResponse {
         .body(crate::openapi::document_json())
 }
 
-/// Runs blocking domain work off the async executor.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> ApiResult<T> + Send + 'static,
-) -> ApiResult<T> {
-    web::block(f).await?
-}
-
 /// The effective organization's app settings (`manage_application_settings`, every role).
 #[utoipa::path(get, path = "/api/organizations/app", tag = "Orgs",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization to act on (UUID); default: the key's bound organization, else the user's current one")),
@@ -161,7 +154,10 @@ pub async fn update_org_app_settings(
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
     ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
     let update = parse_settings_update(&body)?;
-    let settings = blocking(move || Ok(state.services.update_org_settings(&ctx, update)?)).await?;
+    let st = state.clone();
+    let settings = st
+        .blocking(move || Ok(state.services.update_org_settings(&ctx, update)?))
+        .await?;
     Ok(web::Json((&settings).into()))
 }
 
@@ -232,8 +228,10 @@ pub async fn create_api_key(
 ) -> ApiResult<web::Json<ApiKeyCreated>> {
     ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
     let (name, expires_at) = key_body(&body)?;
-    let issued =
-        blocking(move || Ok(state.services.create_api_key(&ctx, name, expires_at)?)).await?;
+    let issued = state
+        .clone()
+        .blocking(move || Ok(state.services.create_api_key(&ctx, name, expires_at)?))
+        .await?;
     Ok(web::Json(issued.into()))
 }
 

@@ -42,6 +42,10 @@ pub struct KeyLookup {
     pub key: ApiKeyRecord,
     /// The key's user's current organization.
     pub user_current_org: Option<OrgId>,
+    /// The organization the request would act on, read in the same query: the key's bound
+    /// organization, else the requested one, else the user's current one; with the user's role
+    /// there. `None` when that organization does not exist (or none applies).
+    pub effective: Option<OrgMembership>,
 }
 
 /// An organization and the caller's role in it, read together.
@@ -69,8 +73,13 @@ pub enum SettingsWrite {
 
 /// Organizations, users, memberships and API keys.
 pub trait IdentityStore: Send + Sync {
-    /// The key with this hash and its user's current organization.
-    fn api_key_by_hash(&self, hash: &KeyHash) -> Result<Option<KeyLookup>, StorageError>;
+    /// The key with this hash, its user's current organization, and the effective
+    /// organization for `requested` (see [`KeyLookup::effective`]), in one read.
+    fn api_key_by_hash(
+        &self,
+        hash: &KeyHash,
+        requested: Option<OrgId>,
+    ) -> Result<Option<KeyLookup>, StorageError>;
     /// Sets `last_used_at = now` unless it is already at or after `not_before` (debounce:
     /// one conditional update, so concurrent requests write it once).
     fn touch_api_key(

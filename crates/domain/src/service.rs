@@ -133,6 +133,39 @@ pub struct Bootstrapped {
     pub api_key: String,
 }
 
+/// The organization a request acts on (API.md, Identity), before checking it exists.
+fn effective_org_id(principal: &Principal, requested: Option<OrgId>) -> Result<OrgId, DomainError> {
+    match (principal.bound_org, requested) {
+        (Some(bound), Some(req)) if bound != req => Err(DomainError::KeyNotAuthorizedForOrg),
+        (Some(bound), _) => Ok(bound),
+        (None, Some(req)) => Ok(req),
+        (None, None) => principal.current_org.ok_or(DomainError::OrgNotFound),
+    }
+}
+
+/// The context from a membership lookup: a missing organization is 404 (or, when named by
+/// `X-Org-Id`, the same 403 as a non-member, so ids do not leak); no role is 403.
+fn context_of(
+    principal: Principal,
+    requested: Option<OrgId>,
+    membership: Option<crate::ports::OrgMembership>,
+) -> Result<OrgContext, DomainError> {
+    match membership {
+        None if requested.is_some() && principal.bound_org.is_none() => {
+            Err(DomainError::NotAMember)
+        }
+        None => Err(DomainError::OrgNotFound),
+        Some(m) => match m.role {
+            Some(role) => Ok(OrgContext {
+                principal,
+                org: m.org,
+                role,
+            }),
+            None => Err(DomainError::NotAMember),
+        },
+    }
+}
+
 /// The domain services over one store.
 #[derive(Clone)]
 pub struct Switchboard {
@@ -157,10 +190,18 @@ impl Switchboard {
     /// [`DomainError::InvalidApiKey`], [`DomainError::ApiKeyExpired`],
     /// [`DomainError::ApiKeyRevoked`], or a storage failure.
     pub fn authenticate(&self, presented: &str) -> Result<Principal, DomainError> {
+        self.check_key(presented, None).map(|(p, _)| p)
+    }
+
+    fn check_key(
+        &self,
+        presented: &str,
+        requested: Option<OrgId>,
+    ) -> Result<(Principal, Option<crate::ports::OrgMembership>), DomainError> {
         let hash = hash_api_key(presented);
         let found = self
             .store
-            .api_key_by_hash(&hash)?
+            .api_key_by_hash(&hash, requested)?
             .ok_or(DomainError::InvalidApiKey)?;
         let now = now_micros();
         found.key.check_usable(now).map_err(|r| match r {
@@ -172,12 +213,32 @@ impl Switchboard {
             self.store
                 .touch_api_key(found.key.id, now, now - LAST_USED_DEBOUNCE)?;
         }
-        Ok(Principal {
+        let principal = Principal {
             user_id: found.key.user_id,
             key_id: found.key.id,
             bound_org: found.key.org_id,
             current_org: found.user_current_org,
-        })
+        };
+        Ok((principal, found.effective))
+    }
+
+    /// [`Switchboard::authenticate`] then [`Switchboard::org_context`], reading the key and the
+    /// effective organization in one query (the hot path of every request).
+    ///
+    /// # Errors
+    /// As those two.
+    pub fn authenticate_in(
+        &self,
+        presented: &str,
+        requested: Option<OrgId>,
+    ) -> Result<OrgContext, DomainError> {
+        let (principal, effective) = self.check_key(presented, requested)?;
+        let org_id = effective_org_id(&principal, requested)?;
+        let membership = match effective {
+            Some(m) if m.org.id == org_id => Some(m),
+            _ => self.store.org_membership(org_id, principal.user_id)?,
+        };
+        context_of(principal, requested, membership)
     }
 
     /// Resolves the organization a request acts on (API.md, Identity): the key's bound
@@ -192,31 +253,9 @@ impl Switchboard {
         principal: &Principal,
         requested: Option<OrgId>,
     ) -> Result<OrgContext, DomainError> {
-        let org_id = match (principal.bound_org, requested) {
-            (Some(bound), Some(req)) if bound != req => {
-                return Err(DomainError::KeyNotAuthorizedForOrg);
-            }
-            (Some(bound), _) => bound,
-            (None, Some(req)) => req,
-            (None, None) => principal.current_org.ok_or(DomainError::OrgNotFound)?,
-        };
+        let org_id = effective_org_id(principal, requested)?;
         let membership = self.store.org_membership(org_id, principal.user_id)?;
-        match membership {
-            // A header naming an organization that does not exist says nothing more than one
-            // the caller is not a member of.
-            None if requested.is_some() && principal.bound_org.is_none() => {
-                Err(DomainError::NotAMember)
-            }
-            None => Err(DomainError::OrgNotFound),
-            Some(m) => match m.role {
-                Some(role) => Ok(OrgContext {
-                    principal: principal.clone(),
-                    org: m.org,
-                    role,
-                }),
-                None => Err(DomainError::NotAMember),
-            },
-        }
+        context_of(principal.clone(), requested, membership)
     }
 
     /// The effective organization's app settings (`manage_application_settings`).
