@@ -195,18 +195,20 @@ impl DbArgs {
         Ok(format!("sqlite://{}", abs.display()))
     }
 
-    fn open(&self, pool_size: Option<u32>) -> Result<(DieselStore, Vec<String>)> {
+    /// Opens the store. `pool_size` overrides the pool's size; `server` turns on the
+    /// background WAL checkpoint for SQLite (long-running processes only).
+    fn open(&self, pool_size: Option<u32>, server: bool) -> Result<(DieselStore, Vec<String>)> {
         let url = self.url()?;
-        let config = pool_size.map(|n| {
-            let kind = switchboard_storage::DatabaseUrl::parse(&url)
-                .map(|u| u.kind())
-                .unwrap_or(switchboard_storage::BackendKind::Sqlite);
-            switchboard_storage::PoolConfig {
-                max_size: n.max(1),
-                ..switchboard_storage::PoolConfig::default_for(kind)
-            }
-        });
-        DieselStore::open(&url, config).with_context(|| "opening the database")
+        let kind = switchboard_storage::DatabaseUrl::parse(&url)
+            .map(|u| u.kind())
+            .unwrap_or(switchboard_storage::BackendKind::Sqlite);
+        let defaults = switchboard_storage::PoolConfig::default_for(kind);
+        let config = switchboard_storage::PoolConfig {
+            max_size: pool_size.map_or(defaults.max_size, |n| n.max(1)),
+            background_checkpoint: server.then(|| Duration::from_secs(1)),
+            ..defaults
+        };
+        DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
 }
 
@@ -231,18 +233,18 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Serve(args) => return serve(cli.db, args),
         Command::Migrate => {
-            let (_, applied) = cli.db.open(Some(1))?;
+            let (_, applied) = cli.db.open(Some(1), false)?;
             print(json!({ "applied": applied }));
         }
         Command::Bootstrap { org_name, email } => {
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             let b = Switchboard::new(Arc::new(store))
                 .bootstrap(&org_name, &email)
                 .map_err(domain)?;
             print(json!({ "org_id": b.org_id, "user_id": b.user_id, "api_key": b.api_key }));
         }
         Command::Users(UsersCommand::Create { email, name }) => {
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             let u = Switchboard::new(Arc::new(store))
                 .create_user(&email, name)
                 .map_err(domain)?;
@@ -258,7 +260,7 @@ fn run(cli: Cli) -> Result<()> {
             let Some(r) = Role::parse(&role) else {
                 bail!("--role: expected owner, admin or member, got {role}")
             };
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             Switchboard::new(Arc::new(store))
                 .add_member(org, user, r)
                 .map_err(domain)?;
@@ -282,7 +284,7 @@ fn run(cli: Cli) -> Result<()> {
                         .ok_or_else(|| anyhow::anyhow!("--expires-at: not a date-time: {e}"))
                 })
                 .transpose()?;
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             let k = Switchboard::new(Arc::new(store))
                 .operator_create_key(user, org, name, expires)
                 .map_err(domain)?;
@@ -293,7 +295,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Keys(KeysCommand::List { user_id }) => {
             let user: UserId = parse_id(&user_id, "user-id")?;
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             let keys = Switchboard::new(Arc::new(store))
                 .operator_list_keys(user)
                 .map_err(domain)?;
@@ -301,7 +303,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Keys(KeysCommand::Revoke { id }) => {
             let id: ApiKeyId = parse_id(&id, "id")?;
-            let (store, _) = cli.db.open(Some(2))?;
+            let (store, _) = cli.db.open(Some(2), false)?;
             Switchboard::new(Arc::new(store))
                 .operator_revoke_key(id)
                 .map_err(domain)?;
@@ -313,7 +315,7 @@ fn run(cli: Cli) -> Result<()> {
 
 fn serve(db: DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
-    let (store, applied) = db.open(args.db_pool_size)?;
+    let (store, applied) = db.open(args.db_pool_size, true)?;
     if !applied.is_empty() {
         tracing::info!(migrations = ?applied, "applied migrations");
     }

@@ -54,65 +54,6 @@ pub fn invalid_uuid(loc: Vec<LocItem>, input: &str) -> ValidationError {
     .with_input(Value::String(input.to_owned()))
 }
 
-/// An authenticated request and the organization it acts on.
-pub struct Scope(pub OrgContext);
-
-impl FromRequest for Scope {
-    type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<Scope, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        let key = presented_key(req);
-        let requested = requested_org(req);
-        let state = req.app_data::<web::Data<AppState>>().cloned();
-        Box::pin(async move {
-            let state = state.ok_or_else(|| ApiError::Internal("no AppState".into()))?;
-            let key = key
-                .filter(|k| !k.is_empty())
-                .ok_or(DomainError::NotAuthenticated)?;
-            let st = state.clone();
-            let ctx = st
-                .blocking(move || -> Result<OrgContext, ApiError> {
-                    // The key is checked before a malformed X-Org-Id is reported.
-                    let requested = match requested {
-                        Ok(r) => r,
-                        Err(e) => {
-                            state.services.authenticate(&key)?;
-                            return Err(e.into());
-                        }
-                    };
-                    Ok(state.services.authenticate_in(&key, requested)?)
-                })
-                .await?;
-            Ok(Scope(ctx))
-        })
-    }
-}
-
-/// An authenticated request and its JSON body, extracted in that order: the body is read
-/// and parsed only once the caller and the organization are known, so 401, 403 and the
-/// `X-Org-Id` 422 always come before any body error (reference §1.6). Handlers with a body
-/// take this rather than `Scope` and [`JsonBody`] side by side: actix polls a handler's
-/// extractors concurrently and answers with the first failure, so a body error would
-/// overtake the key check, which runs on the blocking pool.
-pub struct ScopedBody(pub OrgContext, pub Value);
-
-impl FromRequest for ScopedBody {
-    type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<ScopedBody, ApiError>>;
-
-    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        // Neither future does anything before it is polled; polled in order.
-        let scope = Scope::from_request(req, payload);
-        let body = JsonBody::from_request(req, payload);
-        Box::pin(async move {
-            let Scope(ctx) = scope.await?;
-            let JsonBody(value) = body.await?;
-            Ok(ScopedBody(ctx, value))
-        })
-    }
-}
-
 /// The credentials of a request, not yet checked: for handlers without a body, which
 /// authenticate, resolve the organization and do their work in one blocking call
 /// ([`Caller::run`]) instead of two.
@@ -173,15 +114,27 @@ pub struct BodyLimit(pub usize);
 /// 1 MiB: the default body limit (API.md, Conventions).
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 
-/// A JSON request body, read up to the route's [`BodyLimit`] and parsed. Errors: 413 over the
-/// limit; 422 `missing` at `["body"]` for an empty body; 422 `json_invalid` at
-/// `["body", <byte offset>]` for malformed JSON (FastAPI's shape). Authenticated routes use
-/// [`ScopedBody`], which reads it after authentication.
-pub struct JsonBody(pub Value);
+/// A request body, read up to the route's [`BodyLimit`] but not yet judged: a body over the
+/// limit (413) or unreadable (400) is reported by [`RawBody::json`], which handlers call only
+/// after authentication, so an unauthenticated caller learns nothing from body errors. Reading
+/// it while the request is in flight lets the handler do authentication and its work in one
+/// blocking call.
+pub struct RawBody(Result<web::Bytes, ApiError>);
 
-impl FromRequest for JsonBody {
+impl RawBody {
+    /// The body parsed as JSON: 413 over the limit; 422 `missing` at `["body"]` when empty;
+    /// 422 `json_invalid` at `["body", <offset>]` when malformed (FastAPI's shape).
+    ///
+    /// # Errors
+    /// Those above.
+    pub fn json(self) -> Result<Value, ApiError> {
+        parse_json_body(&self.0?)
+    }
+}
+
+impl FromRequest for RawBody {
     type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<JsonBody, ApiError>>;
+    type Future = LocalBoxFuture<'static, Result<RawBody, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let limit = req
@@ -195,17 +148,20 @@ impl FromRequest for JsonBody {
         let mut payload = payload.take();
         Box::pin(async move {
             if declared.is_some_and(|n| n > limit) {
-                return Err(ApiError::PayloadTooLarge { limit });
+                return Ok(RawBody(Err(ApiError::PayloadTooLarge { limit })));
             }
             let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(limit));
             while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| ApiError::BadBody(e.to_string()))?;
+                let chunk = match chunk {
+                    Ok(c) => c,
+                    Err(e) => return Ok(RawBody(Err(ApiError::BadBody(e.to_string())))),
+                };
                 if body.len() + chunk.len() > limit {
-                    return Err(ApiError::PayloadTooLarge { limit });
+                    return Ok(RawBody(Err(ApiError::PayloadTooLarge { limit })));
                 }
                 body.extend_from_slice(&chunk);
             }
-            parse_json_body(&body).map(JsonBody)
+            Ok(RawBody(Ok(body.freeze())))
         })
     }
 }

@@ -14,7 +14,7 @@ use crate::dto::{
     OrgAppSettingsResponse, Status,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, ScopedBody, path_uuid};
+use crate::extract::{Caller, RawBody, path_uuid};
 
 /// Every route: method and path pattern, as in the OpenAPI document.
 pub const ROUTES: &[(&str, &str)] = &[
@@ -150,13 +150,15 @@ pub async fn get_org_app_settings(
     ))]
 pub async fn update_org_app_settings(
     state: web::Data<AppState>,
-    ScopedBody(ctx, body): ScopedBody,
+    caller: Caller,
+    body: RawBody,
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
-    ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
-    let update = parse_settings_update(&body)?;
-    let st = state.clone();
-    let settings = st
-        .blocking(move || Ok(state.services.update_org_settings(&ctx, update)?))
+    let settings = caller
+        .run(state, move |s, ctx| {
+            ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
+            let update = parse_settings_update(&body.json()?)?;
+            Ok(s.services.update_org_settings(&ctx, update)?)
+        })
         .await?;
     Ok(web::Json((&settings).into()))
 }
@@ -224,13 +226,15 @@ fn key_body(v: &Value) -> Result<(String, Option<time::OffsetDateTime>), Validat
     ))]
 pub async fn create_api_key(
     state: web::Data<AppState>,
-    ScopedBody(ctx, body): ScopedBody,
+    caller: Caller,
+    body: RawBody,
 ) -> ApiResult<web::Json<ApiKeyCreated>> {
-    ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
-    let (name, expires_at) = key_body(&body)?;
-    let issued = state
-        .clone()
-        .blocking(move || Ok(state.services.create_api_key(&ctx, name, expires_at)?))
+    let issued = caller
+        .run(state, move |s, ctx| {
+            ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
+            let (name, expires_at) = key_body(&body.json()?)?;
+            Ok(s.services.create_api_key(&ctx, name, expires_at)?)
+        })
         .await?;
     Ok(web::Json(issued.into()))
 }

@@ -108,11 +108,23 @@ impl DatabaseUrl {
     /// # Errors
     /// [`DbError::Connect`] or [`DbError::Query`] for a failed PRAGMA.
     pub fn connect(&self) -> Result<DbConnection, DbError> {
+        self.connect_with(false)
+    }
+
+    /// As [`DatabaseUrl::connect`]; with `manual_checkpoints`, SQLite's automatic WAL
+    /// checkpoint is turned off on this connection (a background thread checkpoints instead).
+    ///
+    /// # Errors
+    /// As [`DatabaseUrl::connect`].
+    pub fn connect_with(&self, manual_checkpoints: bool) -> Result<DbConnection, DbError> {
         match self {
             DatabaseUrl::Postgres(url) => Ok(DbConnection::Postgres(PgConnection::establish(url)?)),
             DatabaseUrl::Sqlite(path) => {
                 let mut c = SqliteConnection::establish(&path.to_string_lossy())?;
                 c.batch_execute(SQLITE_PRAGMAS)?;
+                if manual_checkpoints {
+                    c.batch_execute("PRAGMA wal_autocheckpoint = 0;")?;
+                }
                 Ok(DbConnection::Sqlite(c))
             }
         }
@@ -129,12 +141,16 @@ pub const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout
 #[derive(Debug, Clone)]
 pub struct ConnectionManager {
     url: DatabaseUrl,
+    manual_checkpoints: bool,
 }
 
 impl ConnectionManager {
     /// A manager for `url`.
     pub fn new(url: DatabaseUrl) -> Self {
-        ConnectionManager { url }
+        ConnectionManager {
+            url,
+            manual_checkpoints: false,
+        }
     }
 }
 
@@ -143,7 +159,7 @@ impl ManageConnection for ConnectionManager {
     type Error = DbError;
 
     fn connect(&self) -> Result<DbConnection, DbError> {
-        self.url.connect()
+        self.url.connect_with(self.manual_checkpoints)
     }
 
     fn is_valid(&self, conn: &mut DbConnection) -> Result<(), DbError> {
@@ -167,6 +183,10 @@ pub struct PoolConfig {
     pub min_idle: u32,
     /// How long a request waits for a connection before failing (503-worthy).
     pub connection_timeout: Duration,
+    /// SQLite only: checkpoint the WAL from a background thread every this often instead of
+    /// inside the commit that crosses SQLite's threshold, so the checkpoint's fsync is never on
+    /// a request's path (`None`: SQLite's automatic checkpoints). The server sets it.
+    pub background_checkpoint: Option<Duration>,
 }
 
 impl PoolConfig {
@@ -178,11 +198,13 @@ impl PoolConfig {
                 max_size: 8,
                 min_idle: 1,
                 connection_timeout: Duration::from_secs(5),
+                background_checkpoint: None,
             },
             BackendKind::Postgres => PoolConfig {
                 max_size: 16,
                 min_idle: 2,
                 connection_timeout: Duration::from_secs(5),
+                background_checkpoint: None,
             },
         }
     }
@@ -200,8 +222,35 @@ pub fn build_pool(url: &DatabaseUrl, config: PoolConfig) -> Result<DbPool, DbErr
         .min_idle(Some(config.min_idle.min(config.max_size)))
         .connection_timeout(config.connection_timeout)
         .test_on_check_out(false)
-        .build(ConnectionManager::new(url.clone()))?;
+        .build(ConnectionManager {
+            url: url.clone(),
+            manual_checkpoints: url.kind() == BackendKind::Sqlite
+                && config.background_checkpoint.is_some(),
+        })?;
+    if let (BackendKind::Sqlite, Some(every)) = (url.kind(), config.background_checkpoint) {
+        spawn_checkpointer(pool.clone(), every);
+    }
     Ok(pool)
+}
+
+/// Checkpoints the WAL every `every` (PASSIVE: never blocks readers or the writer) until the
+/// process exits.
+fn spawn_checkpointer(pool: DbPool, every: Duration) {
+    let spawned = std::thread::Builder::new()
+        .name("sqlite-checkpoint".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                if let Ok(mut conn) = pool.get()
+                    && let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE);")
+                {
+                    eprintln!("sqlite checkpoint failed: {e}");
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        eprintln!("cannot start the sqlite checkpoint thread: {e}");
+    }
 }
 
 /// SQLite migrations, embedded at build time.

@@ -626,12 +626,11 @@ impl OrgSettingsStore for DieselStore {
         load_org(&mut conn, org)?.map(|r| r.settings()).transpose()
     }
 
-    /// One write transaction ([`DieselStore::write`]). With `expected`, the version check and
-    /// the write are one conditional `UPDATE … WHERE id = ? AND updated_at = <expected>` setting
-    /// only the changed columns and the new version `max(now, expected + 1 µs)`; no row means
-    /// stale (or gone). Without it, the row is read under the transaction's lock (PostgreSQL
-    /// `FOR UPDATE`, SQLite's write lock) and written with `max(now, stored + 1 µs)`, so
-    /// concurrent patches of different fields queue instead of losing each other's writes.
+    /// One write transaction ([`DieselStore::write`]): the row is read under the transaction's
+    /// lock (PostgreSQL `FOR UPDATE`, SQLite's write lock); a version other than `expected` is
+    /// stale; otherwise one conditional `UPDATE … WHERE id = ? AND updated_at = <version read>`
+    /// writes only the changed columns and the new version `max(now, stored + 1 µs)`.
+    /// Concurrent patches of different fields queue instead of losing each other's writes.
     fn update_org_settings(
         &self,
         org: OrgId,
@@ -646,23 +645,24 @@ impl OrgSettingsStore for DieselStore {
             .transpose()?;
         let kind = self.kind;
         self.write(|conn| {
-            let version = match expected {
-                Some(exp) => std::cmp::max(now, exp + Duration::microseconds(1)),
-                None => {
-                    if kind == BackendKind::Postgres {
-                        use diesel::connection::SimpleConnection;
-                        // The id is a UUID we formatted: safe to inline.
-                        conn.batch_execute(&format!(
-                            "SELECT 1 FROM orgs WHERE id = '{org}' FOR UPDATE"
-                        ))
-                        .map_err(db_err)?;
-                    }
-                    let Some(row) = load_org(conn, org)? else {
-                        return Ok(SettingsWrite::NotFound);
-                    };
-                    std::cmp::max(now, from_db(row.updated_at) + Duration::microseconds(1))
-                }
+            if kind == BackendKind::Postgres {
+                use diesel::connection::SimpleConnection;
+                // Writers of this row queue here. The id is a UUID we formatted: safe to inline.
+                conn.batch_execute(&format!("SELECT 1 FROM orgs WHERE id = '{org}' FOR UPDATE"))
+                    .map_err(db_err)?;
+            }
+            let Some(row) = load_org(conn, org)? else {
+                return Ok(SettingsWrite::NotFound);
             };
+            let current = row.settings()?;
+            if let Some(exp) = expected
+                && exp != current.updated_at
+            {
+                return Ok(SettingsWrite::Stale {
+                    actual: current.updated_at,
+                });
+            }
+            let version = std::cmp::max(now, current.updated_at + Duration::microseconds(1));
             let changeset = SettingsChangeset {
                 enable_proactive_conversation_starters: change
                     .enable_proactive_conversation_starters,
@@ -670,22 +670,35 @@ impl OrgSettingsStore for DieselStore {
                 registered_marketplaces: marketplaces_json.clone(),
                 updated_at: to_db(version),
             };
-            let target = orgs::table.filter(orgs::id.eq(org.to_string()));
-            let written = match expected {
-                Some(exp) => diesel::update(target.filter(orgs::updated_at.eq(to_db(exp))))
-                    .set(&changeset)
-                    .execute(conn),
-                None => diesel::update(target).set(&changeset).execute(conn),
-            }
+            // The version check and the write as one conditional update.
+            let written = diesel::update(
+                orgs::table
+                    .filter(orgs::id.eq(org.to_string()))
+                    .filter(orgs::updated_at.eq(row.updated_at)),
+            )
+            .set(&changeset)
+            .execute(conn)
             .map_err(db_err)?;
-            let row = load_org(conn, org)?;
-            Ok(match (written, row) {
-                (_, None) => SettingsWrite::NotFound,
-                (0, Some(row)) => SettingsWrite::Stale {
-                    actual: from_db(row.updated_at),
-                },
-                (_, Some(row)) => SettingsWrite::Written(row.settings()?),
-            })
+            if written == 0 {
+                let actual = load_org(conn, org)?.map(|r| from_db(r.updated_at));
+                return Ok(
+                    actual.map_or(SettingsWrite::NotFound, |actual| SettingsWrite::Stale {
+                        actual,
+                    }),
+                );
+            }
+            let mut next = current;
+            if let Some(v) = change.enable_proactive_conversation_starters {
+                next.enable_proactive_conversation_starters = v;
+            }
+            if let Some(v) = change.max_budget_per_task {
+                next.max_budget_per_task = v;
+            }
+            if let Some(v) = &change.registered_marketplaces {
+                next.registered_marketplaces = v.clone();
+            }
+            next.updated_at = version;
+            Ok(SettingsWrite::Written(next))
         })
     }
 }
