@@ -3,10 +3,13 @@
 #
 # For each backend (SQLite file; PostgreSQL database on $SWITCHBOARD_BENCH_PG_URL or the local
 # server), starts the release binary on a free port over a fresh database, then runs wrk with
-# 64 connections: an authenticated GET /api/organizations/app, and a POST that changes a field.
-# Prints requests/s, latency percentiles and errors, and the server's idle RSS.
+# 64 connections: an authenticated GET /api/organizations/app, and a POST that changes a field,
+# first as fast as possible (wrk, closed loop), then at fixed offered rates (oha, open loop,
+# corrected for coordinated omission: 15,000 GET/s and 2,000 POST/s by default). Prints
+# requests/s, latency percentiles and errors, and the server's idle RSS.
 #
-# Needs: wrk (Debian package `wrk`), curl, python3. Usage: scripts/bench-http.sh [seconds]
+# Needs: wrk (Debian package `wrk`), oha (`cargo install oha --locked`; optional), curl, python3.
+# Usage: scripts/bench-http.sh [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${1:-10}"
@@ -15,6 +18,24 @@ THREADS="${SWITCHBOARD_BENCH_THREADS:-2}"
 PG_ADMIN_URL="${SWITCHBOARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 
 command -v wrk >/dev/null || { echo "wrk not found: apt-get install wrk" >&2; exit 1; }
+command -v oha >/dev/null || echo "oha not found (cargo install oha --locked): skipping the fixed-rate runs" >&2
+GET_RATE="${SWITCHBOARD_BENCH_GET_RATE:-15000}"
+POST_RATE="${SWITCHBOARD_BENCH_POST_RATE:-2000}"
+
+# Prints requests/s, success rate and latency percentiles of an oha JSON report.
+summarize() {
+  python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+s, p = r["summary"], r["latencyPercentiles"]
+codes = r.get("statusCodeDistribution", {})
+errs = r.get("errorDistribution", {})
+cut = sum(v for k, v in errs.items() if "deadline" in k)  # in flight when the run ended
+errors = sum(v for k, v in codes.items() if not k.startswith("2")) + sum(errs.values()) - cut
+print("    rps %.0f  p50 %.2fms  p99 %.2fms  p99.9 %.2fms  non-2xx or errors %d  (cut at the deadline %d)" % (
+    s["requestsPerSec"], p["p50"] * 1e3, p["p99"] * 1e3, p["p99.9"] * 1e3, errors, cut))
+'
+}
 cargo build --release -p switchboard >/dev/null
 BIN=target/release/switchboard
 WORK=$(mktemp -d)
@@ -48,6 +69,16 @@ run_backend() {
   echo "-- POST /api/organizations/app (changes max_budget_per_task), $CONNS connections, ${DURATION}s"
   sed "s/KEY/\"$key\"/" "$WORK/post.lua" > "$WORK/post-$name.lua"
   wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$WORK/post-$name.lua" "$addr" | grep -E "Requests/sec|Latency|50%|90%|99%|Non-2xx|Socket errors|requests in"
+  if command -v oha >/dev/null; then
+    # Open-loop runs at the target rates (latency corrected for coordinated omission).
+    echo "-- GET at ${GET_RATE}/s offered, $CONNS connections, ${DURATION}s (oha)"
+    oha --no-tui -z "${DURATION}s" -c "$CONNS" -q "$GET_RATE" --latency-correction \
+      -H "X-Access-Token: $key" --output-format json "$addr/api/organizations/app" | summarize
+    echo "-- POST at ${POST_RATE}/s offered, $CONNS connections, ${DURATION}s (oha)"
+    oha --no-tui -z "${DURATION}s" -c "$CONNS" -q "$POST_RATE" --latency-correction -m POST \
+      -H "X-Access-Token: $key" -H "Content-Type: application/json" -d '{"max_budget_per_task": 7.5}' \
+      --output-format json "$addr/api/organizations/app" | summarize
+  fi
   curl -sf -H "X-Access-Token: $key" "$addr/api/organizations/app" >/dev/null
   echo "-- RSS after load: $(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status) kB"
   kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=

@@ -205,6 +205,7 @@ impl DbArgs {
         let defaults = switchboard_storage::PoolConfig::default_for(kind);
         let config = switchboard_storage::PoolConfig {
             max_size: pool_size.map_or(defaults.max_size, |n| n.max(1)),
+            min_idle: pool_size.map_or(defaults.min_idle, |n| n.max(1)),
             background_checkpoint: server.then(|| Duration::from_secs(1)),
             ..defaults
         };

@@ -190,19 +190,20 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
-    /// Defaults per backend: SQLite 8 connections (one writer at a time anyway), PostgreSQL 16;
-    /// 5 s to get a connection.
+    /// Defaults per backend: SQLite 8 connections (one writer at a time anyway), PostgreSQL 16,
+    /// all opened at start (opening PostgreSQL connections under load showed as latency
+    /// outliers); 5 s to get a connection.
     pub fn default_for(kind: BackendKind) -> Self {
         match kind {
             BackendKind::Sqlite => PoolConfig {
                 max_size: 8,
-                min_idle: 1,
+                min_idle: 8,
                 connection_timeout: Duration::from_secs(5),
                 background_checkpoint: None,
             },
             BackendKind::Postgres => PoolConfig {
                 max_size: 16,
-                min_idle: 2,
+                min_idle: 16,
                 connection_timeout: Duration::from_secs(5),
                 background_checkpoint: None,
             },
