@@ -37,14 +37,25 @@ pub struct NewApiKey {
 /// # Panics
 /// If the operating system has no randomness to give (nothing sensible can continue).
 pub fn generate_api_key() -> NewApiKey {
-    let mut secret = String::with_capacity(API_KEY_PREFIX.len() + API_KEY_RANDOM_CHARS);
-    secret.push_str(API_KEY_PREFIX);
+    generate_secret(API_KEY_PREFIX)
+}
+
+/// The prefix of sandbox session keys (`X-Session-API-Key`).
+pub const SESSION_KEY_PREFIX: &str = "sbs_";
+
+/// Generates a secret `prefix` + 43 base62 characters, as [`generate_api_key`] does.
+///
+/// # Panics
+/// If the operating system has no randomness to give.
+pub fn generate_secret(prefix: &str) -> NewApiKey {
+    let mut secret = String::with_capacity(prefix.len() + API_KEY_RANDOM_CHARS);
+    secret.push_str(prefix);
     let mut buf = [0u8; 64];
-    while secret.len() < API_KEY_PREFIX.len() + API_KEY_RANDOM_CHARS {
+    while secret.len() < prefix.len() + API_KEY_RANDOM_CHARS {
         getrandom::fill(&mut buf).expect("the OS random number generator failed");
         for b in buf {
             // 248 = 4 * 62: bytes at or above it would bias the distribution.
-            if b < 248 && secret.len() < API_KEY_PREFIX.len() + API_KEY_RANDOM_CHARS {
+            if b < 248 && secret.len() < prefix.len() + API_KEY_RANDOM_CHARS {
                 secret.push(BASE62[(b % 62) as usize] as char);
             }
         }

@@ -62,6 +62,18 @@ pub enum DomainError {
     /// The API key does not exist or is not the caller's.
     #[error("API key not found")]
     ApiKeyNotFound,
+    /// No `X-Session-API-Key` on a webhook.
+    #[error("X-Session-API-Key header is required")]
+    SessionKeyRequired,
+    /// The session key matches no sandbox.
+    #[error("Invalid session API key")]
+    InvalidSessionKey,
+    /// The conversation does not exist or belongs to another organization.
+    #[error("Conversation not found")]
+    ConversationNotFound,
+    /// A batch get asked for too many ids.
+    #[error("Cannot request more than 100 events at once, got {0}")]
+    TooManyIds(usize),
     /// The settings changed since the version the client sent (reference §1.6 rule 7).
     #[error(
         "Organization \"{org_id}\" was modified by another request. Expected version: {}, actual version: {}. Please refresh and retry.",

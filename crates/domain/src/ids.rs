@@ -63,6 +63,15 @@ id_type! {
     ApiKeyId
 }
 
+id_type! {
+    /// A sandbox id.
+    SandboxId
+}
+id_type! {
+    /// A conversation id.
+    ConversationId
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,7 @@
 
 pub mod api_keys;
 mod error;
+pub mod events;
 mod ids;
 mod permissions;
 pub mod ports;
@@ -19,7 +20,7 @@ pub mod settings;
 pub mod time_input;
 
 pub use error::{DomainError, StorageError};
-pub use ids::{ApiKeyId, InvalidId, OrgId, UserId, parse_uuid};
+pub use ids::{ApiKeyId, ConversationId, InvalidId, OrgId, SandboxId, UserId, parse_uuid};
 pub use permissions::{Permission, Role};
 pub use service::{
     ApiKeyView, Bootstrapped, IssuedKey, MeView, OrgContext, Principal, Switchboard,

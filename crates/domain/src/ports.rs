@@ -5,6 +5,10 @@ use time::OffsetDateTime;
 
 use crate::api_keys::{ApiKeyRecord, KeyHash};
 use crate::error::StorageError;
+use crate::events::{
+    AppendOutcome, Conversation, EventFilter, NewEvent, Sandbox, SearchQuery, StoredEvent,
+};
+use crate::ids::ConversationId;
 use crate::ids::{ApiKeyId, OrgId, UserId};
 use crate::permissions::Role;
 use crate::settings::{OrgAppSettings, SettingsChange};
@@ -142,8 +146,57 @@ pub trait OrgSettingsStore: Send + Sync {
     ) -> Result<SettingsWrite, StorageError>;
 }
 
+/// Sandboxes, conversations and the event log.
+pub trait EventStore: Send + Sync {
+    /// Registers a sandbox with its hashed session key.
+    fn create_sandbox(&self, sandbox: &Sandbox, key_hash: &KeyHash) -> Result<(), StorageError>;
+    /// The sandbox whose session key has this hash.
+    fn sandbox_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Sandbox>, StorageError>;
+    /// A conversation.
+    fn conversation(&self, id: ConversationId) -> Result<Option<Conversation>, StorageError>;
+    /// Appends a batch in one transaction: creates `conversation` if it does not exist (its
+    /// org, owner and sandbox taken from `conversation`), skips events whose id the
+    /// conversation already has (and repeats within the batch), inserts the rest in order, and
+    /// sets the run state to `status` when given. `Ok(None)` when the conversation exists in
+    /// another organization (nothing written). On PostgreSQL commit order equals `seq` order.
+    fn append_events(
+        &self,
+        conversation: &Conversation,
+        events: &[NewEvent],
+        status: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Result<Option<AppendOutcome>, StorageError>;
+    /// Creates or updates a conversation from the agent server's `ConversationInfo`: title
+    /// (when given), run state (when given) and the info itself as metadata. `Ok(false)` when
+    /// the conversation exists in another organization (nothing written).
+    fn upsert_conversation_info(
+        &self,
+        conversation: &Conversation,
+        metadata: &str,
+        now: OffsetDateTime,
+    ) -> Result<bool, StorageError>;
+    /// Up to `query.limit + 1` events in order, after `query.after` (keyset on `(ts, seq)`).
+    fn search_events(
+        &self,
+        conversation: ConversationId,
+        query: &SearchQuery,
+    ) -> Result<Vec<StoredEvent>, StorageError>;
+    /// How many events match.
+    fn count_events(
+        &self,
+        conversation: ConversationId,
+        filter: &EventFilter,
+    ) -> Result<i64, StorageError>;
+    /// The events with these ids (any order; missing ids absent): `(event_id, payload)`.
+    fn get_events(
+        &self,
+        conversation: ConversationId,
+        ids: &[String],
+    ) -> Result<Vec<(String, String)>, StorageError>;
+}
+
 /// Everything the domain needs of storage.
-pub trait Store: IdentityStore + OrgSettingsStore {
+pub trait Store: IdentityStore + OrgSettingsStore + EventStore {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;
 }

@@ -589,3 +589,261 @@ impl Switchboard {
         }
     }
 }
+
+/// A newly registered sandbox and its session key (shown once).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RegisteredSandbox {
+    /// Sandbox id.
+    pub sandbox_id: crate::ids::SandboxId,
+    /// The `X-Session-API-Key` of its agent server: `sbs_` + 43 base62 characters.
+    pub session_api_key: String,
+}
+
+impl Switchboard {
+    /// Registers an agent server run elsewhere as a sandbox of `org` owned by `user` (a
+    /// member); only the session key's SHA-256 is stored.
+    ///
+    /// # Errors
+    /// [`DomainError::UserNotFound`], [`DomainError::OrgNotFound`], [`DomainError::NotAMember`].
+    pub fn register_sandbox(
+        &self,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<RegisteredSandbox, DomainError> {
+        self.store.user(user)?.ok_or(DomainError::UserNotFound)?;
+        let m = self
+            .store
+            .org_membership(org, user)?
+            .ok_or(DomainError::OrgNotFound)?;
+        if m.role.is_none() {
+            return Err(DomainError::NotAMember);
+        }
+        let key = crate::api_keys::generate_secret(crate::api_keys::SESSION_KEY_PREFIX);
+        let sandbox = crate::events::Sandbox {
+            id: crate::ids::SandboxId::new_random(),
+            org_id: org,
+            owner_id: user,
+            created_at: now_micros(),
+        };
+        self.store.create_sandbox(&sandbox, &key.hash)?;
+        Ok(RegisteredSandbox {
+            sandbox_id: sandbox.id,
+            session_api_key: key.secret,
+        })
+    }
+
+    /// The sandbox behind a webhook's `X-Session-API-Key`.
+    ///
+    /// # Errors
+    /// [`DomainError::SessionKeyRequired`] (absent or empty), [`DomainError::InvalidSessionKey`].
+    pub fn authenticate_sandbox(
+        &self,
+        key: Option<&str>,
+    ) -> Result<crate::events::Sandbox, DomainError> {
+        let key = key
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .ok_or(DomainError::SessionKeyRequired)?;
+        self.store
+            .sandbox_by_key_hash(&hash_api_key(key))?
+            .ok_or(DomainError::InvalidSessionKey)
+    }
+
+    fn new_conversation(
+        sandbox: &crate::events::Sandbox,
+        id: crate::ids::ConversationId,
+    ) -> crate::events::Conversation {
+        let now = now_micros();
+        crate::events::Conversation {
+            id,
+            org_id: sandbox.org_id,
+            owner_id: sandbox.owner_id,
+            sandbox_id: Some(sandbox.id),
+            title: None,
+            execution_status: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+
+    /// Ingests a webhook batch (API.md, Event ingestion): validated whole (422, nothing
+    /// stored), stored atomically, ids already stored skipped, the conversation created if
+    /// unknown (owned by the sandbox's owner and org), the run state updated in the same
+    /// transaction.
+    ///
+    /// # Errors
+    /// [`DomainError::Invalid`] (422 at `["body", i, …]`), [`DomainError::ConversationNotFound`]
+    /// when the conversation belongs to another organization.
+    pub fn ingest_events(
+        &self,
+        sandbox: &crate::events::Sandbox,
+        conversation: crate::ids::ConversationId,
+        body: &str,
+    ) -> Result<crate::events::AppendOutcome, DomainError> {
+        let (events, status) = crate::events::prepare_batch(body)?;
+        let conv = Self::new_conversation(sandbox, conversation);
+        self.store
+            .append_events(&conv, &events, status.as_deref(), now_micros())?
+            .ok_or(DomainError::ConversationNotFound)
+    }
+
+    /// Applies the agent server's `ConversationInfo` (a JSON object with `id`; `title` and
+    /// `execution_status` when present): creates or updates the conversation and keeps the
+    /// whole object as metadata. A `deleting` status is ignored, as OpenHands does.
+    ///
+    /// # Errors
+    /// [`DomainError::Invalid`] for a body without a UUID `id` or with non-string title or
+    /// status; [`DomainError::ConversationNotFound`] for another organization's conversation.
+    pub fn ingest_conversation_info(
+        &self,
+        sandbox: &crate::events::Sandbox,
+        info: &serde_json::Value,
+    ) -> Result<(), DomainError> {
+        use switchboard_model::{ErrorType, ValidationError};
+        let obj = info.as_object().ok_or_else(|| {
+            ValidationError::new(
+                ErrorType::ModelType,
+                vec!["body".into()],
+                "Input should be a valid dictionary or instance of ConversationInfo",
+            )
+            .with_input(info.clone())
+        })?;
+        let id = match obj.get("id") {
+            Some(serde_json::Value::String(s)) => crate::ids::parse_uuid(s)
+                .map(crate::ids::ConversationId)
+                .ok_or_else(|| {
+                    ValidationError::new(
+                        ErrorType::UuidParsing,
+                        vec!["body".into(), "id".into()],
+                        "Input should be a valid UUID",
+                    )
+                    .with_input(serde_json::Value::String(s.clone()))
+                })?,
+            Some(other) => {
+                return Err(ValidationError::new(
+                    ErrorType::StringType,
+                    vec!["body".into(), "id".into()],
+                    "Input should be a valid string",
+                )
+                .with_input(other.clone())
+                .into());
+            }
+            None => {
+                return Err(ValidationError::new(
+                    ErrorType::Missing,
+                    vec!["body".into(), "id".into()],
+                    "Field required",
+                )
+                .into());
+            }
+        };
+        let text = |key: &str| -> Result<Option<String>, DomainError> {
+            match obj.get(key) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => Ok(Some(s.clone())),
+                Some(other) => Err(ValidationError::new(
+                    ErrorType::StringType,
+                    vec!["body".into(), key.into()],
+                    "Input should be a valid string",
+                )
+                .with_input(other.clone())
+                .into()),
+            }
+        };
+        let title = text("title")?;
+        let status = text("execution_status")?;
+        if status.as_deref() == Some("deleting") {
+            return Ok(());
+        }
+        let mut conv = Self::new_conversation(sandbox, id);
+        conv.title = title;
+        conv.execution_status = status;
+        if self
+            .store
+            .upsert_conversation_info(&conv, &info.to_string(), now_micros())?
+        {
+            Ok(())
+        } else {
+            Err(DomainError::ConversationNotFound)
+        }
+    }
+
+    fn visible_conversation(
+        &self,
+        ctx: &OrgContext,
+        id: crate::ids::ConversationId,
+    ) -> Result<crate::events::Conversation, DomainError> {
+        match self.store.conversation(id)? {
+            Some(c) if c.org_id == ctx.org.id => Ok(c),
+            _ => Err(DomainError::ConversationNotFound),
+        }
+    }
+
+    /// One page of a conversation's events (spec §4.1): the next page continues after the
+    /// last item, with no duplicates or gaps even while events arrive.
+    ///
+    /// # Errors
+    /// [`DomainError::ConversationNotFound`] for an unknown conversation or another org's.
+    pub fn search_events(
+        &self,
+        ctx: &OrgContext,
+        conversation: crate::ids::ConversationId,
+        query: &crate::events::SearchQuery,
+    ) -> Result<crate::events::EventPageOut, DomainError> {
+        self.visible_conversation(ctx, conversation)?;
+        let mut rows = self.store.search_events(conversation, query)?;
+        let more = rows.len() > query.limit as usize;
+        rows.truncate(query.limit as usize);
+        let next_page_id = if more {
+            rows.last().map(|r| {
+                crate::events::Cursor {
+                    ts: r.ts,
+                    seq: r.seq,
+                }
+                .encode()
+            })
+        } else {
+            None
+        };
+        Ok(crate::events::EventPageOut {
+            items: rows.into_iter().map(|r| r.payload).collect(),
+            next_page_id,
+        })
+    }
+
+    /// How many events match (spec §4.1 filters).
+    ///
+    /// # Errors
+    /// As [`Switchboard::search_events`].
+    pub fn count_events(
+        &self,
+        ctx: &OrgContext,
+        conversation: crate::ids::ConversationId,
+        filter: &crate::events::EventFilter,
+    ) -> Result<i64, DomainError> {
+        self.visible_conversation(ctx, conversation)?;
+        Ok(self.store.count_events(conversation, filter)?)
+    }
+
+    /// The events with these ids, in request order, `None` for unknown ids (API.md).
+    ///
+    /// # Errors
+    /// [`DomainError::TooManyIds`] over 100 ids; as [`Switchboard::search_events`].
+    pub fn get_events(
+        &self,
+        ctx: &OrgContext,
+        conversation: crate::ids::ConversationId,
+        ids: &[String],
+    ) -> Result<Vec<Option<String>>, DomainError> {
+        if ids.len() > crate::events::MAX_BATCH_GET {
+            return Err(DomainError::TooManyIds(ids.len()));
+        }
+        self.visible_conversation(ctx, conversation)?;
+        let found: std::collections::HashMap<String, String> = self
+            .store
+            .get_events(conversation, ids)?
+            .into_iter()
+            .collect();
+        Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+    }
+}

@@ -77,7 +77,78 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Sandboxes: agent servers, authenticated on the webhook routes by a session key.
+    sandboxes (id) {
+        /// UUID.
+        id -> Text,
+        /// Owning organization.
+        org_id -> Text,
+        /// Owning user.
+        owner_id -> Text,
+        /// Hex SHA-256 of the session key.
+        session_key_hash -> Text,
+        /// Creation time, UTC.
+        created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Conversations.
+    conversations (id) {
+        /// UUID.
+        id -> Text,
+        /// Owning organization.
+        org_id -> Text,
+        /// Owning user.
+        owner_id -> Text,
+        /// The sandbox it runs in.
+        sandbox_id -> Nullable<Text>,
+        /// Title.
+        title -> Nullable<Text>,
+        /// Run state (`idle`, `running`, `paused`, `finished`, `error`, …).
+        execution_status -> Nullable<Text>,
+        /// The agent server's last `ConversationInfo`, JSON.
+        metadata -> Nullable<Text>,
+        /// Creation time, UTC.
+        created_at -> Timestamp,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// The append-only event log.
+    events (seq) {
+        /// Global sequence number, assigned at insert; commit order on PostgreSQL.
+        seq -> BigInt,
+        /// Conversation UUID.
+        conversation_id -> Text,
+        /// Event id (unique per conversation).
+        event_id -> Text,
+        /// Event kind.
+        kind -> Text,
+        /// Event source.
+        source -> Text,
+        /// The timestamp as received.
+        timestamp -> Text,
+        /// The timestamp as a UTC instant (naive means UTC), microseconds.
+        ts -> Timestamp,
+        /// Canonical JSON of the event (the SDK's persisted form).
+        payload -> Text,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
+diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
 diesel::joinable!(api_keys -> users (user_id));
-diesel::allow_tables_to_appear_in_same_query!(orgs, users, org_members, api_keys);
+diesel::allow_tables_to_appear_in_same_query!(
+    orgs,
+    users,
+    org_members,
+    api_keys,
+    sandboxes,
+    conversations,
+    events
+);

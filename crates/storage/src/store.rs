@@ -3,17 +3,22 @@
 use diesel::prelude::*;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use switchboard_domain::api_keys::{ApiKeyRecord, KeyHash};
+use switchboard_domain::events::{
+    AppendOutcome, Conversation, EventFilter, NewEvent, Sandbox, SearchQuery, SortOrder,
+    StoredEvent,
+};
 use switchboard_domain::ports::{
-    IdentityStore, KeyLookup, Org, OrgMembership, OrgSettingsStore, SettingsWrite, Store, User,
+    EventStore, IdentityStore, KeyLookup, Org, OrgMembership, OrgSettingsStore, SettingsWrite,
+    Store, User,
 };
 use switchboard_domain::settings::{Marketplace, OrgAppSettings, SettingsChange};
-use switchboard_domain::{ApiKeyId, OrgId, Role, StorageError, UserId};
+use switchboard_domain::{ApiKeyId, ConversationId, OrgId, Role, StorageError, UserId};
 use time::{Duration, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 use crate::connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, build_pool,
 };
-use crate::schema::{api_keys, org_members, orgs, users};
+use crate::schema::{api_keys, conversations, events, org_members, orgs, sandboxes, users};
 
 /// The store: a pool over one database.
 #[derive(Clone)]
@@ -711,5 +716,363 @@ impl Store for DieselStore {
             Ok(true) => Err(StorageError::Unavailable("migrations are pending".into())),
             Err(e) => Err(StorageError::Other(Box::new(e))),
         }
+    }
+}
+
+#[derive(Insertable)]
+#[diesel(table_name = events)]
+struct EventRow<'a> {
+    conversation_id: &'a str,
+    event_id: &'a str,
+    kind: &'a str,
+    source: &'a str,
+    timestamp: &'a str,
+    ts: PrimitiveDateTime,
+    payload: &'a str,
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = conversations)]
+struct ConversationRow {
+    id: String,
+    org_id: String,
+    owner_id: String,
+    sandbox_id: Option<String>,
+    title: Option<String>,
+    execution_status: Option<String>,
+    created_at: PrimitiveDateTime,
+    updated_at: PrimitiveDateTime,
+}
+
+impl ConversationRow {
+    fn conversation(self) -> Result<Conversation, StorageError> {
+        Ok(Conversation {
+            id: parse_id(&self.id, "conversation")?,
+            org_id: parse_id(&self.org_id, "org")?,
+            owner_id: parse_id(&self.owner_id, "user")?,
+            sandbox_id: self
+                .sandbox_id
+                .as_deref()
+                .map(|s| parse_id(s, "sandbox"))
+                .transpose()?,
+            title: self.title,
+            execution_status: self.execution_status,
+            created_at: from_db(self.created_at),
+            updated_at: from_db(self.updated_at),
+        })
+    }
+}
+
+/// The advisory lock every append transaction takes on PostgreSQL, so that transactions commit
+/// in `seq` order (a reader following `seq` never skips an event committed late).
+const APPEND_LOCK_KEY: i64 = 0x5357_4254_4556; // "SWBTEV"
+
+/// Ids per `IN (…)` list.
+const ID_CHUNK: usize = 500;
+
+/// The org of a conversation, if it exists.
+fn conversation_org(conn: &mut DbConnection, id: &str) -> Result<Option<String>, StorageError> {
+    native!(conn, |c| conversations::table
+        .filter(conversations::id.eq(id))
+        .select(conversations::org_id)
+        .get_result::<String>(c)
+        .optional())
+    .map_err(db_err)
+}
+
+fn insert_conversation(
+    conn: &mut DbConnection,
+    conv: &Conversation,
+    metadata: Option<&str>,
+) -> Result<(), StorageError> {
+    diesel::insert_into(conversations::table)
+        .values((
+            conversations::id.eq(conv.id.to_string()),
+            conversations::org_id.eq(conv.org_id.to_string()),
+            conversations::owner_id.eq(conv.owner_id.to_string()),
+            conversations::sandbox_id.eq(conv.sandbox_id.map(|s| s.to_string())),
+            conversations::title.eq(&conv.title),
+            conversations::execution_status.eq(&conv.execution_status),
+            conversations::metadata.eq(metadata),
+            conversations::created_at.eq(to_db(conv.created_at)),
+            conversations::updated_at.eq(to_db(conv.updated_at)),
+        ))
+        .execute(conn)
+        .map_err(db_err)?;
+    Ok(())
+}
+
+impl EventStore for DieselStore {
+    fn create_sandbox(&self, sandbox: &Sandbox, key_hash: &KeyHash) -> Result<(), StorageError> {
+        let mut conn = self.conn()?;
+        diesel::insert_into(sandboxes::table)
+            .values((
+                sandboxes::id.eq(sandbox.id.to_string()),
+                sandboxes::org_id.eq(sandbox.org_id.to_string()),
+                sandboxes::owner_id.eq(sandbox.owner_id.to_string()),
+                sandboxes::session_key_hash.eq(&key_hash.0),
+                sandboxes::created_at.eq(to_db(sandbox.created_at)),
+            ))
+            .execute(&mut *conn)
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn sandbox_by_key_hash(&self, hash: &KeyHash) -> Result<Option<Sandbox>, StorageError> {
+        let mut conn = self.conn()?;
+        let row: Option<(String, String, String, PrimitiveDateTime)> =
+            native!(&mut *conn, |c| sandboxes::table
+                .filter(sandboxes::session_key_hash.eq(&hash.0))
+                .select((
+                    sandboxes::id,
+                    sandboxes::org_id,
+                    sandboxes::owner_id,
+                    sandboxes::created_at
+                ))
+                .get_result(c)
+                .optional())
+            .map_err(db_err)?;
+        row.map(|(id, org, owner, created)| {
+            Ok(Sandbox {
+                id: parse_id(&id, "sandbox")?,
+                org_id: parse_id(&org, "org")?,
+                owner_id: parse_id(&owner, "user")?,
+                created_at: from_db(created),
+            })
+        })
+        .transpose()
+    }
+
+    fn conversation(&self, id: ConversationId) -> Result<Option<Conversation>, StorageError> {
+        let mut conn = self.conn()?;
+        let id = id.to_string();
+        native!(&mut *conn, |c| conversations::table
+            .filter(conversations::id.eq(&id))
+            .select(ConversationRow::as_select())
+            .get_result(c)
+            .optional())
+        .map_err(db_err)?
+        .map(ConversationRow::conversation)
+        .transpose()
+    }
+
+    fn append_events(
+        &self,
+        conversation: &Conversation,
+        new_events: &[NewEvent],
+        status: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Result<Option<AppendOutcome>, StorageError> {
+        let kind = self.kind;
+        let conv_id = conversation.id.to_string();
+        self.write(|conn| {
+            if kind == BackendKind::Postgres {
+                use diesel::connection::SimpleConnection;
+                conn.batch_execute(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})"))
+                    .map_err(db_err)?;
+            }
+            match conversation_org(conn, &conv_id)? {
+                Some(org) if org != conversation.org_id.to_string() => return Ok(None),
+                Some(_) => {}
+                None => insert_conversation(conn, conversation, None)?,
+            }
+            let mut seen: std::collections::HashSet<&str> =
+                std::collections::HashSet::with_capacity(new_events.len());
+            let ids: Vec<&str> = new_events.iter().map(|e| e.event_id.as_str()).collect();
+            for chunk in ids.chunks(ID_CHUNK) {
+                let stored: Vec<String> = native!(conn, |c| events::table
+                    .filter(events::conversation_id.eq(&conv_id))
+                    .filter(events::event_id.eq_any(chunk))
+                    .select(events::event_id)
+                    .load(c))
+                .map_err(db_err)?;
+                for id in stored {
+                    if let Some(known) = chunk.iter().find(|k| **k == id) {
+                        seen.insert(known);
+                    }
+                }
+            }
+            let mut rows = Vec::with_capacity(new_events.len());
+            for e in new_events {
+                if seen.insert(e.event_id.as_str()) {
+                    rows.push(EventRow {
+                        conversation_id: &conv_id,
+                        event_id: &e.event_id,
+                        kind: e.kind,
+                        source: e.source,
+                        timestamp: &e.timestamp,
+                        ts: to_db(e.ts),
+                        payload: &e.payload,
+                    });
+                }
+            }
+            for chunk in rows.chunks(ID_CHUNK) {
+                native!(conn, |c| diesel::insert_into(events::table)
+                    .values(chunk)
+                    .execute(c))
+                .map_err(db_err)?;
+            }
+            let target = conversations::table.filter(conversations::id.eq(&conv_id));
+            match status {
+                Some(s) => diesel::update(target)
+                    .set((
+                        conversations::execution_status.eq(s),
+                        conversations::updated_at.eq(to_db(now)),
+                    ))
+                    .execute(conn),
+                None if !rows.is_empty() => diesel::update(target)
+                    .set(conversations::updated_at.eq(to_db(now)))
+                    .execute(conn),
+                None => Ok(0),
+            }
+            .map_err(db_err)?;
+            Ok(Some(AppendOutcome {
+                stored: rows.len(),
+                skipped: new_events.len() - rows.len(),
+            }))
+        })
+    }
+
+    fn upsert_conversation_info(
+        &self,
+        conversation: &Conversation,
+        metadata: &str,
+        now: OffsetDateTime,
+    ) -> Result<bool, StorageError> {
+        let conv_id = conversation.id.to_string();
+        self.write(|conn| match conversation_org(conn, &conv_id)? {
+            Some(org) if org != conversation.org_id.to_string() => Ok(false),
+            Some(_) => {
+                let target = conversations::table.filter(conversations::id.eq(&conv_id));
+                diesel::update(target)
+                    .set((
+                        conversations::metadata.eq(Some(metadata)),
+                        conversations::updated_at.eq(to_db(now)),
+                    ))
+                    .execute(conn)
+                    .map_err(db_err)?;
+                if let Some(t) = &conversation.title {
+                    diesel::update(target)
+                        .set(conversations::title.eq(Some(t)))
+                        .execute(conn)
+                        .map_err(db_err)?;
+                }
+                if let Some(s) = &conversation.execution_status {
+                    diesel::update(target)
+                        .set(conversations::execution_status.eq(Some(s)))
+                        .execute(conn)
+                        .map_err(db_err)?;
+                }
+                Ok(true)
+            }
+            None => {
+                insert_conversation(conn, conversation, Some(metadata))?;
+                Ok(true)
+            }
+        })
+    }
+
+    fn search_events(
+        &self,
+        conversation: ConversationId,
+        query: &SearchQuery,
+    ) -> Result<Vec<StoredEvent>, StorageError> {
+        let mut conn = self.conn()?;
+        let conv = conversation.to_string();
+        let rows: Vec<(i64, PrimitiveDateTime, String)> = native!(&mut *conn, |c| {
+            let mut q = events::table
+                .filter(events::conversation_id.eq(&conv))
+                .select((events::seq, events::ts, events::payload))
+                .into_boxed();
+            if let Some(k) = query.filter.kind {
+                q = q.filter(events::kind.eq(k.as_str()));
+            }
+            if let Some(t) = query.filter.timestamp_gte {
+                q = q.filter(events::ts.ge(to_db(t)));
+            }
+            if let Some(t) = query.filter.timestamp_lt {
+                q = q.filter(events::ts.lt(to_db(t)));
+            }
+            match (query.sort, query.after) {
+                // The redundant `ts >=` / `ts <=` bound gives the planner an index range
+                // (ARCHITECTURE.md: the OR alone is a full scan on PostgreSQL).
+                (SortOrder::Timestamp, Some(after)) => {
+                    let t = to_db(after.ts);
+                    q = q.filter(events::ts.ge(t)).filter(
+                        events::ts
+                            .gt(t)
+                            .or(events::ts.eq(t).and(events::seq.gt(after.seq))),
+                    );
+                }
+                (SortOrder::TimestampDesc, Some(after)) => {
+                    let t = to_db(after.ts);
+                    q = q.filter(events::ts.le(t)).filter(
+                        events::ts
+                            .lt(t)
+                            .or(events::ts.eq(t).and(events::seq.lt(after.seq))),
+                    );
+                }
+                _ => {}
+            }
+            q = match query.sort {
+                SortOrder::Timestamp => q.order((events::ts.asc(), events::seq.asc())),
+                SortOrder::TimestampDesc => q.order((events::ts.desc(), events::seq.desc())),
+            };
+            q.limit(i64::from(query.limit) + 1).load(c)
+        })
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(seq, ts, payload)| StoredEvent {
+                seq,
+                ts: from_db(ts),
+                payload,
+            })
+            .collect())
+    }
+
+    fn count_events(
+        &self,
+        conversation: ConversationId,
+        filter: &EventFilter,
+    ) -> Result<i64, StorageError> {
+        let mut conn = self.conn()?;
+        let conv = conversation.to_string();
+        native!(&mut *conn, |c| {
+            let mut q = events::table
+                .filter(events::conversation_id.eq(&conv))
+                .into_boxed();
+            if let Some(k) = filter.kind {
+                q = q.filter(events::kind.eq(k.as_str()));
+            }
+            if let Some(t) = filter.timestamp_gte {
+                q = q.filter(events::ts.ge(to_db(t)));
+            }
+            if let Some(t) = filter.timestamp_lt {
+                q = q.filter(events::ts.lt(to_db(t)));
+            }
+            q.count().get_result(c)
+        })
+        .map_err(db_err)
+    }
+
+    fn get_events(
+        &self,
+        conversation: ConversationId,
+        ids: &[String],
+    ) -> Result<Vec<(String, String)>, StorageError> {
+        let mut conn = self.conn()?;
+        let conv = conversation.to_string();
+        let mut out = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(ID_CHUNK) {
+            let rows: Vec<(String, String)> = native!(&mut *conn, |c| events::table
+                .filter(events::conversation_id.eq(&conv))
+                .filter(events::event_id.eq_any(chunk))
+                .select((events::event_id, events::payload))
+                .load(c))
+            .map_err(db_err)?;
+            out.extend(rows);
+        }
+        Ok(out)
     }
 }

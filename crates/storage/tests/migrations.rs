@@ -3,7 +3,9 @@
 
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
-use switchboard_storage::schema::{api_keys, org_members, orgs, users};
+use switchboard_storage::schema::{
+    api_keys, conversations, events, org_members, orgs, sandboxes, users,
+};
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
 };
@@ -57,6 +59,9 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(users: id, email, name, current_org_id, created_at),
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
+        columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at),
+        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at),
+        columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload),
     ]
 }
 
@@ -93,8 +98,18 @@ fn introspect(conn: &mut DbConnection, table: &str) -> Vec<Col> {
         ),
     };
     let rows: Vec<DbColumn> = diesel::sql_query(sql).load(conn).unwrap();
+    let sqlite = matches!(conn, DbConnection::Sqlite(_));
     rows.into_iter()
-        .map(|c| (c.name, normalize(&c.kind), c.notnull == 0))
+        .map(|c| {
+            // SQLite integers are 64-bit (`INTEGER PRIMARY KEY` must be spelled so), and a
+            // rowid primary key is never null although pragma_table_info says 0.
+            let kind = match normalize(&c.kind) {
+                "integer" if sqlite => "bigint",
+                k => k,
+            };
+            let nullable = c.notnull == 0 && !(sqlite && c.name == "seq");
+            (c.name, kind, nullable)
+        })
         .collect()
 }
 
