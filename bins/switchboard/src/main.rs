@@ -71,6 +71,23 @@ enum Command {
     /// API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Sandboxes (agent servers run elsewhere).
+    #[command(subcommand)]
+    Sandboxes(SandboxesCommand),
+}
+
+#[derive(Subcommand)]
+enum SandboxesCommand {
+    /// Register an agent server as a sandbox of an organization, owned by a member; prints its
+    /// session key (`X-Session-API-Key` of the webhooks), shown once.
+    Register {
+        /// Organization id.
+        #[arg(long)]
+        org_id: String,
+        /// Owner's user id (a member of the organization).
+        #[arg(long)]
+        user_id: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -293,6 +310,15 @@ fn run(cli: Cli) -> Result<()> {
             print(
                 json!({ "id": view.id, "api_key": k.secret, "name": view.name, "org_id": view.org_id, "expires_at": view.expires_at }),
             );
+        }
+        Command::Sandboxes(SandboxesCommand::Register { org_id, user_id }) => {
+            let org: OrgId = parse_id(&org_id, "org-id")?;
+            let user: UserId = parse_id(&user_id, "user-id")?;
+            let (store, _) = cli.db.open(Some(2), false)?;
+            let r = Switchboard::new(Arc::new(store))
+                .register_sandbox(org, user)
+                .map_err(domain)?;
+            print(json!({ "sandbox_id": r.sandbox_id, "session_api_key": r.session_api_key }));
         }
         Command::Keys(KeysCommand::List { user_id }) => {
             let user: UserId = parse_id(&user_id, "user-id")?;

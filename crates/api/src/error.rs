@@ -58,12 +58,18 @@ impl ApiError {
                     D::NotAuthenticated
                     | D::InvalidApiKey
                     | D::ApiKeyExpired
-                    | D::ApiKeyRevoked => StatusCode::UNAUTHORIZED,
+                    | D::ApiKeyRevoked
+                    | D::SessionKeyRequired
+                    | D::InvalidSessionKey => StatusCode::UNAUTHORIZED,
                     D::KeyNotAuthorizedForOrg
                     | D::NotAMember
                     | D::PermissionDenied(_)
                     | D::MissingPermission(_) => StatusCode::FORBIDDEN,
-                    D::OrgNotFound | D::UserNotFound | D::ApiKeyNotFound => StatusCode::NOT_FOUND,
+                    D::OrgNotFound
+                    | D::UserNotFound
+                    | D::ApiKeyNotFound
+                    | D::ConversationNotFound => StatusCode::NOT_FOUND,
+                    D::TooManyIds(_) => StatusCode::BAD_REQUEST,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
                     D::DuplicateMarketplaceNames(_) => StatusCode::BAD_REQUEST,
                     D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,

@@ -130,6 +130,14 @@ impl RawBody {
     pub fn json(self) -> Result<Value, ApiError> {
         parse_json_body(&self.0?)
     }
+
+    /// The body's bytes: 413 over the limit, 400 when it could not be read.
+    ///
+    /// # Errors
+    /// Those above.
+    pub fn bytes(self) -> Result<web::Bytes, ApiError> {
+        self.0
+    }
 }
 
 impl FromRequest for RawBody {

@@ -18,6 +18,7 @@ use tokio::sync::Semaphore;
 
 pub mod dto;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod metrics;
 pub mod openapi;

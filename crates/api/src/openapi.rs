@@ -7,6 +7,7 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::{Modify, OpenApi};
 
 use crate::dto;
+use crate::events;
 use crate::routes;
 
 /// The API version of the document (spec §9).
@@ -42,6 +43,8 @@ impl Modify for SecuritySchemes {
         routes::get_org_app_settings, routes::update_org_app_settings,
         routes::create_api_key, routes::list_api_keys, routes::revoke_api_key,
         routes::users_me,
+        events::search_events, events::count_events, events::get_events,
+        events::webhook_events, events::webhook_conversations,
     ),
     components(schemas(
         dto::ErrorDetail, dto::HTTPValidationError, dto::ValidationErrorEntry,

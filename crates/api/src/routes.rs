@@ -14,7 +14,8 @@ use crate::dto::{
     OrgAppSettingsResponse, Status,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, RawBody, path_uuid};
+use crate::events;
+use crate::extract::{BodyLimit, Caller, RawBody, path_uuid};
 
 /// Every route: method and path pattern, as in the OpenAPI document.
 pub const ROUTES: &[(&str, &str)] = &[
@@ -28,6 +29,14 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/keys"),
     ("delete", "/api/keys/{id}"),
     ("get", "/api/v1/users/me"),
+    (
+        "get",
+        "/api/v1/conversation/{conversation_id}/events/search",
+    ),
+    ("get", "/api/v1/conversation/{conversation_id}/events/count"),
+    ("get", "/api/v1/conversation/{conversation_id}/events"),
+    ("post", "/api/v1/webhooks/events/{conversation_id}"),
+    ("post", "/api/v1/webhooks/conversations"),
 ];
 
 /// Registers every route of [`ROUTES`]; a known path with another method answers 405.
@@ -49,7 +58,29 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(list_api_keys)),
         )
         .service(resource("/api/keys/{id}").route(web::delete().to(revoke_api_key)))
-        .service(resource("/api/v1/users/me").route(web::get().to(users_me)));
+        .service(resource("/api/v1/users/me").route(web::get().to(users_me)))
+        .service(
+            resource("/api/v1/conversation/{conversation_id}/events/search")
+                .route(web::get().to(events::search_events)),
+        )
+        .service(
+            resource("/api/v1/conversation/{conversation_id}/events/count")
+                .route(web::get().to(events::count_events)),
+        )
+        .service(
+            resource("/api/v1/conversation/{conversation_id}/events")
+                .route(web::get().to(events::get_events)),
+        )
+        .service(
+            resource("/api/v1/webhooks/events/{conversation_id}")
+                .app_data(BodyLimit(events::WEBHOOK_BODY_LIMIT))
+                .route(web::post().to(events::webhook_events)),
+        )
+        .service(
+            resource("/api/v1/webhooks/conversations")
+                .app_data(BodyLimit(events::WEBHOOK_BODY_LIMIT))
+                .route(web::post().to(events::webhook_conversations)),
+        );
 }
 
 /// A known path with a method it does not serve: 405 `{"detail": "Method Not Allowed"}`.

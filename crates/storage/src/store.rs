@@ -906,11 +906,26 @@ impl EventStore for DieselStore {
                     });
                 }
             }
-            for chunk in rows.chunks(ID_CHUNK) {
-                native!(conn, |c| diesel::insert_into(events::table)
-                    .values(chunk)
-                    .execute(c))
-                .map_err(db_err)?;
+            match conn {
+                // One multi-row INSERT per chunk.
+                DbConnection::Postgres(c) => {
+                    for chunk in rows.chunks(ID_CHUNK) {
+                        diesel::insert_into(events::table)
+                            .values(chunk)
+                            .execute(c)
+                            .map_err(db_err)?;
+                    }
+                }
+                // diesel runs a SQLite batch insert in a transaction of its own, which cannot
+                // nest in ours: one cached single-row INSERT per event instead.
+                DbConnection::Sqlite(c) => {
+                    for row in &rows {
+                        diesel::insert_into(events::table)
+                            .values(row)
+                            .execute(c)
+                            .map_err(db_err)?;
+                    }
+                }
             }
             let target = conversations::table.filter(conversations::id.eq(&conv_id));
             match status {
