@@ -278,8 +278,8 @@ fn session_key(req: &HttpRequest) -> Option<String> {
 #[utoipa::path(post, path = "/api/v1/webhooks/events/{conversation_id}", tag = "Webhooks",
     params(
         ("conversation_id" = String, Path, description = "Conversation UUID (dashed or 32 hex)"),
-        ("X-Session-API-Key" = String, Header, description = "The sandbox's session key"),
     ),
+    security(("SessionKeyHeader" = [])),
     request_body(content = Vec<Object>, description = "JSON array of events"),
     responses(
         (status = 200, description = "{\"success\": true}"),
@@ -316,7 +316,7 @@ pub async fn webhook_events(
 /// Receives an agent server's `ConversationInfo`: updates the conversation's title, run state
 /// and metadata (creating the conversation if need be).
 #[utoipa::path(post, path = "/api/v1/webhooks/conversations", tag = "Webhooks",
-    params(("X-Session-API-Key" = String, Header, description = "The sandbox's session key")),
+    security(("SessionKeyHeader" = [])),
     request_body(content = Object, description = "The agent server's ConversationInfo"),
     responses(
         (status = 200, description = "{\"success\": true}"),

@@ -31,6 +31,10 @@ impl Modify for SecuritySchemes {
                     .build(),
             ),
         );
+        components.add_security_scheme(
+            "SessionKeyHeader",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Session-API-Key"))),
+        );
         openapi.info.version = API_VERSION.to_owned();
     }
 }

@@ -96,8 +96,15 @@ async fn document_matches_routes(backend: Backend) {
                 "{method} {path}: {status}"
             );
         }
-        // Authenticated operations say how: X-Access-Token or a bearer token.
-        if !operational {
+        // Authenticated operations say how: X-Access-Token or a bearer token; the agent-server
+        // webhooks, the sandbox session key.
+        if path.starts_with("/api/v1/webhooks/") {
+            assert_eq!(
+                op["security"],
+                json!([{"SessionKeyHeader": []}]),
+                "{method} {path}"
+            );
+        } else if !operational {
             assert_eq!(
                 op["security"],
                 json!([{"APIKeyHeader": []}, {"BearerAuth": []}]),
@@ -139,7 +146,14 @@ async fn every_route_is_served(backend: Backend) {
     let app = spawn_app(backend).await;
     let default_404 = detail("Not Found");
     for (method, path) in ROUTES {
-        let url = path.replace("{id}", &uuid::Uuid::new_v4().to_string());
+        let url = path
+            .replace("{id}", &uuid::Uuid::new_v4().to_string())
+            .replace("{conversation_id}", &uuid::Uuid::new_v4().to_string())
+            + if path.ends_with("/events") {
+                "?id=a"
+            } else {
+                ""
+            };
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let mut r = app.req(method.clone(), &url, Some(&app.owner.key));
         if method == Method::POST {
@@ -164,6 +178,20 @@ async fn every_route_is_served(backend: Backend) {
             assert_eq!(
                 (status, body),
                 (404, detail("API key not found")),
+                "{backend}: {method} {url}"
+            );
+        } else if path.starts_with("/api/v1/webhooks/") {
+            // An API key is not a session key.
+            assert_eq!(
+                (status, body),
+                (401, detail("X-Session-API-Key header is required")),
+                "{backend}: {method} {url}"
+            );
+        } else if path.contains("{conversation_id}") {
+            // A conversation nobody has: 404, not the router's.
+            assert_eq!(
+                (status, body),
+                (404, detail("Conversation not found")),
                 "{backend}: {method} {url}"
             );
         } else {
