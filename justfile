@@ -27,6 +27,16 @@ bench:
 bench-http seconds="10":
     scripts/bench-http.sh {{seconds}}
 
+# Event store benchmark on SQLite and PostgreSQL: 1M-event and 10k small conversations, storage
+# calls, HTTP queries (oha), a full scan and webhook ingest (wrk). Several minutes; not run in CI.
+bench-events seconds="10":
+    scripts/bench-events.sh {{seconds}}
+
+# The real OpenHands agent server (Python 3.12+) against Switchboard on a temporary SQLite
+# database; prints "e2e skipped" and succeeds when no Python 3.12+ is available. Not run in CI.
+e2e:
+    scripts/e2e.sh
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event

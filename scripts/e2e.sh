@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# End-to-end run of the real OpenHands agent server against Switchboard (`just e2e`).
+#
+# Builds the release binary, starts Switchboard on a free loopback port over a temporary SQLite
+# database (`switchboard bootstrap` for an organization, an owner and an API key;
+# `switchboard sandboxes register` for the session key), then runs the shared harness
+# (/work/shared/tools/agent-server-e2e/run_e2e.sh, or $E2E_HARNESS) with its webhooks pointed at
+# http://127.0.0.1:PORT/api/v1/webhooks and SESSION_API_KEY set to the sandbox's session key:
+# the agent server runs one conversation against a fake LLM and POSTs its events to Switchboard.
+# Finally it checks through Switchboard's search API that every event the agent server
+# persisted (its own /events/search, saved by the harness) arrived, and that the conversation's
+# run state is `finished` (the last `execution_status` event in Switchboard's search, and the
+# conversation's stored state).
+#
+# Needs Python >= 3.12 for the agent server (openhands-agent-server 1.58.2, installed from PyPI
+# into $VENV on first use, with the certifi override of the harness's notes). Without one it
+# prints "e2e skipped: no Python 3.12+ on this machine" and exits 0.
+#
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], E2E_HARNESS, TIMEOUT [180] (passed to the
+# harness), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+HARNESS="${E2E_HARNESS:-/work/shared/tools/agent-server-e2e/run_e2e.sh}"
+VENV="${VENV:-${TMPDIR:-/tmp}/agent-server-venv}"
+export TIMEOUT="${TIMEOUT:-180}"
+
+# ---------------------------------------------------------------- Python >= 3.12
+PY312=
+for cand in python3.14 python3.13 python3.12 python3; do
+  p=$(command -v "$cand" 2>/dev/null) || continue
+  if "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+    PY312=$p
+    break
+  fi
+done
+if [ -z "$PY312" ] && [ ! -x "$VENV/bin/agent-server" ]; then
+  echo "e2e skipped: no Python 3.12+ on this machine"
+  exit 0
+fi
+[ -f "$HARNESS" ] || { echo "e2e: harness not found at $HARNESS (set E2E_HARNESS)" >&2; exit 1; }
+
+log() { printf '[switchboard e2e] %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------- agent server venv
+if [ ! -x "$VENV/bin/agent-server" ]; then
+  log "installing openhands-agent-server 1.58.2 into $VENV (Python $("$PY312" -c 'import platform; print(platform.python_version())'))"
+  "$PY312" -m venv "$VENV"
+  "$VENV/bin/pip" install -q uv
+  echo "certifi>=2026.1.4" > "$VENV/overrides.txt"
+  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
+    openhands-agent-server==1.58.2 openhands-sdk==1.58.2 openhands-tools==1.58.2
+fi
+
+# ---------------------------------------------------------------- Switchboard
+cargo build --release -p switchboard >/dev/null
+BIN="$PWD/target/release/switchboard"
+WORK=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+  local rc=$?
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+export SWITCHBOARD_DATABASE_URL="sqlite://$WORK/switchboard.sqlite"
+field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
+
+BOOT=$("$BIN" bootstrap --org-name e2e --email e2e@localhost)
+ORG=$(field "$BOOT" org_id); USER_ID=$(field "$BOOT" user_id); API_KEY=$(field "$BOOT" api_key)
+SANDBOX=$("$BIN" sandboxes register --org-id "$ORG" --user-id "$USER_ID")
+SESSION_KEY=$(field "$SANDBOX" session_api_key)
+
+SWITCHBOARD_LOG=info "$BIN" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+SERVER_PID=$!
+for _ in $(seq 100); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
+ADDR=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["address"])' "$WORK/serve.out")
+log "Switchboard at $ADDR (org $ORG, sandbox $(field "$SANDBOX" sandbox_id))"
+
+# ---------------------------------------------------------------- the agent server run
+mkdir -p "$WORK/captured"
+log "running $HARNESS $ADDR/api/v1/webhooks"
+SESSION_API_KEY="$SESSION_KEY" VENV="$VENV" OUT_DIR="$WORK/captured" \
+  "$HARNESS" "$ADDR/api/v1/webhooks"
+
+# ---------------------------------------------------------------- what arrived in Switchboard
+SEARCH=$(ls "$WORK"/captured/run-*-search.jsonl | head -1)
+SUMMARY=$(ls "$WORK"/captured/run-*-summary.json | head -1)
+CONV=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["conversation_id"])' "$SUMMARY")
+log "checking conversation $CONV in Switchboard"
+python3 - "$ADDR" "$API_KEY" "$CONV" "$SEARCH" "${SWITCHBOARD_DATABASE_URL#sqlite://}" <<'PY'
+import json, sqlite3, sys, time, urllib.parse, urllib.request
+addr, key, conv, search_file, db = sys.argv[1:6]
+expected = [json.loads(l)["id"] for l in open(search_file) if l.strip()]
+
+def get(path, **q):
+    url = f"{addr}/api/v1/conversation/{conv}/{path}?{urllib.parse.urlencode(q)}"
+    req = urllib.request.Request(url, headers={"X-Access-Token": key})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+
+def all_events():
+    items, page = [], None
+    while True:
+        q = {"limit": 100}
+        if page:
+            q["page_id"] = page
+        p = get("events/search", **q)
+        items += p["items"]
+        page = p["next_page_id"]
+        if not page:
+            return items
+
+# The agent server flushes its webhook queue on shutdown; give the last POSTs a moment.
+deadline = time.time() + 30
+while True:
+    items = all_events()
+    got = {e["id"] for e in items}
+    missing = [i for i in expected if i not in got]
+    status_events = [e for e in items if e.get("kind") == "ConversationStateUpdateEvent"
+                     and e.get("key") == "execution_status"]
+    last_status = status_events[-1]["value"] if status_events else None
+    row = sqlite3.connect(db).execute(
+        "SELECT execution_status FROM conversations WHERE id = ?", (conv,)).fetchone()
+    stored_status = row[0] if row else None
+    if (not missing and last_status == "finished" and stored_status == "finished") or time.time() > deadline:
+        break
+    time.sleep(0.5)
+count = get("events/count")
+print(json.dumps({
+    "conversation_id": conv,
+    "agent_server_events": len(expected),
+    "switchboard_events": len(items),
+    "switchboard_count": count,
+    "missing_in_switchboard": missing,
+    "last_execution_status_event": last_status,
+    "conversation_execution_status": stored_status,
+}, indent=2))
+ok = True
+if not expected:
+    print("CHECK FAILED: the agent server reported no events"); ok = False
+if missing:
+    print("CHECK FAILED: events missing from Switchboard:", missing); ok = False
+if last_status != "finished":
+    print(f"CHECK FAILED: last execution_status event in Switchboard is {last_status!r}"); ok = False
+if stored_status != "finished":
+    print(f"CHECK FAILED: conversation status in Switchboard is {stored_status!r}"); ok = False
+if count != len(items):
+    print(f"CHECK FAILED: count {count} != search {len(items)}"); ok = False
+print("SWITCHBOARD E2E:", "PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
