@@ -770,6 +770,42 @@ const APPEND_LOCK_KEY: i64 = 0x5357_4254_4556; // "SWBTEV"
 /// Ids per `IN (…)` list.
 const ID_CHUNK: usize = 500;
 
+#[derive(QueryableByName)]
+struct ReturnedOrg {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    #[allow(dead_code)]
+    org_id: String,
+}
+
+/// Creates the conversation if unknown, else sets its run state (when given) and activity
+/// time, unless it belongs to another organization: `false` then (nothing written). One
+/// upsert statement; concurrent first appends to a new conversation both succeed.
+fn touch_conversation(
+    conn: &mut DbConnection,
+    conv: &Conversation,
+    status: Option<&str>,
+    now: OffsetDateTime,
+) -> Result<bool, StorageError> {
+    use diesel::sql_types::{Nullable, Text, Timestamp};
+    const UPSERT: &str = "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at) \
+        VALUES (?1, ?2, ?3, ?4, NULL, ?5, NULL, ?6, ?6) \
+        ON CONFLICT (id) DO UPDATE SET execution_status = COALESCE(excluded.execution_status, conversations.execution_status), \
+        updated_at = excluded.updated_at WHERE conversations.org_id = excluded.org_id RETURNING org_id";
+    let sql = match conn {
+        DbConnection::Sqlite(_) => UPSERT.to_owned(),
+        DbConnection::Postgres(_) => UPSERT.replace('?', "$"),
+    };
+    let q = diesel::sql_query(sql)
+        .bind::<Text, _>(conv.id.to_string())
+        .bind::<Text, _>(conv.org_id.to_string())
+        .bind::<Text, _>(conv.owner_id.to_string())
+        .bind::<Nullable<Text>, _>(conv.sandbox_id.map(|s| s.to_string()))
+        .bind::<Nullable<Text>, _>(status)
+        .bind::<Timestamp, _>(to_db(now));
+    let rows: Vec<ReturnedOrg> = native!(conn, |c| q.load(c)).map_err(db_err)?;
+    Ok(!rows.is_empty())
+}
+
 /// The org of a conversation, if it exists.
 fn conversation_org(conn: &mut DbConnection, id: &str) -> Result<Option<String>, StorageError> {
     native!(conn, |c| conversations::table
@@ -863,55 +899,44 @@ impl EventStore for DieselStore {
         status: Option<&str>,
         now: OffsetDateTime,
     ) -> Result<Option<AppendOutcome>, StorageError> {
-        let kind = self.kind;
         let conv_id = conversation.id.to_string();
         self.write(|conn| {
-            if kind == BackendKind::Postgres {
-                use diesel::connection::SimpleConnection;
-                conn.batch_execute(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})"))
-                    .map_err(db_err)?;
-            }
-            match conversation_org(conn, &conv_id)? {
-                Some(org) if org != conversation.org_id.to_string() => return Ok(None),
-                Some(_) => {}
-                None => insert_conversation(conn, conversation, None)?,
-            }
+            // Repeats within the batch: the first occurrence counts.
             let mut seen: std::collections::HashSet<&str> =
                 std::collections::HashSet::with_capacity(new_events.len());
-            let ids: Vec<&str> = new_events.iter().map(|e| e.event_id.as_str()).collect();
-            for chunk in ids.chunks(ID_CHUNK) {
-                let stored: Vec<String> = native!(conn, |c| events::table
-                    .filter(events::conversation_id.eq(&conv_id))
-                    .filter(events::event_id.eq_any(chunk))
-                    .select(events::event_id)
-                    .load(c))
-                .map_err(db_err)?;
-                for id in stored {
-                    if let Some(known) = chunk.iter().find(|k| **k == id) {
-                        seen.insert(known);
-                    }
-                }
+            let rows: Vec<EventRow<'_>> = new_events
+                .iter()
+                .filter(|e| seen.insert(e.event_id.as_str()))
+                .map(|e| EventRow {
+                    conversation_id: &conv_id,
+                    event_id: &e.event_id,
+                    kind: e.kind,
+                    source: e.source,
+                    timestamp: &e.timestamp,
+                    ts: to_db(e.ts),
+                    payload: &e.payload,
+                })
+                .collect();
+            // The conversation, created if unknown, with its run state and activity time, in
+            // one statement and before the append lock (which is then held for the insert
+            // alone). No row back: it belongs to another organization.
+            if !touch_conversation(conn, conversation, status, now)? {
+                return Ok(None);
             }
-            let mut rows = Vec::with_capacity(new_events.len());
-            for e in new_events {
-                if seen.insert(e.event_id.as_str()) {
-                    rows.push(EventRow {
-                        conversation_id: &conv_id,
-                        event_id: &e.event_id,
-                        kind: e.kind,
-                        source: e.source,
-                        timestamp: &e.timestamp,
-                        ts: to_db(e.ts),
-                        payload: &e.payload,
-                    });
-                }
-            }
+            // Ids the conversation already has are skipped by the unique index
+            // (ON CONFLICT DO NOTHING): the count of inserted rows is what was stored.
+            let mut stored = 0;
             match conn {
-                // One multi-row INSERT per chunk.
                 DbConnection::Postgres(c) => {
+                    use diesel::connection::SimpleConnection;
+                    // Appends commit one at a time, in seq order (ARCHITECTURE.md, Storage).
+                    c.batch_execute(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})"))
+                        .map_err(db_err)?;
                     for chunk in rows.chunks(ID_CHUNK) {
-                        diesel::insert_into(events::table)
+                        stored += diesel::insert_into(events::table)
                             .values(chunk)
+                            .on_conflict((events::conversation_id, events::event_id))
+                            .do_nothing()
                             .execute(c)
                             .map_err(db_err)?;
                     }
@@ -920,30 +945,18 @@ impl EventStore for DieselStore {
                 // nest in ours: one cached single-row INSERT per event instead.
                 DbConnection::Sqlite(c) => {
                     for row in &rows {
-                        diesel::insert_into(events::table)
+                        stored += diesel::insert_into(events::table)
                             .values(row)
+                            .on_conflict((events::conversation_id, events::event_id))
+                            .do_nothing()
                             .execute(c)
                             .map_err(db_err)?;
                     }
                 }
             }
-            let target = conversations::table.filter(conversations::id.eq(&conv_id));
-            match status {
-                Some(s) => diesel::update(target)
-                    .set((
-                        conversations::execution_status.eq(s),
-                        conversations::updated_at.eq(to_db(now)),
-                    ))
-                    .execute(conn),
-                None if !rows.is_empty() => diesel::update(target)
-                    .set(conversations::updated_at.eq(to_db(now)))
-                    .execute(conn),
-                None => Ok(0),
-            }
-            .map_err(db_err)?;
             Ok(Some(AppendOutcome {
-                stored: rows.len(),
-                skipped: new_events.len() - rows.len(),
+                stored,
+                skipped: new_events.len() - stored,
             }))
         })
     }
