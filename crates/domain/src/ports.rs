@@ -161,9 +161,9 @@ pub trait EventStore: Send + Sync {
     /// another organization (nothing written). On PostgreSQL commit order equals `seq` order.
     fn append_events(
         &self,
-        conversation: &Conversation,
-        events: &[NewEvent],
-        status: Option<&str>,
+        conversation: Conversation,
+        events: Vec<NewEvent>,
+        status: Option<String>,
         now: OffsetDateTime,
     ) -> Result<Option<AppendOutcome>, StorageError>;
     /// Creates or updates a conversation from the agent server's `ConversationInfo`: title

@@ -683,7 +683,7 @@ impl Switchboard {
         let (events, status) = crate::events::prepare_batch(body)?;
         let conv = Self::new_conversation(sandbox, conversation);
         self.store
-            .append_events(&conv, &events, status.as_deref(), now_micros())?
+            .append_events(conv, events, status, now_micros())?
             .ok_or(DomainError::ConversationNotFound)
     }
 

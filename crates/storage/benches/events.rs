@@ -156,7 +156,7 @@ impl Ctx {
             let (events, status) = prepare_batch(&batch_json(conv, from, to)).unwrap();
             let out = self
                 .store
-                .append_events(&c, &events, status.as_deref(), OffsetDateTime::now_utc())
+                .append_events(c.clone(), events, status, OffsetDateTime::now_utc())
                 .unwrap()
                 .unwrap();
             assert_eq!(

@@ -28,6 +28,8 @@ pub struct DieselStore {
     /// SQLite has one writer at a time: writes of this process queue here instead of spinning
     /// in SQLite's busy handler (ARCHITECTURE.md: one writer path, immediate transactions).
     sqlite_writer: std::sync::Arc<std::sync::Mutex<()>>,
+    /// Appends waiting to be committed together.
+    appends: std::sync::Arc<AppendCombiner>,
 }
 
 /// Pool usage, for metrics.
@@ -63,6 +65,7 @@ impl DieselStore {
                 pool,
                 kind,
                 sqlite_writer: Default::default(),
+                appends: Default::default(),
             },
             applied,
         ))
@@ -892,73 +895,25 @@ impl EventStore for DieselStore {
         .transpose()
     }
 
+    /// Group commit: concurrent appends are combined into one transaction (see
+    /// [`AppendCombiner`]), so the commit, its fsync and the append lock are paid once per
+    /// group rather than once per batch.
     fn append_events(
         &self,
-        conversation: &Conversation,
-        new_events: &[NewEvent],
-        status: Option<&str>,
+        conversation: Conversation,
+        events: Vec<NewEvent>,
+        status: Option<String>,
         now: OffsetDateTime,
     ) -> Result<Option<AppendOutcome>, StorageError> {
-        let conv_id = conversation.id.to_string();
-        self.write(|conn| {
-            // Repeats within the batch: the first occurrence counts.
-            let mut seen: std::collections::HashSet<&str> =
-                std::collections::HashSet::with_capacity(new_events.len());
-            let rows: Vec<EventRow<'_>> = new_events
-                .iter()
-                .filter(|e| seen.insert(e.event_id.as_str()))
-                .map(|e| EventRow {
-                    conversation_id: &conv_id,
-                    event_id: &e.event_id,
-                    kind: e.kind,
-                    source: e.source,
-                    timestamp: &e.timestamp,
-                    ts: to_db(e.ts),
-                    payload: &e.payload,
-                })
-                .collect();
-            // The conversation, created if unknown, with its run state and activity time, in
-            // one statement and before the append lock (which is then held for the insert
-            // alone). No row back: it belongs to another organization.
-            if !touch_conversation(conn, conversation, status, now)? {
-                return Ok(None);
-            }
-            // Ids the conversation already has are skipped by the unique index
-            // (ON CONFLICT DO NOTHING): the count of inserted rows is what was stored.
-            let mut stored = 0;
-            match conn {
-                DbConnection::Postgres(c) => {
-                    use diesel::connection::SimpleConnection;
-                    // Appends commit one at a time, in seq order (ARCHITECTURE.md, Storage).
-                    c.batch_execute(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})"))
-                        .map_err(db_err)?;
-                    for chunk in rows.chunks(ID_CHUNK) {
-                        stored += diesel::insert_into(events::table)
-                            .values(chunk)
-                            .on_conflict((events::conversation_id, events::event_id))
-                            .do_nothing()
-                            .execute(c)
-                            .map_err(db_err)?;
-                    }
-                }
-                // diesel runs a SQLite batch insert in a transaction of its own, which cannot
-                // nest in ours: one cached single-row INSERT per event instead.
-                DbConnection::Sqlite(c) => {
-                    for row in &rows {
-                        stored += diesel::insert_into(events::table)
-                            .values(row)
-                            .on_conflict((events::conversation_id, events::event_id))
-                            .do_nothing()
-                            .execute(c)
-                            .map_err(db_err)?;
-                    }
-                }
-            }
-            Ok(Some(AppendOutcome {
-                stored,
-                skipped: new_events.len() - stored,
-            }))
-        })
+        self.appends.clone().append(
+            self,
+            PendingAppend {
+                conversation,
+                events,
+                status,
+                now,
+            },
+        )
     }
 
     fn upsert_conversation_info(
@@ -1103,4 +1058,184 @@ impl EventStore for DieselStore {
         }
         Ok(out)
     }
+}
+
+/// One append waiting for its group.
+struct PendingAppend {
+    conversation: Conversation,
+    events: Vec<NewEvent>,
+    status: Option<String>,
+    now: OffsetDateTime,
+}
+
+type AppendResult = Result<Option<AppendOutcome>, StorageError>;
+
+#[derive(Default)]
+struct CombinerQueue {
+    next_ticket: u64,
+    waiting: Vec<(u64, PendingAppend)>,
+    done: std::collections::HashMap<u64, AppendResult>,
+}
+
+/// Group commit for appends ("flat combining"): each caller queues its append; whoever holds
+/// the leader lock drains the queue and commits every queued append in one transaction, in
+/// queue order, then hands each caller its result. A caller returns only after the transaction
+/// holding its events committed, so a 2xx still means durable. If a group transaction fails,
+/// its appends are retried one by one, so one bad append cannot fail the others.
+#[derive(Default)]
+pub(crate) struct AppendCombiner {
+    queue: std::sync::Mutex<CombinerQueue>,
+    finished: std::sync::Condvar,
+    leader: std::sync::Mutex<()>,
+}
+
+/// At most this many appends per group transaction.
+const MAX_GROUP: usize = 64;
+
+impl AppendCombiner {
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, CombinerQueue> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn append(&self, store: &DieselStore, pending: PendingAppend) -> AppendResult {
+        let ticket = {
+            let mut q = self.lock_queue();
+            q.next_ticket += 1;
+            let t = q.next_ticket;
+            q.waiting.push((t, pending));
+            t
+        };
+        loop {
+            if let Some(r) = self.lock_queue().done.remove(&ticket) {
+                return r;
+            }
+            match self.leader.try_lock() {
+                Ok(_leader) => {
+                    let group: Vec<(u64, PendingAppend)> = {
+                        let mut q = self.lock_queue();
+                        let n = q.waiting.len().min(MAX_GROUP);
+                        q.waiting.drain(..n).collect()
+                    };
+                    if group.is_empty() {
+                        continue;
+                    }
+                    let results = commit_group(store, &group);
+                    self.lock_queue().done.extend(results);
+                    self.finished.notify_all();
+                }
+                Err(_) => {
+                    let q = self.lock_queue();
+                    if !q.done.contains_key(&ticket) {
+                        // Bounded: a missed wake-up costs at most this long.
+                        let _ = self
+                            .finished
+                            .wait_timeout(q, std::time::Duration::from_millis(5));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Commits a group in one transaction; on failure, each append alone.
+fn commit_group(store: &DieselStore, group: &[(u64, PendingAppend)]) -> Vec<(u64, AppendResult)> {
+    let together = store.write(|conn| {
+        lock_appends(conn)?;
+        group
+            .iter()
+            .map(|(_, p)| append_one(conn, p))
+            .collect::<Result<Vec<_>, _>>()
+    });
+    match together {
+        Ok(outcomes) => group
+            .iter()
+            .map(|(t, _)| *t)
+            .zip(outcomes.into_iter().map(Ok))
+            .collect(),
+        Err(_) if group.len() > 1 => group
+            .iter()
+            .map(|(t, p)| {
+                let r = store.write(|conn| {
+                    lock_appends(conn)?;
+                    append_one(conn, p)
+                });
+                (*t, r)
+            })
+            .collect(),
+        Err(e) => vec![(group[0].0, Err(e))],
+    }
+}
+
+/// On PostgreSQL, the advisory lock that makes appends of all processes commit in `seq` order
+/// (ARCHITECTURE.md, Storage); SQLite has one writer anyway.
+fn lock_appends(conn: &mut DbConnection) -> Result<(), StorageError> {
+    if let DbConnection::Postgres(c) = conn {
+        use diesel::connection::SimpleConnection;
+        c.batch_execute(&format!("SELECT pg_advisory_xact_lock({APPEND_LOCK_KEY})"))
+            .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// One append inside the group's transaction.
+fn append_one(
+    conn: &mut DbConnection,
+    p: &PendingAppend,
+) -> Result<Option<AppendOutcome>, StorageError> {
+    let conv_id = p.conversation.id.to_string();
+    // Repeats within the batch: the first occurrence counts.
+    let mut seen: std::collections::HashSet<&str> =
+        std::collections::HashSet::with_capacity(p.events.len());
+    let rows: Vec<EventRow<'_>> = p
+        .events
+        .iter()
+        .filter(|e| seen.insert(e.event_id.as_str()))
+        .map(|e| EventRow {
+            conversation_id: &conv_id,
+            event_id: &e.event_id,
+            kind: e.kind,
+            source: e.source,
+            timestamp: &e.timestamp,
+            ts: to_db(e.ts),
+            payload: &e.payload,
+        })
+        .collect();
+    // The conversation, created if unknown, with its run state and activity time, in one
+    // statement. No row back: it belongs to another organization.
+    if !touch_conversation(conn, &p.conversation, p.status.as_deref(), p.now)? {
+        return Ok(None);
+    }
+    // Ids the conversation already has are skipped by the unique index (ON CONFLICT DO
+    // NOTHING): the count of inserted rows is what was stored.
+    let mut stored = 0;
+    match conn {
+        DbConnection::Postgres(c) => {
+            for chunk in rows.chunks(ID_CHUNK) {
+                stored += diesel::insert_into(events::table)
+                    .values(chunk)
+                    .on_conflict((events::conversation_id, events::event_id))
+                    .do_nothing()
+                    .execute(c)
+                    .map_err(db_err)?;
+            }
+        }
+        // diesel runs a SQLite batch insert in a transaction of its own, which cannot nest in
+        // ours: one cached single-row INSERT per event instead.
+        DbConnection::Sqlite(c) => {
+            for row in &rows {
+                stored += diesel::insert_into(events::table)
+                    .values(row)
+                    .on_conflict((events::conversation_id, events::event_id))
+                    .do_nothing()
+                    .execute(c)
+                    .map_err(db_err)?;
+            }
+        }
+    }
+    Ok(Some(AppendOutcome {
+        stored,
+        skipped: p.events.len() - stored,
+    }))
 }
