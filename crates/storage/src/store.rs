@@ -1141,31 +1141,93 @@ impl AppendCombiner {
 
 /// Commits a group in one transaction; on failure, each append alone.
 fn commit_group(store: &DieselStore, group: &[(u64, PendingAppend)]) -> Vec<(u64, AppendResult)> {
-    let together = store.write(|conn| {
-        lock_appends(conn)?;
-        group
-            .iter()
-            .map(|(_, p)| append_one(conn, p))
-            .collect::<Result<Vec<_>, _>>()
-    });
-    match together {
-        Ok(outcomes) => group
-            .iter()
-            .map(|(t, _)| *t)
-            .zip(outcomes.into_iter().map(Ok))
-            .collect(),
-        Err(_) if group.len() > 1 => group
-            .iter()
-            .map(|(t, p)| {
-                let r = store.write(|conn| {
-                    lock_appends(conn)?;
-                    append_one(conn, p)
-                });
-                (*t, r)
-            })
-            .collect(),
+    let appends: Vec<&PendingAppend> = group.iter().map(|(_, p)| p).collect();
+    match store.write(|conn| append_all(conn, &appends)) {
+        Ok(outcomes) => group.iter().map(|(t, _)| *t).zip(outcomes.into_iter().map(Ok)).collect(),
+        Err(_) if group.len() > 1 => group.iter().map(|(t, p)| (*t, store.write(|conn| append_all(conn, &[p])).map(|mut o| o.remove(0)))).collect(),
         Err(e) => vec![(group[0].0, Err(e))],
     }
+}
+
+/// Appends a group in the current transaction, with a fixed number of statements whatever its
+/// size: the append lock, one upsert per distinct conversation (its last run state in group
+/// order), and one multi-row insert (PostgreSQL; SQLite inserts row by row in process). An
+/// event id repeated within an append or across the group's appends to one conversation counts
+/// for its first occurrence; ids already stored are skipped by the unique index.
+fn append_all(conn: &mut DbConnection, appends: &[&PendingAppend]) -> Result<Vec<Option<AppendOutcome>>, StorageError> {
+    use std::collections::{HashMap, HashSet};
+    lock_appends(conn)?;
+    let ids: Vec<String> = appends.iter().map(|p| p.conversation.id.to_string()).collect();
+    // One touch per conversation, in first-appearance order, with the last status and time.
+    let mut allowed: HashMap<&str, bool> = HashMap::new();
+    for (i, p) in appends.iter().enumerate() {
+        if allowed.contains_key(ids[i].as_str()) {
+            continue;
+        }
+        let same = || appends.iter().zip(&ids).filter(|(_, id)| *id == &ids[i]).map(|(q, _)| *q);
+        let status = same().filter_map(|q| q.status.as_deref()).last();
+        let now = same().map(|q| q.now).max().unwrap_or(p.now);
+        allowed.insert(&ids[i], touch_conversation(conn, &p.conversation, status, now)?);
+    }
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    let mut rows: Vec<EventRow<'_>> = Vec::new();
+    let mut owner: Vec<usize> = Vec::new();
+    for (i, p) in appends.iter().enumerate() {
+        if !allowed[ids[i].as_str()] {
+            continue;
+        }
+        for e in &p.events {
+            if seen.insert((ids[i].as_str(), e.event_id.as_str())) {
+                rows.push(EventRow {
+                    conversation_id: &ids[i],
+                    event_id: &e.event_id,
+                    kind: e.kind,
+                    source: e.source,
+                    timestamp: &e.timestamp,
+                    ts: to_db(e.ts),
+                    payload: &e.payload,
+                });
+                owner.push(i);
+            }
+        }
+    }
+    let mut stored = vec![0usize; appends.len()];
+    match conn {
+        DbConnection::Postgres(c) => {
+            for (chunk, owners) in rows.chunks(ID_CHUNK).zip(owner.chunks(ID_CHUNK)) {
+                let inserted: Vec<(String, String)> = diesel::insert_into(events::table)
+                    .values(chunk)
+                    .on_conflict((events::conversation_id, events::event_id))
+                    .do_nothing()
+                    .returning((events::conversation_id, events::event_id))
+                    .get_results(c)
+                    .map_err(db_err)?;
+                let inserted: HashSet<(&str, &str)> = inserted.iter().map(|(c, e)| (c.as_str(), e.as_str())).collect();
+                for (row, &i) in chunk.iter().zip(owners) {
+                    if inserted.contains(&(row.conversation_id, row.event_id)) {
+                        stored[i] += 1;
+                    }
+                }
+            }
+        }
+        // diesel runs a SQLite batch insert in a transaction of its own, which cannot nest in
+        // ours: one cached single-row INSERT per event instead (in process, no round trips).
+        DbConnection::Sqlite(c) => {
+            for (row, &i) in rows.iter().zip(&owner) {
+                stored[i] += diesel::insert_into(events::table)
+                    .values(row)
+                    .on_conflict((events::conversation_id, events::event_id))
+                    .do_nothing()
+                    .execute(c)
+                    .map_err(db_err)?;
+            }
+        }
+    }
+    Ok(appends
+        .iter()
+        .enumerate()
+        .map(|(i, p)| allowed[ids[i].as_str()].then(|| AppendOutcome { stored: stored[i], skipped: p.events.len() - stored[i] }))
+        .collect())
 }
 
 /// On PostgreSQL, the advisory lock that makes appends of all processes commit in `seq` order
@@ -1179,63 +1241,3 @@ fn lock_appends(conn: &mut DbConnection) -> Result<(), StorageError> {
     Ok(())
 }
 
-/// One append inside the group's transaction.
-fn append_one(
-    conn: &mut DbConnection,
-    p: &PendingAppend,
-) -> Result<Option<AppendOutcome>, StorageError> {
-    let conv_id = p.conversation.id.to_string();
-    // Repeats within the batch: the first occurrence counts.
-    let mut seen: std::collections::HashSet<&str> =
-        std::collections::HashSet::with_capacity(p.events.len());
-    let rows: Vec<EventRow<'_>> = p
-        .events
-        .iter()
-        .filter(|e| seen.insert(e.event_id.as_str()))
-        .map(|e| EventRow {
-            conversation_id: &conv_id,
-            event_id: &e.event_id,
-            kind: e.kind,
-            source: e.source,
-            timestamp: &e.timestamp,
-            ts: to_db(e.ts),
-            payload: &e.payload,
-        })
-        .collect();
-    // The conversation, created if unknown, with its run state and activity time, in one
-    // statement. No row back: it belongs to another organization.
-    if !touch_conversation(conn, &p.conversation, p.status.as_deref(), p.now)? {
-        return Ok(None);
-    }
-    // Ids the conversation already has are skipped by the unique index (ON CONFLICT DO
-    // NOTHING): the count of inserted rows is what was stored.
-    let mut stored = 0;
-    match conn {
-        DbConnection::Postgres(c) => {
-            for chunk in rows.chunks(ID_CHUNK) {
-                stored += diesel::insert_into(events::table)
-                    .values(chunk)
-                    .on_conflict((events::conversation_id, events::event_id))
-                    .do_nothing()
-                    .execute(c)
-                    .map_err(db_err)?;
-            }
-        }
-        // diesel runs a SQLite batch insert in a transaction of its own, which cannot nest in
-        // ours: one cached single-row INSERT per event instead.
-        DbConnection::Sqlite(c) => {
-            for row in &rows {
-                stored += diesel::insert_into(events::table)
-                    .values(row)
-                    .on_conflict((events::conversation_id, events::event_id))
-                    .do_nothing()
-                    .execute(c)
-                    .map_err(db_err)?;
-            }
-        }
-    }
-    Ok(Some(AppendOutcome {
-        stored,
-        skipped: p.events.len() - stored,
-    }))
-}
