@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 INGEST_SECONDS="${1:-10}"
+INGEST_CONNS="${SB_BENCH_INGEST_CONNECTIONS:-16}"
 PG_ADMIN_URL="${SWITCHBOARD_BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 BACKENDS="${SB_BENCH_BACKENDS:-sqlite postgres}"
 export PATH="$PATH:$HOME/.cargo/bin"
@@ -168,12 +169,12 @@ run_backend() {
   python3 "$WORK/scan.py" "$addr" "$key" "$big" "$n1"
 
   echo
-  echo "-- ingest through POST /api/v1/webhooks/events/{id} (wrk, 2 threads x 2 connections, fresh ids, ${INGEST_SECONDS}s)"
+  echo "-- ingest through POST /api/v1/webhooks/events/{id} (wrk, 2 threads, ${INGEST_CONNS} connections, fresh ids, ${INGEST_SECONDS}s)"
   local batch tag out reqs rps stored expect
   for batch in 5 100; do
     tag=$((0xa0 + batch))
     sed -e "s/TAG/$tag/g" -e "s/BATCH/$batch/" -e "s/KEY/\"$sess\"/" "$WORK/ingest.lua" > "$WORK/ingest-$batch.lua"
-    out=$(wrk -t2 -c4 -d"${INGEST_SECONDS}s" --latency -s "$WORK/ingest-$batch.lua" "$addr")
+    out=$(wrk -t2 -c"${INGEST_CONNS}" -d"${INGEST_SECONDS}s" --latency -s "$WORK/ingest-$batch.lua" "$addr")
     reqs=$(echo "$out" | awk '/requests in/ {print $1}')
     rps=$(echo "$out" | awk '/Requests\/sec/ {print $2}')
     stored=0
