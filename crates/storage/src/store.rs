@@ -1143,8 +1143,22 @@ impl AppendCombiner {
 fn commit_group(store: &DieselStore, group: &[(u64, PendingAppend)]) -> Vec<(u64, AppendResult)> {
     let appends: Vec<&PendingAppend> = group.iter().map(|(_, p)| p).collect();
     match store.write(|conn| append_all(conn, &appends)) {
-        Ok(outcomes) => group.iter().map(|(t, _)| *t).zip(outcomes.into_iter().map(Ok)).collect(),
-        Err(_) if group.len() > 1 => group.iter().map(|(t, p)| (*t, store.write(|conn| append_all(conn, &[p])).map(|mut o| o.remove(0)))).collect(),
+        Ok(outcomes) => group
+            .iter()
+            .map(|(t, _)| *t)
+            .zip(outcomes.into_iter().map(Ok))
+            .collect(),
+        Err(_) if group.len() > 1 => group
+            .iter()
+            .map(|(t, p)| {
+                (
+                    *t,
+                    store
+                        .write(|conn| append_all(conn, &[p]))
+                        .map(|mut o| o.remove(0)),
+                )
+            })
+            .collect(),
         Err(e) => vec![(group[0].0, Err(e))],
     }
 }
@@ -1154,20 +1168,35 @@ fn commit_group(store: &DieselStore, group: &[(u64, PendingAppend)]) -> Vec<(u64
 /// order), and one multi-row insert (PostgreSQL; SQLite inserts row by row in process). An
 /// event id repeated within an append or across the group's appends to one conversation counts
 /// for its first occurrence; ids already stored are skipped by the unique index.
-fn append_all(conn: &mut DbConnection, appends: &[&PendingAppend]) -> Result<Vec<Option<AppendOutcome>>, StorageError> {
+fn append_all(
+    conn: &mut DbConnection,
+    appends: &[&PendingAppend],
+) -> Result<Vec<Option<AppendOutcome>>, StorageError> {
     use std::collections::{HashMap, HashSet};
     lock_appends(conn)?;
-    let ids: Vec<String> = appends.iter().map(|p| p.conversation.id.to_string()).collect();
+    let ids: Vec<String> = appends
+        .iter()
+        .map(|p| p.conversation.id.to_string())
+        .collect();
     // One touch per conversation, in first-appearance order, with the last status and time.
     let mut allowed: HashMap<&str, bool> = HashMap::new();
     for (i, p) in appends.iter().enumerate() {
         if allowed.contains_key(ids[i].as_str()) {
             continue;
         }
-        let same = || appends.iter().zip(&ids).filter(|(_, id)| *id == &ids[i]).map(|(q, _)| *q);
+        let same = || {
+            appends
+                .iter()
+                .zip(&ids)
+                .filter(|(_, id)| *id == &ids[i])
+                .map(|(q, _)| *q)
+        };
         let status = same().filter_map(|q| q.status.as_deref()).last();
         let now = same().map(|q| q.now).max().unwrap_or(p.now);
-        allowed.insert(&ids[i], touch_conversation(conn, &p.conversation, status, now)?);
+        allowed.insert(
+            &ids[i],
+            touch_conversation(conn, &p.conversation, status, now)?,
+        );
     }
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
     let mut rows: Vec<EventRow<'_>> = Vec::new();
@@ -1202,7 +1231,10 @@ fn append_all(conn: &mut DbConnection, appends: &[&PendingAppend]) -> Result<Vec
                     .returning((events::conversation_id, events::event_id))
                     .get_results(c)
                     .map_err(db_err)?;
-                let inserted: HashSet<(&str, &str)> = inserted.iter().map(|(c, e)| (c.as_str(), e.as_str())).collect();
+                let inserted: HashSet<(&str, &str)> = inserted
+                    .iter()
+                    .map(|(c, e)| (c.as_str(), e.as_str()))
+                    .collect();
                 for (row, &i) in chunk.iter().zip(owners) {
                     if inserted.contains(&(row.conversation_id, row.event_id)) {
                         stored[i] += 1;
@@ -1226,7 +1258,12 @@ fn append_all(conn: &mut DbConnection, appends: &[&PendingAppend]) -> Result<Vec
     Ok(appends
         .iter()
         .enumerate()
-        .map(|(i, p)| allowed[ids[i].as_str()].then(|| AppendOutcome { stored: stored[i], skipped: p.events.len() - stored[i] }))
+        .map(|(i, p)| {
+            allowed[ids[i].as_str()].then(|| AppendOutcome {
+                stored: stored[i],
+                skipped: p.events.len() - stored[i],
+            })
+        })
         .collect())
 }
 
@@ -1240,4 +1277,3 @@ fn lock_appends(conn: &mut DbConnection) -> Result<(), StorageError> {
     }
     Ok(())
 }
-

@@ -44,7 +44,15 @@ fn run(backend: Backend) {
     };
     // Conversation 3 exists in org B.
     let theirs = conv(3, b.org_id, b.user_id);
-    store.append_events(theirs.clone(), batch(3, 0, 1), None, OffsetDateTime::now_utc()).unwrap().unwrap();
+    store
+        .append_events(
+            theirs.clone(),
+            batch(3, 0, 1),
+            None,
+            OffsetDateTime::now_utc(),
+        )
+        .unwrap()
+        .unwrap();
 
     // 24 writers; each sends 10 batches of 5 to conversation 1 or 2 (org A), every batch twice
     // (a retry), and one batch to conversation 3 as org A (refused).
@@ -59,29 +67,61 @@ fn run(backend: Backend) {
                     let from = (w / 2) * 50 + k * 5;
                     for _ in 0..2 {
                         let out = store
-                            .append_events(mine.clone(), batch(1 + w % 2, from, from + 5), Some("running".into()), OffsetDateTime::now_utc())
+                            .append_events(
+                                mine.clone(),
+                                batch(1 + w % 2, from, from + 5),
+                                Some("running".into()),
+                                OffsetDateTime::now_utc(),
+                            )
                             .unwrap()
                             .unwrap();
                         assert_eq!(out.stored + out.skipped, 5);
                         stored += out.stored;
                     }
                 }
-                let refused = store.append_events(intruder, batch(3, 100 + w, 101 + w), None, OffsetDateTime::now_utc()).unwrap();
+                let refused = store
+                    .append_events(
+                        intruder,
+                        batch(3, 100 + w, 101 + w),
+                        None,
+                        OffsetDateTime::now_utc(),
+                    )
+                    .unwrap();
                 assert_eq!(refused, None, "another org's conversation");
                 stored
             })
         })
         .collect();
     let total: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
-    assert_eq!(total, 24 * 10 * 5, "{backend}: every event stored exactly once across retries");
+    assert_eq!(
+        total,
+        24 * 10 * 5,
+        "{backend}: every event stored exactly once across retries"
+    );
     for c in [1u128, 2] {
         let id = ConversationId(uuid::Uuid::from_u128(c));
         let filter = switchboard_domain::events::EventFilter::default();
-        assert_eq!(store.count_events(id, &filter).unwrap(), 12 * 10 * 5, "{backend}: conversation {c}");
-        assert_eq!(store.conversation(id).unwrap().unwrap().execution_status.as_deref(), Some("running"));
+        assert_eq!(
+            store.count_events(id, &filter).unwrap(),
+            12 * 10 * 5,
+            "{backend}: conversation {c}"
+        );
+        assert_eq!(
+            store
+                .conversation(id)
+                .unwrap()
+                .unwrap()
+                .execution_status
+                .as_deref(),
+            Some("running")
+        );
     }
     let filter = switchboard_domain::events::EventFilter::default();
-    assert_eq!(store.count_events(theirs.id, &filter).unwrap(), 1, "{backend}: nothing written into org B's conversation");
+    assert_eq!(
+        store.count_events(theirs.id, &filter).unwrap(),
+        1,
+        "{backend}: nothing written into org B's conversation"
+    );
 }
 
 #[test]
