@@ -1191,7 +1191,7 @@ fn append_all(
                 .filter(|(_, id)| *id == &ids[i])
                 .map(|(q, _)| *q)
         };
-        let status = same().filter_map(|q| q.status.as_deref()).last();
+        let status = same().filter_map(|q| q.status.as_deref()).next_back();
         let now = same().map(|q| q.now).max().unwrap_or(p.now);
         allowed.insert(
             &ids[i],
