@@ -896,7 +896,7 @@ impl EventStore for DieselStore {
     }
 
     /// Group commit: concurrent appends are combined into one transaction (see
-    /// [`AppendCombiner`]), so the commit, its fsync and the append lock are paid once per
+    /// `AppendCombiner` in this module), so the commit, its fsync and the append lock are paid once per
     /// group rather than once per batch.
     fn append_events(
         &self,
