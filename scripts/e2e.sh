@@ -27,8 +27,15 @@ export TIMEOUT="${TIMEOUT:-180}"
 
 # ---------------------------------------------------------------- Python >= 3.12
 PY312=
+# On PATH, or installed by pyenv but not the active version (its shims then refuse).
+candidates=()
 for cand in python3.14 python3.13 python3.12 python3; do
-  p=$(command -v "$cand" 2>/dev/null) || continue
+  p=$(command -v "$cand" 2>/dev/null) && candidates+=("$p")
+done
+for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+  [ -x "$p" ] && candidates+=("$p")
+done
+for p in "${candidates[@]}"; do
   if "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
     PY312=$p
     break
