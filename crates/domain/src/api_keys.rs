@@ -105,8 +105,6 @@ pub struct ApiKeyRecord {
 /// Why a presented key is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyRejection {
-    /// No key with this hash.
-    Unknown,
     /// The key expired.
     Expired,
     /// The key was revoked.

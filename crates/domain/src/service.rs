@@ -205,7 +205,6 @@ impl Switchboard {
             .ok_or(DomainError::InvalidApiKey)?;
         let now = now_micros();
         found.key.check_usable(now).map_err(|r| match r {
-            KeyRejection::Unknown => DomainError::InvalidApiKey,
             KeyRejection::Expired => DomainError::ApiKeyExpired,
             KeyRejection::Revoked => DomainError::ApiKeyRevoked,
         })?;
@@ -222,11 +221,15 @@ impl Switchboard {
         Ok((principal, found.effective))
     }
 
-    /// [`Switchboard::authenticate`] then [`Switchboard::org_context`], reading the key and the
-    /// effective organization in one query (the hot path of every request).
+    /// [`Switchboard::authenticate`], then the organization the request acts on (API.md,
+    /// Identity): the key's bound organization (a different `requested` one is refused); else
+    /// `requested` (the `X-Org-Id` header); else the user's current organization, where the
+    /// caller must be a member. The key and the effective organization are read in one query
+    /// (the hot path of every request).
     ///
     /// # Errors
-    /// As those two.
+    /// As [`Switchboard::authenticate`]; [`DomainError::KeyNotAuthorizedForOrg`] (403),
+    /// [`DomainError::OrgNotFound`] (404), [`DomainError::NotAMember`] (403).
     pub fn authenticate_in(
         &self,
         presented: &str,
@@ -239,23 +242,6 @@ impl Switchboard {
             _ => self.store.org_membership(org_id, principal.user_id)?,
         };
         context_of(principal, requested, membership)
-    }
-
-    /// Resolves the organization a request acts on (API.md, Identity): the key's bound
-    /// organization (a different `requested` one is refused); else `requested` (the
-    /// `X-Org-Id` header); else the user's current organization. The caller must be a member.
-    ///
-    /// # Errors
-    /// [`DomainError::KeyNotAuthorizedForOrg`] (403), [`DomainError::OrgNotFound`] (404),
-    /// [`DomainError::NotAMember`] (403), or a storage failure.
-    pub fn org_context(
-        &self,
-        principal: &Principal,
-        requested: Option<OrgId>,
-    ) -> Result<OrgContext, DomainError> {
-        let org_id = effective_org_id(principal, requested)?;
-        let membership = self.store.org_membership(org_id, principal.user_id)?;
-        context_of(principal.clone(), requested, membership)
     }
 
     /// The effective organization's app settings (`manage_application_settings`).
