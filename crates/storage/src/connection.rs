@@ -112,7 +112,8 @@ impl DatabaseUrl {
     }
 
     /// As [`DatabaseUrl::connect`]; with `manual_checkpoints`, SQLite's automatic WAL
-    /// checkpoint is turned off on this connection (a background thread checkpoints instead).
+    /// checkpoint is turned off on this connection (the owner of the store calls
+    /// `DieselStore::checkpoint` instead).
     ///
     /// # Errors
     /// As [`DatabaseUrl::connect`].
@@ -183,10 +184,11 @@ pub struct PoolConfig {
     pub min_idle: u32,
     /// How long a request waits for a connection before failing (503-worthy).
     pub connection_timeout: Duration,
-    /// SQLite only: checkpoint the WAL from a background thread every this often instead of
-    /// inside the commit that crosses SQLite's threshold, so the checkpoint's fsync is never on
-    /// a request's path (`None`: SQLite's automatic checkpoints). The server sets it.
-    pub background_checkpoint: Option<Duration>,
+    /// SQLite only: turn SQLite's automatic WAL checkpoints off, so the checkpoint's fsync is
+    /// never inside the commit that crosses SQLite's threshold (on a request's path); the
+    /// owner of the store then calls `DieselStore::checkpoint` periodically instead (the
+    /// server's supervisor does, every second). `false`: SQLite's automatic checkpoints.
+    pub manual_checkpoints: bool,
 }
 
 impl PoolConfig {
@@ -199,13 +201,13 @@ impl PoolConfig {
                 max_size: 8,
                 min_idle: 8,
                 connection_timeout: Duration::from_secs(5),
-                background_checkpoint: None,
+                manual_checkpoints: false,
             },
             BackendKind::Postgres => PoolConfig {
                 max_size: 16,
                 min_idle: 16,
                 connection_timeout: Duration::from_secs(5),
-                background_checkpoint: None,
+                manual_checkpoints: false,
             },
         }
     }
@@ -225,33 +227,9 @@ pub fn build_pool(url: &DatabaseUrl, config: PoolConfig) -> Result<DbPool, DbErr
         .test_on_check_out(false)
         .build(ConnectionManager {
             url: url.clone(),
-            manual_checkpoints: url.kind() == BackendKind::Sqlite
-                && config.background_checkpoint.is_some(),
+            manual_checkpoints: url.kind() == BackendKind::Sqlite && config.manual_checkpoints,
         })?;
-    if let (BackendKind::Sqlite, Some(every)) = (url.kind(), config.background_checkpoint) {
-        spawn_checkpointer(pool.clone(), every);
-    }
     Ok(pool)
-}
-
-/// Checkpoints the WAL every `every` (PASSIVE: never blocks readers or the writer) until the
-/// process exits.
-fn spawn_checkpointer(pool: DbPool, every: Duration) {
-    let spawned = std::thread::Builder::new()
-        .name("sqlite-checkpoint".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(every);
-                if let Ok(mut conn) = pool.get()
-                    && let Err(e) = conn.batch_execute("PRAGMA wal_checkpoint(PASSIVE);")
-                {
-                    eprintln!("sqlite checkpoint failed: {e}");
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        eprintln!("cannot start the sqlite checkpoint thread: {e}");
-    }
 }
 
 /// SQLite migrations, embedded at build time.

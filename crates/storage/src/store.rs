@@ -125,6 +125,23 @@ impl DieselStore {
         }
     }
 
+    /// Checkpoints SQLite's write-ahead log (PASSIVE: copies what it can without waiting for
+    /// readers or the writer, never blocks them); a no-op on PostgreSQL. Called periodically
+    /// when the store was opened with [`PoolConfig::manual_checkpoints`].
+    ///
+    /// # Errors
+    /// [`StorageError::Unavailable`] when no connection is free in time, or the checkpoint's
+    /// failure.
+    pub fn checkpoint(&self) -> Result<(), StorageError> {
+        if self.kind != BackendKind::Sqlite {
+            return Ok(());
+        }
+        use diesel::connection::SimpleConnection;
+        self.conn()?
+            .batch_execute("PRAGMA wal_checkpoint(PASSIVE);")
+            .map_err(db_err)
+    }
+
     /// A pooled connection.
     ///
     /// # Errors

@@ -1,0 +1,128 @@
+//! The operator commands of API.md (`migrate`, `bootstrap`, `users create`, `members add`,
+//! `keys create|list|revoke`, `sandboxes register`): each opens the database, calls the
+//! service of its resource and prints one JSON object on stdout.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use serde_json::{Value, json};
+use switchboard_domain::time_input::parse_datetime;
+use switchboard_domain::{ApiKeyId, ApiKeyView, DomainError, OrgId, Role, Switchboard, UserId};
+
+use crate::cli::{
+    DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand, UsersCommand,
+};
+
+/// Prints one JSON object on stdout.
+pub fn print(v: Value) {
+    println!("{v}");
+}
+
+fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T> {
+    s.parse()
+        .map_err(|_| anyhow::anyhow!("--{what}: not a UUID: {s}"))
+}
+
+fn key_json(k: &switchboard_domain::api_keys::ApiKeyRecord) -> Value {
+    serde_json::to_value(ApiKeyView::from(k)).unwrap_or(Value::Null)
+}
+
+pub fn domain(e: DomainError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+/// Runs an operator command (every command but `serve`).
+///
+/// # Errors
+/// A malformed argument, a database that cannot be opened, or the domain's refusal.
+pub fn run(db: &DbArgs, command: Command) -> Result<()> {
+    match command {
+        Command::Migrate => {
+            let (_, applied) = db.open(Some(1), false)?;
+            print(json!({ "applied": applied }));
+        }
+        Command::Bootstrap { org_name, email } => {
+            let (store, _) = db.open(Some(2), false)?;
+            let b = Switchboard::new(Arc::new(store))
+                .bootstrap(&org_name, &email)
+                .map_err(domain)?;
+            print(json!({ "org_id": b.org_id, "user_id": b.user_id, "api_key": b.api_key }));
+        }
+        Command::Users(UsersCommand::Create { email, name }) => {
+            let (store, _) = db.open(Some(2), false)?;
+            let u = Switchboard::new(Arc::new(store))
+                .create_user(&email, name)
+                .map_err(domain)?;
+            print(json!({ "user_id": u.id }));
+        }
+        Command::Members(MembersCommand::Add {
+            org_id,
+            user_id,
+            role,
+        }) => {
+            let org: OrgId = parse_id(&org_id, "org-id")?;
+            let user: UserId = parse_id(&user_id, "user-id")?;
+            let Some(r) = Role::parse(&role) else {
+                bail!("--role: expected owner, admin or member, got {role}")
+            };
+            let (store, _) = db.open(Some(2), false)?;
+            Switchboard::new(Arc::new(store))
+                .add_member(org, user, r)
+                .map_err(domain)?;
+            print(json!({ "org_id": org, "user_id": user, "role": r.as_str() }));
+        }
+        Command::Keys(KeysCommand::Create {
+            user_id,
+            org_id,
+            name,
+            expires_at,
+        }) => {
+            let user: UserId = parse_id(&user_id, "user-id")?;
+            let org: Option<OrgId> = org_id
+                .as_deref()
+                .map(|o| parse_id(o, "org-id"))
+                .transpose()?;
+            let expires = expires_at
+                .as_deref()
+                .map(|e| {
+                    parse_datetime(e)
+                        .ok_or_else(|| anyhow::anyhow!("--expires-at: not a date-time: {e}"))
+                })
+                .transpose()?;
+            let (store, _) = db.open(Some(2), false)?;
+            let k = Switchboard::new(Arc::new(store))
+                .operator_create_key(user, org, name, expires)
+                .map_err(domain)?;
+            let view = ApiKeyView::from(&k.record);
+            print(
+                json!({ "id": view.id, "api_key": k.secret, "name": view.name, "org_id": view.org_id, "expires_at": view.expires_at }),
+            );
+        }
+        Command::Sandboxes(SandboxesCommand::Register { org_id, user_id }) => {
+            let org: OrgId = parse_id(&org_id, "org-id")?;
+            let user: UserId = parse_id(&user_id, "user-id")?;
+            let (store, _) = db.open(Some(2), false)?;
+            let r = Switchboard::new(Arc::new(store))
+                .register_sandbox(org, user)
+                .map_err(domain)?;
+            print(json!({ "sandbox_id": r.sandbox_id, "session_api_key": r.session_api_key }));
+        }
+        Command::Keys(KeysCommand::List { user_id }) => {
+            let user: UserId = parse_id(&user_id, "user-id")?;
+            let (store, _) = db.open(Some(2), false)?;
+            let keys = Switchboard::new(Arc::new(store))
+                .operator_list_keys(user)
+                .map_err(domain)?;
+            print(json!({ "items": keys.iter().map(key_json).collect::<Vec<_>>() }));
+        }
+        Command::Keys(KeysCommand::Revoke { id }) => {
+            let id: ApiKeyId = parse_id(&id, "id")?;
+            let (store, _) = db.open(Some(2), false)?;
+            Switchboard::new(Arc::new(store))
+                .operator_revoke_key(id)
+                .map_err(domain)?;
+            print(json!({ "id": id, "revoked": true }));
+        }
+    }
+    Ok(())
+}

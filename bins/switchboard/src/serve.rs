@@ -1,0 +1,137 @@
+//! `switchboard serve`: tracing, the store, first-start bootstrap, the HTTP server, the
+//! supervisor of background work, and graceful shutdown on SIGINT/SIGTERM (requests in
+//! flight finish, then background work stops).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use switchboard_api::{AppState, PoolStats, create_app};
+use switchboard_domain::Switchboard;
+use switchboard_storage::BackendKind;
+
+use crate::cli::{DbArgs, LogFormat, ServeArgs};
+use crate::commands::{domain, print};
+use crate::supervisor::Supervisor;
+
+/// How often SQLite's write-ahead log is checkpointed (the server turns SQLite's automatic
+/// checkpoints off: ARCHITECTURE.md, Storage notes).
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// How long shutdown waits for background work once the HTTP server has stopped.
+const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_default_env())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+/// Runs the server until SIGINT or SIGTERM.
+///
+/// # Errors
+/// The database cannot be opened, the address cannot be bound, or the server fails.
+pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
+    init_tracing(args.log_format);
+    let (store, applied) = db.open(args.db_pool_size, true)?;
+    if !applied.is_empty() {
+        tracing::info!(migrations = ?applied, "applied migrations");
+    }
+    let store = Arc::new(store);
+    let services = Switchboard::new(store.clone());
+    if services.is_empty().map_err(domain)? {
+        let b = services
+            .bootstrap("default", "admin@localhost")
+            .map_err(domain)?;
+        print(json!({
+            "event": "bootstrapped",
+            "org_id": b.org_id,
+            "user_id": b.user_id,
+            "api_key": b.api_key,
+            "note": "first start: this admin key is shown once",
+        }));
+    }
+    let db_concurrency = store.pool_usage().max_size as usize;
+    let stats_store = store.clone();
+    let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
+        let u = stats_store.pool_usage();
+        PoolStats {
+            connections: u.connections,
+            idle: u.idle,
+            max_size: u.max_size,
+        }
+    });
+    let state = actix_web::web::Data::new(AppState::with_db_concurrency(
+        services,
+        Some(pool_stats),
+        db_concurrency,
+    ));
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    actix_web::rt::System::new().block_on(async move {
+        let server = actix_web::HttpServer::new(move || create_app(state.clone()))
+            .workers(workers)
+            .shutdown_timeout(args.shutdown_timeout)
+            .keep_alive(Duration::from_secs(75))
+            // actix stops at once on SIGINT; both signals stop gracefully here instead.
+            .disable_signals()
+            .bind(args.bind)
+            .with_context(|| format!("binding {}", args.bind))?;
+        let addr = server
+            .addrs()
+            .first()
+            .copied()
+            .context("no address bound")?;
+        let server = server.run();
+        stop_gracefully_on_signals(&server.handle())?;
+        let mut supervisor = Supervisor::new();
+        if store.kind() == BackendKind::Sqlite {
+            let store = store.clone();
+            supervisor.every("sqlite-checkpoint", CHECKPOINT_EVERY, move || {
+                store.checkpoint()
+            });
+        }
+        print(json!({ "event": "listening", "address": format!("http://{addr}") }));
+        tracing::info!(%addr, workers, "listening");
+        let served = server.await;
+        // Background work stops after the last request, so none runs without it.
+        supervisor.shutdown(BACKGROUND_STOP_TIMEOUT).await;
+        served.context("server failed")?;
+        tracing::info!("stopped");
+        Ok(())
+    })
+}
+
+/// On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish (up to
+/// `--shutdown-timeout`), then stop. Must run inside the actix system.
+fn stop_gracefully_on_signals(handle: &actix_web::dev::ServerHandle) -> Result<()> {
+    use actix_web::rt::signal::unix::{SignalKind, signal};
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+    ] {
+        let mut signals = signal(kind).with_context(|| format!("listening for {name}"))?;
+        let handle = handle.clone();
+        actix_web::rt::spawn(async move {
+            if signals.recv().await.is_some() {
+                tracing::info!("{name} received; finishing requests in flight");
+                handle.stop(true).await;
+            }
+        });
+    }
+    Ok(())
+}

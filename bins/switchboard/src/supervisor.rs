@@ -1,0 +1,153 @@
+//! The supervisor: the one owner of the server's background work. `serve` starts it once the
+//! HTTP server runs and stops it after the HTTP server has stopped; stopping cancels every job
+//! and waits for them, within a bound. Registering a job is one call: [`Supervisor::every`]
+//! for a blocking step repeated on a period (the SQLite WAL checkpoint), [`Supervisor::spawn`]
+//! for a task of its own that watches its cancellation token.
+
+use std::fmt::Display;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+/// Background jobs, each named (for the logs) and given a cancellation token. Must be used
+/// inside a Tokio runtime (the actix system's, in the server).
+pub struct Supervisor {
+    token: CancellationToken,
+    jobs: Vec<(String, JoinHandle<()>)>,
+}
+
+impl Supervisor {
+    /// A supervisor with no job yet.
+    pub fn new() -> Self {
+        Supervisor {
+            token: CancellationToken::new(),
+            jobs: Vec::new(),
+        }
+    }
+
+    /// Starts `job` as a task named `name`. Its token is cancelled at shutdown; the job should
+    /// then return promptly (it is aborted when it outlives the shutdown bound).
+    pub fn spawn<F, Fut>(&mut self, name: &str, job: F)
+    where
+        F: FnOnce(CancellationToken) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let handle = tokio::spawn(job(self.token.child_token()));
+        self.jobs.push((name.to_owned(), handle));
+    }
+
+    /// Runs the blocking `step` every `period` (the first time one period from now) on the
+    /// blocking thread pool, one at a time, until shutdown. A failed step is logged and the
+    /// next one runs as planned; a step that overruns its period delays the next one.
+    pub fn every<F, E>(&mut self, name: &str, period: Duration, step: F)
+    where
+        F: Fn() -> Result<(), E> + Send + Sync + 'static,
+        E: Display + Send + 'static,
+    {
+        let step = Arc::new(step);
+        let job = name.to_owned();
+        self.spawn(name, move |token| async move {
+            let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
+            ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    _ = ticks.tick() => {}
+                }
+                let step = step.clone();
+                match tokio::task::spawn_blocking(move || step()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(job = %job, error = %e, "background step failed"),
+                    Err(e) => tracing::error!(job = %job, error = %e, "background step panicked"),
+                }
+            }
+        });
+    }
+
+    /// Cancels every job and waits until all have returned, at most `bound` in all; jobs
+    /// still running then are aborted and named in the log.
+    pub async fn shutdown(self, bound: Duration) {
+        self.token.cancel();
+        let deadline = Instant::now() + bound;
+        for (name, handle) in self.jobs {
+            let abort = handle.abort_handle();
+            match tokio::time::timeout_at(deadline, handle).await {
+                Ok(Ok(())) => tracing::debug!(job = %name, "background job stopped"),
+                Ok(Err(e)) => tracing::error!(job = %name, error = %e, "background job failed"),
+                Err(_) => {
+                    abort.abort();
+                    tracing::warn!(job = %name, ?bound, "background job did not stop in time; aborted");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn periodic_steps_run_until_shutdown_and_failures_do_not_stop_them() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let mut supervisor = Supervisor::new();
+        let counter = runs.clone();
+        supervisor.every("count", Duration::from_millis(10), move || {
+            // Every other step fails: the job goes on.
+            match counter.fetch_add(1, Ordering::SeqCst) % 2 {
+                0 => Ok(()),
+                _ => Err("odd step"),
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        supervisor.shutdown(Duration::from_secs(5)).await;
+        let after_shutdown = runs.load(Ordering::SeqCst);
+        assert!(after_shutdown >= 4, "only {after_shutdown} steps ran");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            after_shutdown,
+            "a step ran after shutdown"
+        );
+    }
+
+    #[tokio::test]
+    async fn shutdown_waits_for_jobs_to_finish_and_aborts_those_that_outlive_the_bound() {
+        let finished = Arc::new(AtomicUsize::new(0));
+        let mut supervisor = Supervisor::new();
+        let done = finished.clone();
+        supervisor.spawn("cooperative", move |token| async move {
+            token.cancelled().await;
+            // Some cleanup after the cancellation, which shutdown waits for.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            done.fetch_add(1, Ordering::SeqCst);
+        });
+        let ignored = finished.clone();
+        supervisor.spawn("stubborn", move |_token| async move {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            ignored.fetch_add(100, Ordering::SeqCst);
+        });
+        let started = std::time::Instant::now();
+        supervisor.shutdown(Duration::from_millis(300)).await;
+        let took = started.elapsed();
+        assert_eq!(
+            finished.load(Ordering::SeqCst),
+            1,
+            "the cooperative job finished"
+        );
+        assert!(
+            took >= Duration::from_millis(50),
+            "returned before the cleanup: {took:?}"
+        );
+        assert!(
+            took < Duration::from_secs(5),
+            "the bound was not kept: {took:?}"
+        );
+    }
+}
