@@ -23,7 +23,7 @@ fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T> {
         .map_err(|_| anyhow::anyhow!("--{what}: not a UUID: {s}"))
 }
 
-fn key_json(k: &switchboard_domain::api_keys::ApiKeyRecord) -> Value {
+fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {
     serde_json::to_value(ApiKeyView::from(k)).unwrap_or(Value::Null)
 }
 
@@ -44,6 +44,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
         Command::Bootstrap { org_name, email } => {
             let (store, _) = db.open(Some(2), false)?;
             let b = Switchboard::new(Arc::new(store))
+                .operator()
                 .bootstrap(&org_name, &email)
                 .map_err(domain)?;
             print(json!({ "org_id": b.org_id, "user_id": b.user_id, "api_key": b.api_key }));
@@ -51,6 +52,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
         Command::Users(UsersCommand::Create { email, name }) => {
             let (store, _) = db.open(Some(2), false)?;
             let u = Switchboard::new(Arc::new(store))
+                .operator()
                 .create_user(&email, name)
                 .map_err(domain)?;
             print(json!({ "user_id": u.id }));
@@ -67,6 +69,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
             };
             let (store, _) = db.open(Some(2), false)?;
             Switchboard::new(Arc::new(store))
+                .operator()
                 .add_member(org, user, r)
                 .map_err(domain)?;
             print(json!({ "org_id": org, "user_id": user, "role": r.as_str() }));
@@ -91,6 +94,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
                 .transpose()?;
             let (store, _) = db.open(Some(2), false)?;
             let k = Switchboard::new(Arc::new(store))
+                .operator()
                 .operator_create_key(user, org, name, expires)
                 .map_err(domain)?;
             let view = ApiKeyView::from(&k.record);
@@ -103,6 +107,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
             let user: UserId = parse_id(&user_id, "user-id")?;
             let (store, _) = db.open(Some(2), false)?;
             let r = Switchboard::new(Arc::new(store))
+                .sandboxes()
                 .register_sandbox(org, user)
                 .map_err(domain)?;
             print(json!({ "sandbox_id": r.sandbox_id, "session_api_key": r.session_api_key }));
@@ -111,6 +116,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
             let user: UserId = parse_id(&user_id, "user-id")?;
             let (store, _) = db.open(Some(2), false)?;
             let keys = Switchboard::new(Arc::new(store))
+                .operator()
                 .operator_list_keys(user)
                 .map_err(domain)?;
             print(json!({ "items": keys.iter().map(key_json).collect::<Vec<_>>() }));
@@ -119,6 +125,7 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
             let id: ApiKeyId = parse_id(&id, "id")?;
             let (store, _) = db.open(Some(2), false)?;
             Switchboard::new(Arc::new(store))
+                .operator()
                 .operator_revoke_key(id)
                 .map_err(domain)?;
             print(json!({ "id": id, "revoked": true }));

@@ -52,8 +52,9 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     }
     let store = Arc::new(store);
     let services = Switchboard::new(store.clone());
-    if services.is_empty().map_err(domain)? {
+    if services.operator().is_empty().map_err(domain)? {
         let b = services
+            .operator()
             .bootstrap("default", "admin@localhost")
             .map_err(domain)?;
         print(json!({

@@ -3,7 +3,10 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde_json::{Value, json};
-use switchboard_domain::events::{Cursor, EventFilter, MAX_PAGE_LIMIT, SearchQuery, SortOrder};
+use switchboard_domain::cursor::Keyset;
+use switchboard_domain::events::{
+    EventCursor, EventFilter, EventPageOut, MAX_PAGE_LIMIT, SearchQuery, SortOrder,
+};
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ConversationId, parse_uuid};
 use switchboard_model::{ErrorType, EventKind, LocItem, ValidationError};
@@ -92,7 +95,7 @@ fn parse_search(pairs: &[(String, String)], with_paging: bool) -> Result<SearchQ
                     .with_ctx(json!({ "expected": "'TIMESTAMP' or 'TIMESTAMP_DESC'" })),
                 ),
             },
-            "page_id" if with_paging => match Cursor::decode(value) {
+            "page_id" if with_paging => match EventCursor::decode(value) {
                 Some(c) => query.after = Some(c),
                 None => errors.push(query_error(
                     ErrorType::ValueError,
@@ -169,12 +172,12 @@ pub async fn search_events(
         .run(state, move |s, ctx| {
             let id = conversation_id(&raw)?;
             let query = parse_search(&pairs, true)?;
-            Ok(s.services.search_events(&ctx, id, &query)?)
+            Ok(s.services.events().search_events(&ctx, id, &query)?)
         })
         .await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
-        .body(page.to_json()))
+        .body(page_json(&page)))
 }
 
 /// Counts a conversation's events matching the filters of search: a bare integer.
@@ -205,7 +208,7 @@ pub async fn count_events(
         .run(state, move |s, ctx| {
             let id = conversation_id(&raw)?;
             let query = parse_search(&pairs, false)?;
-            Ok(s.services.count_events(&ctx, id, &query.filter)?)
+            Ok(s.services.events().count_events(&ctx, id, &query.filter)?)
         })
         .await?;
     Ok(HttpResponse::Ok().json(n))
@@ -250,20 +253,41 @@ pub async fn get_events(
                 .with_input(Value::Null)
                 .into());
             }
-            Ok(s.services.get_events(&ctx, id, &ids)?)
+            Ok(s.services.events().get_events(&ctx, id, &ids)?)
         })
         .await?;
-    let mut body = String::from("[");
-    for (i, item) in found.iter().enumerate() {
-        if i > 0 {
-            body.push(',');
-        }
-        body.push_str(item.as_deref().unwrap_or("null"));
-    }
-    body.push(']');
+    let body = json_array(found.iter().map(Option::as_deref), 0);
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(body))
+}
+
+/// A JSON array of stored canonical JSON texts (`null` for `None`), written without
+/// re-parsing them.
+fn json_array<'a>(items: impl Iterator<Item = Option<&'a str>>, capacity: usize) -> String {
+    let mut out = String::with_capacity(capacity + 2);
+    out.push('[');
+    for (i, item) in items.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item.unwrap_or("null"));
+    }
+    out.push(']');
+    out
+}
+
+/// The search response `{"items": [...], "next_page_id": ...}`.
+fn page_json(page: &EventPageOut) -> String {
+    let items = json_array(
+        page.items.iter().map(|i| Some(i.as_str())),
+        page.items.iter().map(|i| i.len() + 1).sum(),
+    );
+    let next = match &page.next_page_id {
+        Some(p) => Value::String(p.clone()).to_string(),
+        None => "null".to_owned(),
+    };
+    format!("{{\"items\":{items},\"next_page_id\":{next}}}")
 }
 
 fn session_key(req: &HttpRequest) -> Option<String> {
@@ -299,13 +323,13 @@ pub async fn webhook_events(
     let raw = path.into_inner();
     let st = state.clone();
     st.blocking(move || {
-        let sandbox = state.services.authenticate_sandbox(key.as_deref())?;
+        let sandbox = state.services.sandboxes().authenticate_sandbox(key.as_deref())?;
         let id = conversation_id(&raw)?;
         let bytes = body.bytes()?;
         let text = std::str::from_utf8(&bytes).map_err(|e| {
             ApiError::from(ValidationError::new(ErrorType::JsonInvalid, vec!["body".into(), LocItem::Index(e.valid_up_to())], "JSON decode error"))
         })?;
-        let outcome = state.services.ingest_events(&sandbox, id, text)?;
+        let outcome = state.services.events().ingest_events(&sandbox, id, text)?;
         tracing::debug!(stored = outcome.stored, skipped = outcome.skipped, conversation = %id, "events ingested");
         Ok(())
     })
@@ -332,9 +356,15 @@ pub async fn webhook_conversations(
     let key = session_key(&req);
     let st = state.clone();
     st.blocking(move || {
-        let sandbox = state.services.authenticate_sandbox(key.as_deref())?;
+        let sandbox = state
+            .services
+            .sandboxes()
+            .authenticate_sandbox(key.as_deref())?;
         let info = body.json()?;
-        Ok(state.services.ingest_conversation_info(&sandbox, &info)?)
+        Ok(state
+            .services
+            .conversations()
+            .ingest_conversation_info(&sandbox, &info)?)
     })
     .await?;
     Ok(HttpResponse::Ok().json(json!({ "success": true })))

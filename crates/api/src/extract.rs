@@ -84,11 +84,11 @@ impl Caller {
             let requested = match requested {
                 Ok(r) => r,
                 Err(e) => {
-                    state.services.authenticate(&key)?;
+                    state.services.auth().authenticate(&key)?;
                     return Err(e.into());
                 }
             };
-            let ctx = state.services.authenticate_in(&key, requested)?;
+            let ctx = state.services.auth().authenticate_in(&key, requested)?;
             f(&state, ctx)
         })
         .await

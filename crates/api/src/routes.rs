@@ -2,11 +2,9 @@
 //! route the app serves (a test checks it against the document and the live server).
 
 use actix_web::{HttpResponse, web};
-use serde_json::Value;
+use switchboard_domain::identity::api_keys::parse_new_key;
 use switchboard_domain::settings::parse_settings_update;
-use switchboard_domain::time_input::parse_datetime_value;
 use switchboard_domain::{ApiKeyId, ApiKeyView};
-use switchboard_model::{ErrorType, LocItem, ValidationError};
 
 use crate::AppState;
 use crate::dto::{
@@ -155,7 +153,9 @@ pub async fn get_org_app_settings(
     caller: Caller,
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
     let settings = caller
-        .run(state, |s, ctx| Ok(s.services.org_settings(&ctx)?))
+        .run(state, |s, ctx| {
+            Ok(s.services.org_settings().org_settings(&ctx)?)
+        })
         .await?;
     Ok(web::Json((&settings).into()))
 }
@@ -188,58 +188,12 @@ pub async fn update_org_app_settings(
         .run(state, move |s, ctx| {
             ctx.require(switchboard_domain::Permission::ManageApplicationSettings)?;
             let update = parse_settings_update(&body.json()?)?;
-            Ok(s.services.update_org_settings(&ctx, update)?)
+            Ok(s.services
+                .org_settings()
+                .update_org_settings(&ctx, update)?)
         })
         .await?;
     Ok(web::Json((&settings).into()))
-}
-
-fn key_body(v: &Value) -> Result<(String, Option<time::OffsetDateTime>), ValidationError> {
-    let Value::Object(obj) = v else {
-        return Err(ValidationError::new(
-            ErrorType::ModelType,
-            vec!["body".into()],
-            "Input should be a valid dictionary",
-        )
-        .with_input(v.clone()));
-    };
-    let name = match obj.get("name") {
-        Some(Value::String(s)) if !s.trim().is_empty() && s.chars().count() <= 100 => {
-            s.trim().to_owned()
-        }
-        Some(Value::String(s)) => {
-            return Err(ValidationError::new(
-                ErrorType::ValueError,
-                vec!["body".into(), "name".into()],
-                "Value error, name must have 1 to 100 characters",
-            )
-            .with_input(Value::String(s.clone())));
-        }
-        Some(other) => {
-            return Err(ValidationError::new(
-                ErrorType::StringType,
-                vec!["body".into(), "name".into()],
-                "Input should be a valid string",
-            )
-            .with_input(other.clone()));
-        }
-        None => {
-            return Err(ValidationError::new(
-                ErrorType::Missing,
-                vec!["body".into(), "name".into()],
-                "Field required",
-            )
-            .with_input(v.clone()));
-        }
-    };
-    let expires_at = match obj.get("expires_at") {
-        None | Some(Value::Null) => None,
-        Some(x) => Some(parse_datetime_value(
-            x,
-            vec![LocItem::from("body"), LocItem::from("expires_at")],
-        )?),
-    };
-    Ok((name, expires_at))
 }
 
 /// Creates an API key for the caller, bound to the effective organization
@@ -263,8 +217,10 @@ pub async fn create_api_key(
     let issued = caller
         .run(state, move |s, ctx| {
             ctx.require(switchboard_domain::Permission::ManageApiKeys)?;
-            let (name, expires_at) = key_body(&body.json()?)?;
-            Ok(s.services.create_api_key(&ctx, name, expires_at)?)
+            let request = parse_new_key(&body.json()?)?;
+            Ok(s.services
+                .api_keys()
+                .create_api_key(&ctx, request.name, request.expires_at)?)
         })
         .await?;
     Ok(web::Json(issued.into()))
@@ -285,7 +241,9 @@ pub async fn list_api_keys(
     caller: Caller,
 ) -> ApiResult<web::Json<ApiKeyList>> {
     let keys = caller
-        .run(state, |s, ctx| Ok(s.services.list_api_keys(&ctx)?))
+        .run(state, |s, ctx| {
+            Ok(s.services.api_keys().list_api_keys(&ctx)?)
+        })
         .await?;
     Ok(web::Json(ApiKeyList {
         items: keys.iter().map(|k| ApiKeyView::from(k).into()).collect(),
@@ -312,7 +270,7 @@ pub async fn revoke_api_key(
         .run(state, move |s, ctx| {
             // The path is checked after authentication, like any other input.
             let id = ApiKeyId(path_uuid(&id, "id")?);
-            Ok(s.services.revoke_api_key(&ctx, id)?)
+            Ok(s.services.api_keys().revoke_api_key(&ctx, id)?)
         })
         .await?;
     Ok(web::Json(ApiKeyRevoked {
@@ -334,7 +292,9 @@ pub async fn users_me(
     state: web::Data<AppState>,
     caller: Caller,
 ) -> ApiResult<web::Json<MeResponse>> {
-    let me = caller.run(state, |s, ctx| Ok(s.services.me(&ctx)?)).await?;
+    let me = caller
+        .run(state, |s, ctx| Ok(s.services.users().me(&ctx)?))
+        .await?;
     Ok(web::Json(me.into()))
 }
 

@@ -308,7 +308,7 @@ async fn keys_follow_the_effective_org(backend: Backend) {
     let app = spawn_app(backend).await;
     let s = app.services.clone();
     let (owner, b) = (app.owner.user_id, app.other_org);
-    tokio::task::spawn_blocking(move || s.add_member(b, owner, Role::Member).unwrap())
+    tokio::task::spawn_blocking(move || s.operator().add_member(b, owner, Role::Member).unwrap())
         .await
         .unwrap();
     let resp = app

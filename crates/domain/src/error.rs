@@ -4,6 +4,7 @@
 use switchboard_model::ValidationError;
 use time::OffsetDateTime;
 
+use crate::events::MAX_BATCH_GET;
 use crate::ids::OrgId;
 use crate::permissions::Permission;
 use crate::time_input::format_rfc3339_micros;
@@ -72,7 +73,7 @@ pub enum DomainError {
     #[error("Conversation not found")]
     ConversationNotFound,
     /// A batch get asked for too many ids.
-    #[error("Cannot request more than 100 events at once, got {0}")]
+    #[error("Cannot request more than {MAX_BATCH_GET} events at once, got {0}")]
     TooManyIds(usize),
     /// The settings changed since the version the client sent (reference §1.6 rule 7).
     #[error(

@@ -1,27 +1,36 @@
 //! # switchboard-domain
 //!
-//! The rules of Switchboard, without web or database types: organizations, users,
-//! memberships, roles and permissions (one table, [`Role::grants`]); API keys (generated from a
-//! CSPRNG, stored as SHA-256 only); the effective-organization resolution of API.md; the
-//! organization app settings with every rule of the reference `openhands-org-settings.md` §1;
-//! and the ports ([`ports`]) a storage adapter implements.
+//! The rules of Switchboard, without web or database types, a module per resource:
+//! [`identity`] (organizations, users, the effective organization of API.md, API keys
+//! generated from a CSPRNG and stored as SHA-256 only, sandbox session keys), roles and
+//! permissions (one table, [`Role::grants`]), [`settings`] (the organization app settings with
+//! every rule of the reference `openhands-org-settings.md` §1), [`sandboxes`],
+//! [`conversations`] (run state), [`events`] (ingestion, run-state effects, search) and the
+//! [`cursor`] codec; the 422 builders of [`validation`]; and the [`ports`], one per aggregate,
+//! that a storage adapter implements.
 //!
-//! Services live on [`Switchboard`]; their methods block on storage, so async callers run them
-//! on a blocking pool. Failures are [`DomainError`]s, mapped to HTTP by the API crate alone.
+//! Services live in [`services`], one per resource, handed out by [`Switchboard`]; their
+//! methods block on storage, so async callers run them on a blocking pool. Failures are
+//! [`DomainError`]s, mapped to HTTP by the API crate alone. The domain starts no thread and
+//! no task: background work is the binary's.
 
-pub mod api_keys;
+pub mod conversations;
+pub mod cursor;
 mod error;
 pub mod events;
+pub mod identity;
 mod ids;
 mod permissions;
 pub mod ports;
-mod service;
+pub mod sandboxes;
+pub mod services;
 pub mod settings;
 pub mod time_input;
+pub mod validation;
 
 pub use error::{DomainError, StorageError};
+pub use identity::api_keys::{ApiKeyView, IssuedKey};
+pub use identity::{OrgContext, Principal};
 pub use ids::{ApiKeyId, ConversationId, InvalidId, OrgId, SandboxId, UserId, parse_uuid};
 pub use permissions::{Permission, Role};
-pub use service::{
-    ApiKeyView, Bootstrapped, IssuedKey, MeView, OrgContext, Principal, Switchboard,
-};
+pub use services::{Bootstrapped, MeView, Switchboard};

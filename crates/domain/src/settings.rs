@@ -7,6 +7,11 @@ use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
+
+use crate::validation::{
+    bool_type, field, float_type, list_type, loc, missing, model_type, not_one_of, string_type,
+    value_error,
+};
 use time::OffsetDateTime;
 
 use crate::ids::OrgId;
@@ -92,25 +97,8 @@ pub struct SettingsUpdate {
     pub has_any_field: bool,
 }
 
-fn err(loc: Vec<LocItem>, t: ErrorType, msg: impl Into<String>, input: &Value) -> ValidationError {
-    ValidationError::new(t, loc, msg).with_input(input.clone())
-}
-
-fn value_error(loc: Vec<LocItem>, msg: &str, input: &Value) -> ValidationError {
-    err(
-        loc,
-        ErrorType::ValueError,
-        format!("Value error, {msg}"),
-        input,
-    )
-    .with_ctx(serde_json::json!({ "error": msg }))
-}
-
-fn loc(path: &[LocItem], key: &str) -> Vec<LocItem> {
-    let mut v = path.to_vec();
-    v.push(LocItem::from(key));
-    v
-}
+/// The `scope` values a marketplace entry may be sent with (reference §1.4).
+const SCOPES: [&str; 3] = ["instance", "org", "personal"];
 
 static NAME_RE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[a-zA-Z][a-zA-Z0-9_-]*$").expect("valid regex"));
@@ -158,20 +146,10 @@ fn string_field(
     required: bool,
 ) -> Result<Option<String>, ValidationError> {
     match obj.get(key) {
-        None if required => {
-            Err(
-                ValidationError::new(ErrorType::Missing, loc(path, key), "Field required")
-                    .with_input(Value::Object(obj.clone())),
-            )
-        }
+        None if required => Err(missing(field(path, key), Value::Object(obj.clone()))),
         None | Some(Value::Null) if !required => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(err(
-            loc(path, key),
-            ErrorType::StringType,
-            "Input should be a valid string",
-            other,
-        )),
+        Some(other) => Err(string_type(field(path, key), other)),
         None => unreachable!("handled above"),
     }
 }
@@ -180,25 +158,20 @@ fn string_field(
 /// Unknown keys are ignored; `scope` is checked, then replaced by `org` (reference §1.4).
 pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, ValidationError> {
     let Value::Object(obj) = v else {
-        return Err(err(
-            path.to_vec(),
-            ErrorType::ModelType,
-            "Input should be a valid dictionary or instance of MarketplaceRegistration",
-            v,
-        ));
+        return Err(model_type(path.to_vec(), "MarketplaceRegistration", v));
     };
     let name = string_field(obj, "name", path, true)?.unwrap_or_default();
     let name = name.trim().to_owned();
     if name.is_empty() {
         return Err(value_error(
-            loc(path, "name"),
+            field(path, "name"),
             "name cannot be empty",
             &obj["name"],
         ));
     }
     if !NAME_RE.is_match(&name) {
         return Err(value_error(
-            loc(path, "name"),
+            field(path, "name"),
             "name must start with a letter and contain only letters, numbers, hyphens, and underscores",
             &obj["name"],
         ));
@@ -209,7 +182,7 @@ pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, Val
         .to_owned();
     if !is_valid_marketplace_source(&source) {
         return Err(value_error(
-            loc(path, "source"),
+            field(path, "source"),
             "source must be 'github:owner/repo', a git URL (https://, ssh://, git://, git@) or a relative local path without '..'",
             &obj["source"],
         ));
@@ -220,7 +193,7 @@ pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, Val
         && !is_valid_repo_path(p)
     {
         return Err(value_error(
-            loc(path, "repo_path"),
+            field(path, "repo_path"),
             "repo_path must be a relative path inside the repository: no '://', no leading '/', no '..'",
             &obj["repo_path"],
         ));
@@ -228,26 +201,18 @@ pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, Val
     let auto_load = match obj.get("auto_load") {
         None => false,
         Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Err(err(
-                loc(path, "auto_load"),
-                ErrorType::BoolType,
-                "Input should be a valid boolean",
-                other,
-            ));
-        }
+        Some(other) => return Err(bool_type(field(path, "auto_load"), other)),
     };
     match obj.get("scope") {
         None | Some(Value::Null) => {}
-        Some(Value::String(s)) if matches!(s.as_str(), "instance" | "org" | "personal") => {}
+        Some(Value::String(s)) if SCOPES.contains(&s.as_str()) => {}
         Some(other) => {
-            return Err(err(
-                loc(path, "scope"),
+            return Err(not_one_of(
                 ErrorType::Enum,
-                "Input should be 'instance', 'org' or 'personal'",
+                field(path, "scope"),
+                &SCOPES,
                 other,
-            )
-            .with_ctx(serde_json::json!({ "expected": "'instance', 'org' or 'personal'" })));
+            ));
         }
     }
     Ok(Marketplace {
@@ -270,14 +235,9 @@ pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, Val
 /// # Errors
 /// The first rule broken, as a FastAPI 422 entry.
 pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationError> {
-    let root = [LocItem::from("body")];
+    let root = loc(["body"]);
     let Value::Object(obj) = body else {
-        return Err(err(
-            root.to_vec(),
-            ErrorType::ModelType,
-            "Input should be a valid dictionary or instance of OrgAppSettingsUpdate",
-            body,
-        ));
+        return Err(model_type(root, "OrgAppSettingsUpdate", body));
     };
     let mut update = SettingsUpdate::default();
     if let Some(v) = obj.get("enable_proactive_conversation_starters") {
@@ -285,10 +245,8 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
         match v {
             Value::Bool(b) => update.change.enable_proactive_conversation_starters = Some(*b),
             other => {
-                return Err(err(
-                    loc(&root, "enable_proactive_conversation_starters"),
-                    ErrorType::BoolType,
-                    "Input should be a valid boolean",
+                return Err(bool_type(
+                    field(&root, "enable_proactive_conversation_starters"),
                     other,
                 ));
             }
@@ -296,7 +254,7 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
     }
     if let Some(v) = obj.get("max_budget_per_task") {
         update.has_any_field = true;
-        let l = loc(&root, "max_budget_per_task");
+        let l = field(&root, "max_budget_per_task");
         match v {
             Value::Null => update.change.max_budget_per_task = Some(None),
             Value::Number(n) => {
@@ -310,26 +268,14 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
                 }
                 update.change.max_budget_per_task = Some(Some(x));
             }
-            other => {
-                return Err(err(
-                    l,
-                    ErrorType::FloatType,
-                    "Input should be a valid number",
-                    other,
-                ));
-            }
+            other => return Err(float_type(l, other)),
         }
     }
     if let Some(v) = obj.get("registered_marketplaces") {
         update.has_any_field = true;
-        let l = loc(&root, "registered_marketplaces");
+        let l = field(&root, "registered_marketplaces");
         let Value::Array(items) = v else {
-            return Err(err(
-                l,
-                ErrorType::ListType,
-                "Input should be a valid list",
-                v,
-            ));
+            return Err(list_type(l, v));
         };
         let mut out = Vec::with_capacity(items.len());
         for (i, item) in items.iter().enumerate() {
@@ -344,7 +290,7 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
         if !v.is_null() {
             update.last_known_updated_at = Some(parse_datetime_value(
                 v,
-                loc(&root, "last_known_updated_at"),
+                field(&root, "last_known_updated_at"),
             )?);
         }
     }

@@ -1,8 +1,10 @@
 //! Date-times given by clients, and how Switchboard writes them (API.md, Conventions).
 
 use serde_json::Value;
-use switchboard_model::{ErrorType, LocItem, ValidationError};
+use switchboard_model::{LocItem, ValidationError};
 use time::{OffsetDateTime, UtcOffset};
+
+use crate::validation::datetime_parsing;
 
 /// Truncates to whole microseconds: the precision stored and compared.
 pub fn truncate_micros(t: OffsetDateTime) -> OffsetDateTime {
@@ -58,14 +60,7 @@ pub fn parse_datetime_value(
         Value::Number(n) => n.as_f64().and_then(unix_seconds),
         _ => None,
     };
-    parsed.ok_or_else(|| {
-        ValidationError::new(
-            ErrorType::DatetimeFromDateParsing,
-            loc,
-            "Input should be a valid datetime or date, invalid character in year",
-        )
-        .with_input(v.clone())
-    })
+    parsed.ok_or_else(|| datetime_parsing(loc, "invalid character in year", v))
 }
 
 /// Writes an instant as RFC 3339 in UTC with six fraction digits: `2026-11-21T09:08:18.014821Z`.

@@ -362,7 +362,7 @@ pub(crate) fn min_length(min: usize) -> impl Fn(&String, &Loc<'_>) -> Res<()> {
 }
 
 /// Formats a list of allowed values as pydantic does: `'a', 'b' or 'c'`.
-pub(crate) fn expected_list(values: &[&str]) -> String {
+pub fn expected_list(values: &[&str]) -> String {
     match values {
         [] => String::new(),
         [one] => format!("'{one}'"),

@@ -58,6 +58,7 @@ pub use content::{
     TaskStatus, TextContent, TextType, ThinkingBlock, ThinkingType, ToolAnnotations,
     ToolCallOrigin,
 };
+pub use de::expected_list;
 pub use error::{ErrorType, LocItem, ValidationError};
 pub use events::*;
 pub use timestamp::{format_naive, now_timestamp, parse_instant};

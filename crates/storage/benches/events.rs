@@ -20,10 +20,12 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use switchboard_domain::conversations::Conversation;
+use switchboard_domain::cursor::Keyset;
 use switchboard_domain::events::{
-    Conversation, Cursor, EventFilter, SearchQuery, SortOrder, prepare_batch,
+    EventCursor as Cursor, EventFilter, SearchQuery, SortOrder, prepare_batch,
 };
-use switchboard_domain::ports::EventStore;
+use switchboard_domain::ports::{Append, EventStore};
 use switchboard_domain::{ConversationId, OrgId, SandboxId, UserId};
 use switchboard_storage::DieselStore;
 use time::OffsetDateTime;
@@ -153,10 +155,15 @@ impl Ctx {
         let mut from = 0;
         while from < n {
             let to = (from + batch).min(n);
-            let (events, status) = prepare_batch(&batch_json(conv, from, to)).unwrap();
+            let batch = prepare_batch(&batch_json(conv, from, to)).unwrap();
             let out = self
                 .store
-                .append_events(c.clone(), events, status, OffsetDateTime::now_utc())
+                .append_events(Append {
+                    conversation: c.clone(),
+                    events: batch.events,
+                    status: batch.status,
+                    now: OffsetDateTime::now_utc(),
+                })
                 .unwrap()
                 .unwrap();
             assert_eq!(

@@ -52,11 +52,16 @@ fn populated(backend: Backend) -> (TestDatabase, Vec<ConversationId>) {
     let db = TestDatabase::new(backend);
     let (store, _) = DieselStore::open(db.url(), None).unwrap();
     let services = Switchboard::new(Arc::new(store));
-    let boot = services.bootstrap("Plan org", "plan@example.com").unwrap();
+    let boot = services
+        .operator()
+        .bootstrap("Plan org", "plan@example.com")
+        .unwrap();
     let reg = services
+        .sandboxes()
         .register_sandbox(boot.org_id, boot.user_id)
         .unwrap();
     let sandbox = services
+        .sandboxes()
         .authenticate_sandbox(Some(&reg.session_api_key))
         .unwrap();
     let templates = templates();
@@ -77,7 +82,10 @@ fn populated(backend: Backend) -> (TestDatabase, Vec<ConversationId>) {
             .collect();
         for batch in all.chunks(250) {
             let body = format!("[{}]", batch.join(","));
-            let out = services.ingest_events(&sandbox, conv, &body).unwrap();
+            let out = services
+                .events()
+                .ingest_events(&sandbox, conv, &body)
+                .unwrap();
             assert_eq!(out.stored, batch.len());
         }
     }

@@ -5,8 +5,9 @@
 
 use std::sync::Arc;
 
-use switchboard_domain::events::{Conversation, NewEvent, prepare_batch};
-use switchboard_domain::ports::EventStore;
+use switchboard_domain::conversations::{Conversation, ExecutionStatus};
+use switchboard_domain::events::{NewEvent, prepare_batch};
+use switchboard_domain::ports::{Append, ConversationStore, EventStore};
 use switchboard_domain::{ConversationId, Switchboard};
 use switchboard_storage::DieselStore;
 use switchboard_testkit::{Backend, TestDatabase};
@@ -23,15 +24,17 @@ fn batch(conv: usize, from: usize, to: usize) -> Vec<NewEvent> {
             )
         })
         .collect();
-    prepare_batch(&format!("[{}]", events.join(","))).unwrap().0
+    prepare_batch(&format!("[{}]", events.join(",")))
+        .unwrap()
+        .events
 }
 
 fn run(backend: Backend) {
     let db = TestDatabase::new(backend);
     let store = Arc::new(DieselStore::open(db.url(), None).unwrap().0);
     let services = Switchboard::new(store.clone());
-    let a = services.bootstrap("A", "a@example.com").unwrap();
-    let b = services.bootstrap("B", "b@example.com").unwrap();
+    let a = services.operator().bootstrap("A", "a@example.com").unwrap();
+    let b = services.operator().bootstrap("B", "b@example.com").unwrap();
     let conv = |n: u128, org, owner| Conversation {
         id: ConversationId(uuid::Uuid::from_u128(n)),
         org_id: org,
@@ -45,12 +48,12 @@ fn run(backend: Backend) {
     // Conversation 3 exists in org B.
     let theirs = conv(3, b.org_id, b.user_id);
     store
-        .append_events(
-            theirs.clone(),
-            batch(3, 0, 1),
-            None,
-            OffsetDateTime::now_utc(),
-        )
+        .append_events(Append {
+            conversation: theirs.clone(),
+            events: batch(3, 0, 1),
+            status: None,
+            now: OffsetDateTime::now_utc(),
+        })
         .unwrap()
         .unwrap();
 
@@ -67,12 +70,12 @@ fn run(backend: Backend) {
                     let from = (w / 2) * 50 + k * 5;
                     for _ in 0..2 {
                         let out = store
-                            .append_events(
-                                mine.clone(),
-                                batch(1 + w % 2, from, from + 5),
-                                Some("running".into()),
-                                OffsetDateTime::now_utc(),
-                            )
+                            .append_events(Append {
+                                conversation: mine.clone(),
+                                events: batch(1 + w % 2, from, from + 5),
+                                status: Some(ExecutionStatus::Running),
+                                now: OffsetDateTime::now_utc(),
+                            })
                             .unwrap()
                             .unwrap();
                         assert_eq!(out.stored + out.skipped, 5);
@@ -80,12 +83,12 @@ fn run(backend: Backend) {
                     }
                 }
                 let refused = store
-                    .append_events(
-                        intruder,
-                        batch(3, 100 + w, 101 + w),
-                        None,
-                        OffsetDateTime::now_utc(),
-                    )
+                    .append_events(Append {
+                        conversation: intruder,
+                        events: batch(3, 100 + w, 101 + w),
+                        status: None,
+                        now: OffsetDateTime::now_utc(),
+                    })
                     .unwrap();
                 assert_eq!(refused, None, "another org's conversation");
                 stored
@@ -112,7 +115,7 @@ fn run(backend: Backend) {
                 .unwrap()
                 .unwrap()
                 .execution_status
-                .as_deref(),
+                .map(ExecutionStatus::as_str),
             Some("running")
         );
     }

@@ -9,7 +9,7 @@ use actix_web::{HttpServer, web};
 use reqwest::{Method, RequestBuilder, Response};
 use serde_json::Value;
 use switchboard_api::{AppState, create_app};
-use switchboard_domain::api_keys::{ApiKeyRecord, generate_api_key};
+use switchboard_domain::identity::api_keys::{ApiKeyRecord, generate_api_key};
 use switchboard_domain::ports::IdentityStore;
 use switchboard_domain::time_input::now_micros;
 use switchboard_domain::{ApiKeyId, OrgId, Role, Switchboard, UserId};
@@ -21,6 +21,15 @@ use switchboard_testkit::{Backend, TestDatabase};
 pub struct Actor {
     pub user_id: UserId,
     pub key: String,
+}
+
+/// A stored conversation as tests compare it: the run state by its wire name.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredConversation {
+    pub org_id: OrgId,
+    pub owner_id: UserId,
+    pub title: Option<String>,
+    pub execution_status: Option<String>,
 }
 
 /// The running app and its seed data.
@@ -91,6 +100,7 @@ pub async fn status_json(r: Response) -> (u16, Value) {
 
 fn key_for(services: &Switchboard, user: UserId, org: Option<OrgId>) -> String {
     services
+        .operator()
         .operator_create_key(user, org, "test".into(), None)
         .unwrap()
         .secret
@@ -112,17 +122,34 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     let s = services.clone();
     let st = store.clone();
     let seeded = tokio::task::spawn_blocking(move || {
-        let boot = s.bootstrap("Org A", "owner@example.com").unwrap();
+        let boot = s
+            .operator()
+            .bootstrap("Org A", "owner@example.com")
+            .unwrap();
         let owner = Actor {
             user_id: boot.user_id,
             key: boot.api_key,
         };
-        let admin_user = s.create_user("admin@example.com", None).unwrap().id;
-        s.add_member(boot.org_id, admin_user, Role::Admin).unwrap();
-        let member_user = s.create_user("member@example.com", None).unwrap().id;
-        s.add_member(boot.org_id, member_user, Role::Member)
+        let admin_user = s
+            .operator()
+            .create_user("admin@example.com", None)
+            .unwrap()
+            .id;
+        s.operator()
+            .add_member(boot.org_id, admin_user, Role::Admin)
             .unwrap();
-        let b = s.bootstrap("Org B", "outsider@example.com").unwrap();
+        let member_user = s
+            .operator()
+            .create_user("member@example.com", None)
+            .unwrap()
+            .id;
+        s.operator()
+            .add_member(boot.org_id, member_user, Role::Member)
+            .unwrap();
+        let b = s
+            .operator()
+            .bootstrap("Org B", "outsider@example.com")
+            .unwrap();
         let non_member = Actor {
             user_id: b.user_id,
             key: b.api_key,
@@ -162,9 +189,12 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
             key: new.secret,
         };
         let revoked_key = s
+            .operator()
             .operator_create_key(owner.user_id, None, "revoked".into(), None)
             .unwrap();
-        s.operator_revoke_key(revoked_key.record.id).unwrap();
+        s.operator()
+            .operator_revoke_key(revoked_key.record.id)
+            .unwrap();
         let revoked = Actor {
             user_id: owner.user_id,
             key: revoked_key.secret,
@@ -380,7 +410,7 @@ impl TestApp {
     /// Registers a sandbox of `org` owned by `user` and returns its session key.
     pub async fn register_sandbox(&self, org: OrgId, user: UserId) -> String {
         let s = self.services.clone();
-        tokio::task::spawn_blocking(move || s.register_sandbox(org, user).unwrap())
+        tokio::task::spawn_blocking(move || s.sandboxes().register_sandbox(org, user).unwrap())
             .await
             .unwrap()
             .session_api_key
@@ -436,12 +466,18 @@ impl TestApp {
     }
 
     /// A conversation as stored (run state, title, owner…).
-    pub async fn conversation(&self, id: &str) -> Option<switchboard_domain::events::Conversation> {
+    pub async fn conversation(&self, id: &str) -> Option<StoredConversation> {
         let id = switchboard_domain::ConversationId(switchboard_domain::parse_uuid(id).unwrap());
         let s = self.services.clone();
         tokio::task::spawn_blocking(move || s.store().conversation(id).unwrap())
             .await
             .unwrap()
+            .map(|c| StoredConversation {
+                org_id: c.org_id,
+                owner_id: c.owner_id,
+                title: c.title,
+                execution_status: c.execution_status.map(|s| s.as_str().to_owned()),
+            })
     }
 
     /// Every page of a search with `params` and `limit`, checking that each page is at most

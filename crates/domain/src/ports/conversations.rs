@@ -1,0 +1,22 @@
+//! Conversations.
+
+use time::OffsetDateTime;
+
+use crate::conversations::Conversation;
+use crate::error::StorageError;
+use crate::ids::ConversationId;
+
+/// Conversations (their events are the [`EventStore`](crate::ports::EventStore)'s).
+pub trait ConversationStore: Send + Sync {
+    /// A conversation.
+    fn conversation(&self, id: ConversationId) -> Result<Option<Conversation>, StorageError>;
+    /// Creates or updates a conversation from the agent server's `ConversationInfo`: title
+    /// (when given), run state (when given) and the info itself as metadata. `Ok(false)` when
+    /// the conversation exists in another organization (nothing written).
+    fn upsert_conversation_info(
+        &self,
+        conversation: &Conversation,
+        metadata: &str,
+        now: OffsetDateTime,
+    ) -> Result<bool, StorageError>;
+}

@@ -1,0 +1,26 @@
+//! Ports: what the domain needs from storage, one trait per aggregate, so a component (and
+//! its test double) implements only what it uses. Implemented by the storage crate for SQLite
+//! and PostgreSQL; calls block, so async callers run them on a blocking pool.
+
+pub mod conversations;
+pub mod events;
+pub mod identity;
+pub mod org_settings;
+pub mod sandboxes;
+
+pub use conversations::ConversationStore;
+pub use events::{Append, EventPayload, EventStore};
+pub use identity::{IdentityStore, KeyLookup, OrgMembership};
+pub use org_settings::{OrgSettingsStore, SettingsWrite};
+pub use sandboxes::SandboxStore;
+
+use crate::error::StorageError;
+
+/// Everything the domain needs of storage, in one object (what the binary wires in; each
+/// service takes only the ports it uses).
+pub trait Store:
+    IdentityStore + OrgSettingsStore + SandboxStore + ConversationStore + EventStore
+{
+    /// Whether the database answers and its migrations are applied (for `/ready`).
+    fn ready(&self) -> Result<(), StorageError>;
+}

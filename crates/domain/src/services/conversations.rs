@@ -1,0 +1,70 @@
+//! Conversations: the agent server's `ConversationInfo` and who may see a conversation.
+
+use std::sync::Arc;
+
+use crate::conversations::{Conversation, ExecutionStatus, parse_conversation_info};
+use crate::error::DomainError;
+use crate::identity::OrgContext;
+use crate::ids::ConversationId;
+use crate::ports::ConversationStore;
+use crate::sandboxes::Sandbox;
+use crate::time_input::now_micros;
+
+/// Applies conversation updates from agent servers and resolves visible conversations.
+#[derive(Clone)]
+pub struct ConversationService {
+    conversations: Arc<dyn ConversationStore>,
+}
+
+impl ConversationService {
+    /// The service over the conversation store.
+    pub fn new(conversations: Arc<dyn ConversationStore>) -> Self {
+        ConversationService { conversations }
+    }
+
+    /// Applies the agent server's `ConversationInfo` (a JSON object with `id`; `title` and
+    /// `execution_status` when present): creates or updates the conversation and keeps the
+    /// whole object as metadata. A `deleting` status is ignored, as OpenHands does; a status
+    /// OpenHands does not define leaves the run state as it is.
+    ///
+    /// # Errors
+    /// [`DomainError::Invalid`] for a body without a UUID `id` or with non-string title or
+    /// status; [`DomainError::ConversationNotFound`] for another organization's conversation.
+    pub fn ingest_conversation_info(
+        &self,
+        sandbox: &Sandbox,
+        info: &serde_json::Value,
+    ) -> Result<(), DomainError> {
+        let parsed = parse_conversation_info(info)?;
+        if parsed.execution_status == Some(ExecutionStatus::Deleting) {
+            return Ok(());
+        }
+        let now = now_micros();
+        let mut conv = Conversation::in_sandbox(sandbox, parsed.id, now);
+        conv.title = parsed.title;
+        conv.execution_status = parsed.execution_status;
+        if self
+            .conversations
+            .upsert_conversation_info(&conv, &info.to_string(), now)?
+        {
+            Ok(())
+        } else {
+            Err(DomainError::ConversationNotFound)
+        }
+    }
+
+    /// The conversation `id` when it belongs to the caller's organization.
+    ///
+    /// # Errors
+    /// [`DomainError::ConversationNotFound`] for an unknown conversation or another org's.
+    pub fn visible_conversation(
+        &self,
+        ctx: &OrgContext,
+        id: ConversationId,
+    ) -> Result<Conversation, DomainError> {
+        match self.conversations.conversation(id)? {
+            Some(c) if c.org_id == ctx.org.id => Ok(c),
+            _ => Err(DomainError::ConversationNotFound),
+        }
+    }
+}

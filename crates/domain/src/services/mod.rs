@@ -1,0 +1,126 @@
+//! The services, one per resource, each holding only the ports it uses; [`Switchboard`] builds
+//! them over one store and hands each out (`switchboard.events()`, …), so a handler or a
+//! command calls the service of its resource. Every method blocks on storage.
+
+mod api_keys;
+mod auth;
+mod conversations;
+mod events;
+mod operator;
+mod org_settings;
+mod sandboxes;
+mod users;
+
+use std::sync::Arc;
+
+pub use api_keys::ApiKeyService;
+pub use auth::AuthService;
+pub use conversations::ConversationService;
+pub use events::EventService;
+pub use operator::{Bootstrapped, OperatorService};
+pub use org_settings::OrgSettingsService;
+pub use sandboxes::SandboxService;
+pub use users::{MeView, UserService};
+
+use crate::error::DomainError;
+use crate::identity::{Member, require_member};
+use crate::ids::{OrgId, UserId};
+use crate::ports::{
+    ConversationStore, EventStore, IdentityStore, OrgSettingsStore, SandboxStore, Store,
+};
+
+/// The domain services over one store.
+#[derive(Clone)]
+pub struct Switchboard {
+    store: Arc<dyn Store>,
+    auth: AuthService,
+    api_keys: ApiKeyService,
+    org_settings: OrgSettingsService,
+    users: UserService,
+    operator: OperatorService,
+    sandboxes: SandboxService,
+    conversations: ConversationService,
+    events: EventService,
+}
+
+impl Switchboard {
+    /// Services over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        let identity: Arc<dyn IdentityStore> = store.clone();
+        let settings: Arc<dyn OrgSettingsStore> = store.clone();
+        let sandboxes: Arc<dyn SandboxStore> = store.clone();
+        let conversations: Arc<dyn ConversationStore> = store.clone();
+        let events: Arc<dyn EventStore> = store.clone();
+        let api_keys = ApiKeyService::new(identity.clone());
+        let conversations = ConversationService::new(conversations);
+        Switchboard {
+            auth: AuthService::new(identity.clone()),
+            org_settings: OrgSettingsService::new(settings),
+            users: UserService::new(identity.clone()),
+            operator: OperatorService::new(identity.clone(), api_keys.clone()),
+            sandboxes: SandboxService::new(identity, sandboxes),
+            events: EventService::new(conversations.clone(), events),
+            api_keys,
+            conversations,
+            store,
+        }
+    }
+
+    /// The store (for readiness).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// Authentication and the effective organization.
+    pub fn auth(&self) -> &AuthService {
+        &self.auth
+    }
+
+    /// The caller's API keys.
+    pub fn api_keys(&self) -> &ApiKeyService {
+        &self.api_keys
+    }
+
+    /// Organization app settings.
+    pub fn org_settings(&self) -> &OrgSettingsService {
+        &self.org_settings
+    }
+
+    /// Users as they see themselves.
+    pub fn users(&self) -> &UserService {
+        &self.users
+    }
+
+    /// The operator commands.
+    pub fn operator(&self) -> &OperatorService {
+        &self.operator
+    }
+
+    /// Sandboxes.
+    pub fn sandboxes(&self) -> &SandboxService {
+        &self.sandboxes
+    }
+
+    /// Conversations.
+    pub fn conversations(&self) -> &ConversationService {
+        &self.conversations
+    }
+
+    /// Events.
+    pub fn events(&self) -> &EventService {
+        &self.events
+    }
+}
+
+/// An existing user who is a member of `org` ([`require_member`]).
+///
+/// # Errors
+/// [`DomainError::UserNotFound`], [`DomainError::OrgNotFound`], [`DomainError::NotAMember`].
+fn existing_member(
+    identity: &dyn IdentityStore,
+    org: OrgId,
+    user: UserId,
+) -> Result<Member, DomainError> {
+    identity.user(user)?.ok_or(DomainError::UserNotFound)?;
+    require_member(identity.org_membership(org, user)?)
+}

@@ -1,0 +1,44 @@
+//! Conversions between stored values and domain values: errors, instants, ids.
+
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use switchboard_domain::StorageError;
+use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
+
+/// Maps diesel errors to the domain's storage errors.
+pub(crate) fn db_err(e: DieselError) -> StorageError {
+    match e {
+        DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, info) => {
+            StorageError::UniqueViolation(info.message().to_owned())
+        }
+        DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, info) => {
+            StorageError::ForeignKeyViolation(info.message().to_owned())
+        }
+        other => StorageError::Other(Box::new(other)),
+    }
+}
+
+/// UTC instant → the naive UTC value stored.
+pub(crate) fn to_db(t: OffsetDateTime) -> PrimitiveDateTime {
+    let t = t.to_offset(UtcOffset::UTC);
+    PrimitiveDateTime::new(t.date(), t.time())
+}
+
+/// Stored naive UTC → instant.
+pub(crate) fn from_db(t: PrimitiveDateTime) -> OffsetDateTime {
+    t.assume_utc()
+}
+
+/// A stored id (`what` names it in the error); a stored value that is not a UUID is a storage
+/// failure, never a client's error.
+pub(crate) fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, StorageError> {
+    s.parse()
+        .map_err(|_| StorageError::Other(format!("stored {what} id is not a UUID: {s}").into()))
+}
+
+/// A stored nullable id.
+pub(crate) fn parse_opt_id<T: std::str::FromStr>(
+    s: Option<&str>,
+    what: &str,
+) -> Result<Option<T>, StorageError> {
+    s.map(|s| parse_id(s, what)).transpose()
+}
