@@ -118,3 +118,9 @@ impl ResponseError for ApiError {
         }
     }
 }
+
+impl From<std::convert::Infallible> for ApiError {
+    fn from(e: std::convert::Infallible) -> Self {
+        match e {}
+    }
+}

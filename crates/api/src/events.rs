@@ -1,265 +1,131 @@
-//! Events endpoints (spec §4.1; API.md, Events) and the agent-server webhooks (API.md, Event
-//! ingestion).
+//! A conversation's events (spec §4.1; API.md, Events): search, count and batch get.
 
-use actix_web::{HttpRequest, HttpResponse, web};
-use serde_json::{Value, json};
+use actix_web::{HttpResponse, get, web};
+use serde_json::Value;
+use switchboard_domain::ConversationId;
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::events::{
-    EventCursor, EventFilter, EventPageOut, MAX_PAGE_LIMIT, SearchQuery, SortOrder,
+    EventCursor, EventFilter, EventPageOut, MAX_BATCH_GET, MAX_PAGE_LIMIT, SearchQuery, SortOrder,
 };
 use switchboard_domain::time_input::parse_datetime;
-use switchboard_domain::{ConversationId, parse_uuid};
-use switchboard_model::{ErrorType, EventKind, LocItem, ValidationError};
+use switchboard_domain::validation::{
+    datetime_parsing, greater_than, int_parsing, less_than_equal, missing, not_one_of, value_error,
+};
+use switchboard_model::{ErrorType, EventKind};
+use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
+use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, RawBody, invalid_uuid};
+use crate::extract::{Caller, QueryPairs, path_uuid};
+use crate::responses::ApiKeyErrors;
 
-/// Header carrying a sandbox session key on the webhook routes.
-pub const SESSION_KEY_HEADER: &str = "X-Session-API-Key";
-/// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
-pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
-
-fn query_pairs(req: &HttpRequest) -> Vec<(String, String)> {
-    serde_urlencoded::from_str(req.query_string()).unwrap_or_default()
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(search_events)
+        .service(count_events)
+        .service(get_events);
 }
 
-fn query_error(t: ErrorType, name: &str, msg: impl Into<String>, input: &str) -> ValidationError {
-    ValidationError::new(t, vec![LocItem::from("query"), LocItem::from(name)], msg)
-        .with_input(Value::String(input.to_owned()))
+/// The description of the `limit` parameter.
+fn limit_description() -> String {
+    format!("1..={MAX_PAGE_LIMIT}, default {MAX_PAGE_LIMIT}")
 }
 
-fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
-    parse_uuid(raw)
-        .map(ConversationId)
-        .ok_or_else(|| invalid_uuid(vec!["path".into(), "conversation_id".into()], raw).into())
+/// The 404 of an operation on a conversation.
+const CONVERSATION_NOT_FOUND: &str = "Unknown conversation, or another organization's";
+
+/// The schema of the `limit` parameter: an integer from 1 to [`MAX_PAGE_LIMIT`], by default
+/// [`MAX_PAGE_LIMIT`].
+struct PageLimit;
+
+impl utoipa::PartialSchema for PageLimit {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(MAX_PAGE_LIMIT))
+            .default(Some(MAX_PAGE_LIMIT.into()))
+            .into()
+    }
 }
+
+impl utoipa::ToSchema for PageLimit {}
+
+/// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
+pub(crate) fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
+    path_uuid(raw, "conversation_id").map(ConversationId)
+}
+
+/// The sort orders of spec §4.1, by wire name.
+const SORT_ORDERS: [(&str, SortOrder); 2] = [
+    ("TIMESTAMP", SortOrder::Timestamp),
+    ("TIMESTAMP_DESC", SortOrder::TimestampDesc),
+];
 
 /// Reads the filters (and, for search, order, cursor and limit) of spec §4.1. Every malformed
 /// value is a 422 entry; all of them are reported together.
-fn parse_search(pairs: &[(String, String)], with_paging: bool) -> Result<SearchQuery, ApiError> {
+fn parse_search(query: &QueryPairs, with_paging: bool) -> Result<SearchQuery, ApiError> {
     let mut errors = Vec::new();
-    let mut query = SearchQuery {
+    let mut search = SearchQuery {
         filter: EventFilter::default(),
         sort: SortOrder::Timestamp,
         after: None,
         limit: MAX_PAGE_LIMIT,
     };
-    for (name, value) in pairs {
+    for (name, value) in &query.0 {
+        let loc = || QueryPairs::loc(name);
+        let input = || Value::String(value.clone());
         match name.as_str() {
             "kind__eq" => match EventKind::from_name(value) {
-                Some(k) => query.filter.kind = Some(k),
-                None => {
-                    let expected = EventKind::NAMES
-                        .iter()
-                        .map(|k| format!("'{k}'"))
-                        .collect::<Vec<_>>();
-                    let expected = match expected.split_last() {
-                        Some((last, init)) => format!("{} or {last}", init.join(", ")),
-                        None => String::new(),
-                    };
-                    errors.push(
-                        query_error(
-                            ErrorType::LiteralError,
-                            name,
-                            format!("Input should be {expected}"),
-                            value,
-                        )
-                        .with_ctx(json!({ "expected": expected })),
-                    );
-                }
+                Some(k) => search.filter.kind = Some(k),
+                None => errors.push(not_one_of(
+                    ErrorType::LiteralError,
+                    loc(),
+                    EventKind::NAMES,
+                    &input(),
+                )),
             },
             "timestamp__gte" | "timestamp__lt" => match parse_datetime(value) {
-                Some(t) if name == "timestamp__gte" => query.filter.timestamp_gte = Some(t),
-                Some(t) => query.filter.timestamp_lt = Some(t),
-                None => errors.push(
-                    query_error(
-                        ErrorType::DatetimeFromDateParsing,
-                        name,
-                        "Input should be a valid datetime or date, invalid format",
-                        value,
-                    )
-                    .with_ctx(json!({ "error": "invalid format" })),
-                ),
+                Some(t) if name == "timestamp__gte" => search.filter.timestamp_gte = Some(t),
+                Some(t) => search.filter.timestamp_lt = Some(t),
+                None => errors.push(datetime_parsing(loc(), "invalid format", &input())),
             },
-            "sort_order" if with_paging => match value.as_str() {
-                "TIMESTAMP" => query.sort = SortOrder::Timestamp,
-                "TIMESTAMP_DESC" => query.sort = SortOrder::TimestampDesc,
-                _ => errors.push(
-                    query_error(
-                        ErrorType::Enum,
-                        name,
-                        "Input should be 'TIMESTAMP' or 'TIMESTAMP_DESC'",
-                        value,
-                    )
-                    .with_ctx(json!({ "expected": "'TIMESTAMP' or 'TIMESTAMP_DESC'" })),
-                ),
+            "sort_order" if with_paging => match SORT_ORDERS.iter().find(|(n, _)| n == value) {
+                Some((_, order)) => search.sort = *order,
+                None => errors.push(not_one_of(
+                    ErrorType::Enum,
+                    loc(),
+                    &SORT_ORDERS.map(|(n, _)| n),
+                    &input(),
+                )),
             },
             "page_id" if with_paging => match EventCursor::decode(value) {
-                Some(c) => query.after = Some(c),
-                None => errors.push(query_error(
-                    ErrorType::ValueError,
-                    name,
-                    "Value error, page_id is not a cursor returned by this service",
-                    value,
+                Some(c) => search.after = Some(c),
+                None => errors.push(value_error(
+                    loc(),
+                    "page_id is not a cursor returned by this service",
+                    &input(),
                 )),
             },
             "limit" if with_paging => match value.trim().parse::<i64>() {
-                Ok(n) if n <= 0 => errors.push(
-                    query_error(
-                        ErrorType::GreaterThan,
-                        name,
-                        "Input should be greater than 0",
-                        value,
-                    )
-                    .with_ctx(json!({ "gt": 0 })),
-                ),
-                Ok(n) if n > i64::from(MAX_PAGE_LIMIT) => errors.push(
-                    query_error(
-                        ErrorType::LessThanEqual,
-                        name,
-                        "Input should be less than or equal to 100",
-                        value,
-                    )
-                    .with_ctx(json!({ "le": 100 })),
-                ),
-                Ok(n) => query.limit = n as u32,
-                Err(_) => errors.push(query_error(
-                    ErrorType::IntParsing,
-                    name,
-                    "Input should be a valid integer, unable to parse string as an integer",
-                    value,
-                )),
+                Ok(n) if n <= 0 => errors.push(greater_than(loc(), 0, &input())),
+                Ok(n) if n > i64::from(MAX_PAGE_LIMIT) => {
+                    errors.push(less_than_equal(loc(), MAX_PAGE_LIMIT.into(), &input()));
+                }
+                Ok(n) => search.limit = n as u32,
+                Err(_) => errors.push(int_parsing(loc(), value)),
             },
             _ => {}
         }
     }
     if errors.is_empty() {
-        Ok(query)
+        Ok(search)
     } else {
         Err(ApiError::Validation(errors))
     }
-}
-
-/// Searches a conversation's events (spec §4.1).
-#[utoipa::path(get, path = "/api/v1/conversation/{conversation_id}/events/search", tag = "Events",
-    params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
-        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
-        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
-        ("sort_order" = Option<String>, Query, description = "TIMESTAMP (default) or TIMESTAMP_DESC"),
-        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
-        ("limit" = Option<i64>, Query, description = "1..=100, default 100"),
-        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
-    ),
-    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses(
-        (status = 200, description = "EventPage: {items: [Event], next_page_id: string|null}", content_type = "application/json"),
-        (status = 401, body = crate::dto::ErrorDetail), (status = 403, body = crate::dto::ErrorDetail),
-        (status = 404, description = "Unknown conversation, or another organization's", body = crate::dto::ErrorDetail),
-        (status = 422, body = crate::dto::HTTPValidationError), (status = 500, body = crate::dto::ErrorDetail),
-    ))]
-pub async fn search_events(
-    state: web::Data<AppState>,
-    caller: Caller,
-    req: HttpRequest,
-    path: web::Path<String>,
-) -> ApiResult<HttpResponse> {
-    let pairs = query_pairs(&req);
-    let raw = path.into_inner();
-    let page = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            let query = parse_search(&pairs, true)?;
-            Ok(s.services.events().search_events(&ctx, id, &query)?)
-        })
-        .await?;
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(page_json(&page)))
-}
-
-/// Counts a conversation's events matching the filters of search: a bare integer.
-#[utoipa::path(get, path = "/api/v1/conversation/{conversation_id}/events/count", tag = "Events",
-    params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
-        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after"),
-        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
-        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
-    ),
-    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses(
-        (status = 200, body = i64),
-        (status = 401, body = crate::dto::ErrorDetail), (status = 403, body = crate::dto::ErrorDetail),
-        (status = 404, body = crate::dto::ErrorDetail), (status = 422, body = crate::dto::HTTPValidationError),
-        (status = 500, body = crate::dto::ErrorDetail),
-    ))]
-pub async fn count_events(
-    state: web::Data<AppState>,
-    caller: Caller,
-    req: HttpRequest,
-    path: web::Path<String>,
-) -> ApiResult<HttpResponse> {
-    let pairs = query_pairs(&req);
-    let raw = path.into_inner();
-    let n = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            let query = parse_search(&pairs, false)?;
-            Ok(s.services.events().count_events(&ctx, id, &query.filter)?)
-        })
-        .await?;
-    Ok(HttpResponse::Ok().json(n))
-}
-
-/// Gets events by id (`?id=…&id=…`, at most 100), in request order, `null` for unknown ids.
-#[utoipa::path(get, path = "/api/v1/conversation/{conversation_id}/events", tag = "Events",
-    params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("id" = Vec<String>, Query, description = "Event ids (repeat the parameter)"),
-        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
-    ),
-    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses(
-        (status = 200, description = "JSON array of events or null", content_type = "application/json"),
-        (status = 400, description = "More than 100 ids", body = crate::dto::ErrorDetail),
-        (status = 401, body = crate::dto::ErrorDetail), (status = 403, body = crate::dto::ErrorDetail),
-        (status = 404, body = crate::dto::ErrorDetail), (status = 422, body = crate::dto::HTTPValidationError),
-        (status = 500, body = crate::dto::ErrorDetail),
-    ))]
-pub async fn get_events(
-    state: web::Data<AppState>,
-    caller: Caller,
-    req: HttpRequest,
-    path: web::Path<String>,
-) -> ApiResult<HttpResponse> {
-    let ids: Vec<String> = query_pairs(&req)
-        .into_iter()
-        .filter(|(k, _)| k == "id")
-        .map(|(_, v)| v)
-        .collect();
-    let raw = path.into_inner();
-    let found = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            if ids.is_empty() {
-                return Err(ValidationError::new(
-                    ErrorType::Missing,
-                    vec!["query".into(), "id".into()],
-                    "Field required",
-                )
-                .with_input(Value::Null)
-                .into());
-            }
-            Ok(s.services.events().get_events(&ctx, id, &ids)?)
-        })
-        .await?;
-    let body = json_array(found.iter().map(Option::as_deref), 0);
-    Ok(HttpResponse::Ok()
-        .content_type("application/json")
-        .body(body))
 }
 
 /// A JSON array of stored canonical JSON texts (`null` for `None`), written without
@@ -277,7 +143,7 @@ fn json_array<'a>(items: impl Iterator<Item = Option<&'a str>>, capacity: usize)
     out
 }
 
-/// The search response `{"items": [...], "next_page_id": ...}`.
+/// The search response `{"items": [...], "next_page_id": ...}`, built from the stored JSON.
 fn page_json(page: &EventPageOut) -> String {
     let items = json_array(
         page.items.iter().map(|i| Some(i.as_str())),
@@ -290,92 +156,122 @@ fn page_json(page: &EventPageOut) -> String {
     format!("{{\"items\":{items},\"next_page_id\":{next}}}")
 }
 
-fn session_key(req: &HttpRequest) -> Option<String> {
-    req.headers()
-        .get(SESSION_KEY_HEADER)
-        .map(|v| v.to_str().unwrap_or("").to_owned())
-}
-
-/// Receives a batch of events from an agent server: validated whole, stored atomically, ids
-/// already stored skipped (retries never duplicate). `{"success": true}` means every event is
-/// durable.
-#[utoipa::path(post, path = "/api/v1/webhooks/events/{conversation_id}", tag = "Webhooks",
+/// Searches a conversation's events (spec §4.1).
+#[utoipa::path(tag = "Events",
     params(
-        ("conversation_id" = String, Path, description = "Conversation UUID (dashed or 32 hex)"),
+        ("conversation_id" = String, Path, description = "Conversation UUID"),
+        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
+        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
+        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
+        ("sort_order" = Option<String>, Query, description = "TIMESTAMP (default) or TIMESTAMP_DESC"),
+        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
+        ("limit" = inline(Option<PageLimit>), Query, description = limit_description()),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
-    security(("SessionKeyHeader" = [])),
-    request_body(content = Vec<Object>, description = "JSON array of events"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "{\"success\": true}"),
-        (status = 401, description = "Missing or invalid session key", body = crate::dto::ErrorDetail),
-        (status = 404, description = "The conversation belongs to another organization", body = crate::dto::ErrorDetail),
-        (status = 413, body = crate::dto::ErrorDetail),
-        (status = 422, description = "An invalid event (loc names its index and field): nothing stored", body = crate::dto::HTTPValidationError),
-        (status = 500, body = crate::dto::ErrorDetail),
+        (status = 200, description = "EventPage: {items: [Event], next_page_id: string|null}", content_type = "application/json"),
+        ApiKeyErrors,
+        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
     ))]
-pub async fn webhook_events(
+#[get("/api/v1/conversation/{conversation_id}/events/search")]
+pub async fn search_events(
     state: web::Data<AppState>,
-    req: HttpRequest,
+    caller: Caller,
+    query: QueryPairs,
     path: web::Path<String>,
-    body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let key = session_key(&req);
     let raw = path.into_inner();
-    let st = state.clone();
-    st.blocking(move || {
-        let sandbox = state.services.sandboxes().authenticate_sandbox(key.as_deref())?;
-        let id = conversation_id(&raw)?;
-        let bytes = body.bytes()?;
-        let text = std::str::from_utf8(&bytes).map_err(|e| {
-            ApiError::from(ValidationError::new(ErrorType::JsonInvalid, vec!["body".into(), LocItem::Index(e.valid_up_to())], "JSON decode error"))
-        })?;
-        let outcome = state.services.events().ingest_events(&sandbox, id, text)?;
-        tracing::debug!(stored = outcome.stored, skipped = outcome.skipped, conversation = %id, "events ingested");
-        Ok(())
-    })
-    .await?;
-    Ok(HttpResponse::Ok().json(json!({ "success": true })))
+    let page = caller
+        .run(state, move |s, ctx| {
+            let id = conversation_id(&raw)?;
+            let search = parse_search(&query, true)?;
+            Ok(s.services.events().search_events(&ctx, id, &search)?)
+        })
+        .await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(page_json(&page)))
 }
 
-/// Receives an agent server's `ConversationInfo`: updates the conversation's title, run state
-/// and metadata (creating the conversation if need be).
-#[utoipa::path(post, path = "/api/v1/webhooks/conversations", tag = "Webhooks",
-    security(("SessionKeyHeader" = [])),
-    request_body(content = Object, description = "The agent server's ConversationInfo"),
+/// Counts a conversation's events matching the filters of search: a bare integer.
+#[utoipa::path(tag = "Events",
+    params(
+        ("conversation_id" = String, Path, description = "Conversation UUID"),
+        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
+        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after"),
+        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "{\"success\": true}"),
-        (status = 401, body = crate::dto::ErrorDetail), (status = 404, body = crate::dto::ErrorDetail),
-        (status = 413, body = crate::dto::ErrorDetail), (status = 422, body = crate::dto::HTTPValidationError),
-        (status = 500, body = crate::dto::ErrorDetail),
+        (status = 200, body = i64),
+        ApiKeyErrors,
+        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
     ))]
-pub async fn webhook_conversations(
+#[get("/api/v1/conversation/{conversation_id}/events/count")]
+pub async fn count_events(
     state: web::Data<AppState>,
-    req: HttpRequest,
-    body: RawBody,
+    caller: Caller,
+    query: QueryPairs,
+    path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let key = session_key(&req);
-    let st = state.clone();
-    st.blocking(move || {
-        let sandbox = state
-            .services
-            .sandboxes()
-            .authenticate_sandbox(key.as_deref())?;
-        let info = body.json()?;
-        Ok(state
-            .services
-            .conversations()
-            .ingest_conversation_info(&sandbox, &info)?)
-    })
-    .await?;
-    Ok(HttpResponse::Ok().json(json!({ "success": true })))
+    let raw = path.into_inner();
+    let n = caller
+        .run(state, move |s, ctx| {
+            let id = conversation_id(&raw)?;
+            let search = parse_search(&query, false)?;
+            Ok(s.services.events().count_events(&ctx, id, &search.filter)?)
+        })
+        .await?;
+    Ok(HttpResponse::Ok().json(n))
+}
+
+/// Gets events by id (`?id=…&id=…`, at most 100), in request order, `null` for unknown ids.
+#[utoipa::path(tag = "Events",
+    params(
+        ("conversation_id" = String, Path, description = "Conversation UUID"),
+        ("id" = Vec<String>, Query, description = "Event ids (repeat the parameter)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, description = "JSON array of events or null", content_type = "application/json"),
+        (status = 400, description = format!("More than {MAX_BATCH_GET} ids"), body = ErrorDetail),
+        ApiKeyErrors,
+        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
+    ))]
+#[get("/api/v1/conversation/{conversation_id}/events")]
+pub async fn get_events(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let ids = query.all("id");
+    let raw = path.into_inner();
+    let found = caller
+        .run(state, move |s, ctx| {
+            let id = conversation_id(&raw)?;
+            if ids.is_empty() {
+                return Err(missing(QueryPairs::loc("id"), Value::Null).into());
+            }
+            Ok(s.services.events().get_events(&ctx, id, &ids)?)
+        })
+        .await?;
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .body(json_array(found.iter().map(Option::as_deref), 0)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn pairs(q: &str) -> Vec<(String, String)> {
-        serde_urlencoded::from_str(q).unwrap()
+    use switchboard_model::LocItem;
+
+    fn pairs(q: &str) -> QueryPairs {
+        QueryPairs::parse(q)
     }
 
     #[test]

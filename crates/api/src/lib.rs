@@ -12,6 +12,7 @@ use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::middleware::from_fn;
 use actix_web::{App, web};
 use std::sync::Arc;
+use utoipa_actix_web::AppExt;
 
 use switchboard_domain::Switchboard;
 use tokio::sync::Semaphore;
@@ -20,9 +21,15 @@ pub mod dto;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod health;
+pub mod keys;
 pub mod metrics;
 pub mod openapi;
+pub mod org_settings;
+pub mod responses;
 pub mod routes;
+pub mod users;
+pub mod webhooks;
 
 pub use metrics::{Metrics, PoolStats, PoolStatsFn};
 
@@ -83,7 +90,8 @@ impl AppState {
     }
 }
 
-/// The app: every route of [`routes::ROUTES`], the request-id/metrics middleware, JSON 404s.
+/// The app: every route of the route table ([`routes::configure`]), 405 and 404 answers in
+/// FastAPI's shape, and the request-id/metrics middleware.
 pub fn create_app(
     state: web::Data<AppState>,
 ) -> App<
@@ -95,10 +103,10 @@ pub fn create_app(
         InitError = (),
     >,
 > {
-    App::new()
+    let (app, doc) = App::new()
+        .into_utoipa_app()
         .app_data(state)
-        .app_data(extract::BodyLimit(extract::DEFAULT_BODY_LIMIT))
         .configure(routes::configure)
-        .default_service(web::to(routes::not_found))
-        .wrap(from_fn(metrics::observe))
+        .split_for_parts();
+    routes::fallbacks(app, doc.paths.paths.into_keys()).wrap(from_fn(metrics::observe))
 }

@@ -1,13 +1,16 @@
-//! The OpenAPI 3.1 document, generated from the handlers' annotations (utoipa). Its
-//! `info.version` is the API version `0.0.1` (spec §9), not the crates' version.
+//! The OpenAPI 3.1 document: the info, security schemes and schemas declared here, and the
+//! paths collected from the route table ([`crate::routes::configure`]), each generated from
+//! its handler's annotations (utoipa). Its `info.version` is the API version `0.0.1`
+//! (spec §9), not the crates' version.
 
 use std::sync::LazyLock;
 
+use actix_web::App;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
+use utoipa_actix_web::AppExt;
 
 use crate::dto;
-use crate::events;
 use crate::routes;
 
 /// The API version of the document (spec §9).
@@ -42,14 +45,6 @@ impl Modify for SecuritySchemes {
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Switchboard", description = "Control plane for software-agent conversations, compatible with the OpenHands V1 app server API."),
-    paths(
-        routes::health, routes::ready, routes::metrics, routes::openapi_json,
-        routes::get_org_app_settings, routes::update_org_app_settings,
-        routes::create_api_key, routes::list_api_keys, routes::revoke_api_key,
-        routes::users_me,
-        events::search_events, events::count_events, events::get_events,
-        events::webhook_events, events::webhook_conversations,
-    ),
     components(schemas(
         dto::ErrorDetail, dto::HTTPValidationError, dto::ValidationErrorEntry,
         dto::OrgAppSettingsResponse, dto::OrgAppSettingsUpdate, dto::MarketplaceRegistration, dto::MarketplaceRegistrationInput,
@@ -62,7 +57,12 @@ struct ApiDoc;
 
 /// The document.
 pub fn document() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    App::new()
+        .into_utoipa_app()
+        .openapi(ApiDoc::openapi())
+        .configure(routes::configure)
+        .split_for_parts()
+        .1
 }
 
 static JSON: LazyLock<String> = LazyLock::new(|| {

@@ -1,0 +1,61 @@
+//! Request and response bodies as the API writes them and the OpenAPI document describes
+//! them: the shared error and status bodies here, one module per resource.
+
+mod keys;
+mod org_settings;
+mod users;
+
+pub use keys::{ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
+pub use org_settings::{
+    MarketplaceRegistration, MarketplaceRegistrationInput, OrgAppSettingsResponse,
+    OrgAppSettingsUpdate,
+};
+pub use users::MeResponse;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// `{"detail": "message"}`: every error but 422.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// Human-readable message.
+    pub detail: String,
+}
+
+/// One FastAPI validation error entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ValidationErrorEntry {
+    /// Where: `["body", "max_budget_per_task"]`, `["query", "limit"]`, `["header", "x-org-id"]`
+    /// (strings and integer indices).
+    #[schema(value_type = Vec<Value>)]
+    pub loc: Vec<Value>,
+    /// Message.
+    pub msg: String,
+    /// pydantic error type, e.g. `missing`, `json_invalid`, `value_error`.
+    #[serde(rename = "type")]
+    pub error_type: String,
+    /// The offending input (any JSON value).
+    #[schema(value_type = Value)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<Value>,
+    /// Context, e.g. `{"ge": 0}`; only for some types.
+    #[schema(value_type = Option<Object>)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ctx: Option<Value>,
+}
+
+/// `{"detail": [entry, …]}`: a 422.
+#[derive(Debug, Serialize, ToSchema)]
+#[allow(clippy::upper_case_acronyms)]
+pub struct HTTPValidationError {
+    /// The entries.
+    pub detail: Vec<ValidationErrorEntry>,
+}
+
+/// `GET /health`, `GET /ready`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Status {
+    /// `ok` or `ready`.
+    pub status: String,
+}

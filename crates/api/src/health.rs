@@ -1,0 +1,68 @@
+//! Operational routes: liveness, readiness, Prometheus metrics and the OpenAPI document. They
+//! need no key.
+
+use actix_web::{HttpResponse, get, web};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ErrorDetail, Status};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(health)
+        .service(ready)
+        .service(metrics)
+        .service(openapi_json);
+}
+
+/// Liveness: the process serves requests.
+#[utoipa::path(tag = "Health", responses((status = 200, body = Status)))]
+#[get("/health")]
+pub async fn health() -> web::Json<Status> {
+    web::Json(Status {
+        status: "ok".into(),
+    })
+}
+
+/// Readiness: the database answers and every migration is applied.
+#[utoipa::path(tag = "Health", responses(
+    (status = 200, body = Status),
+    (status = 503, description = "Database unreachable or migrations pending", body = ErrorDetail),
+))]
+#[get("/ready")]
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let store = state.services.store().clone();
+    match web::block(move || store.ready()).await {
+        Ok(Ok(())) => HttpResponse::Ok().json(Status {
+            status: "ready".into(),
+        }),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "not ready");
+            HttpResponse::ServiceUnavailable().json(ErrorDetail {
+                detail: "Not ready".into(),
+            })
+        }
+        Err(_) => HttpResponse::ServiceUnavailable().json(ErrorDetail {
+            detail: "Not ready".into(),
+        }),
+    }
+}
+
+/// Prometheus metrics: request counts and latency histograms by route and status, pool usage.
+#[utoipa::path(tag = "Health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+#[get("/metrics")]
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    let pool = state.pool_stats.as_ref().map(|f| f());
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(state.metrics.render(pool))
+}
+
+/// This document.
+#[utoipa::path(tag = "Health", responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json")))]
+#[get("/openapi.json")]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(crate::openapi::document_json())
+}

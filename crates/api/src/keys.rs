@@ -1,0 +1,99 @@
+//! The caller's API keys (API.md, Identity): `POST`/`GET /api/keys`, `DELETE /api/keys/{id}`.
+
+use actix_web::{delete, get, post, web};
+use switchboard_domain::identity::api_keys::parse_new_key;
+use switchboard_domain::{ApiKeyId, ApiKeyView, Permission};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ErrorDetail, HTTPValidationError};
+use crate::error::ApiResult;
+use crate::extract::{Caller, DEFAULT_BODY_LIMIT, RawBody, path_uuid};
+use crate::responses::{ApiKeyErrors, too_large};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(create_api_key)
+        .service(list_api_keys)
+        .service(revoke_api_key);
+}
+
+/// Creates an API key for the caller, bound to the effective organization
+/// (`manage_api_keys`). The key is in the response, once; only its SHA-256 is stored.
+#[utoipa::path(tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization to bind the key to (UUID)")),
+    request_body = crate::dto::ApiKeyCreate,
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ApiKeyCreated),
+        (status = 413, description = too_large(DEFAULT_BODY_LIMIT), body = ErrorDetail),
+        ApiKeyErrors,
+        (status = 422, description = "Bad name or an expiry in the past", body = HTTPValidationError),
+    ))]
+#[post("/api/keys")]
+pub async fn create_api_key(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: RawBody,
+) -> ApiResult<web::Json<ApiKeyCreated>> {
+    let issued = caller
+        .run(state, move |s, ctx| {
+            ctx.require(Permission::ManageApiKeys)?;
+            let request = parse_new_key(&body.json()?)?;
+            Ok(s.services
+                .api_keys()
+                .create_api_key(&ctx, request.name, request.expires_at)?)
+        })
+        .await?;
+    Ok(web::Json(issued.into()))
+}
+
+/// The caller's API keys usable in the effective organization (bound to it, or unbound),
+/// newest first, revoked ones included (`manage_api_keys`).
+#[utoipa::path(tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = ApiKeyList), ApiKeyErrors))]
+#[get("/api/keys")]
+pub async fn list_api_keys(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> ApiResult<web::Json<ApiKeyList>> {
+    let keys = caller
+        .run(state, |s, ctx| {
+            Ok(s.services.api_keys().list_api_keys(&ctx)?)
+        })
+        .await?;
+    Ok(web::Json(ApiKeyList {
+        items: keys.iter().map(|k| ApiKeyView::from(k).into()).collect(),
+    }))
+}
+
+/// Revokes one of the caller's keys (`manage_api_keys`); another user's key is 404.
+#[utoipa::path(tag = "Keys",
+    params(("id" = String, Path, description = "Key id (UUID)"), ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ApiKeyRevoked),
+        ApiKeyErrors,
+        (status = 404, description = "No such key of the caller's", body = ErrorDetail),
+    ))]
+#[delete("/api/keys/{id}")]
+pub async fn revoke_api_key(
+    state: web::Data<AppState>,
+    caller: Caller,
+    id: web::Path<String>,
+) -> ApiResult<web::Json<ApiKeyRevoked>> {
+    let id = id.into_inner();
+    let key = caller
+        .run(state, move |s, ctx| {
+            // The path is checked after authentication, like any other input.
+            let id = ApiKeyId(path_uuid(&id, "id")?);
+            Ok(s.services.api_keys().revoke_api_key(&ctx, id)?)
+        })
+        .await?;
+    Ok(web::Json(ApiKeyRevoked {
+        id: key.id.0,
+        revoked: key.revoked_at.is_some(),
+    }))
+}

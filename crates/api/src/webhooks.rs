@@ -1,0 +1,90 @@
+//! The agent-server webhooks (API.md, Event ingestion), authenticated by the sandbox's
+//! session key: event batches and `ConversationInfo` updates.
+
+use actix_web::{HttpResponse, post, web};
+use serde_json::json;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::ErrorDetail;
+use crate::error::ApiResult;
+use crate::events::conversation_id;
+use crate::extract::{RawBody, SandboxCaller};
+use crate::responses::{SessionKeyErrors, too_large};
+
+/// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
+pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(webhook_events).service(webhook_conversations);
+}
+
+/// `{"success": true}`: a webhook's answer once what it carried is durable.
+fn success() -> HttpResponse {
+    HttpResponse::Ok().json(json!({ "success": true }))
+}
+
+/// Receives a batch of events from an agent server: validated whole, stored atomically, ids
+/// already stored skipped (retries never duplicate). `{"success": true}` means every event is
+/// durable.
+#[utoipa::path(tag = "Webhooks",
+    params(
+        ("conversation_id" = String, Path, description = "Conversation UUID (dashed or 32 hex)"),
+    ),
+    security(("SessionKeyHeader" = [])),
+    request_body(content = Vec<Object>, description = "JSON array of events"),
+    responses(
+        (status = 200, description = "{\"success\": true}"),
+        (status = 404, description = "The conversation belongs to another organization", body = ErrorDetail),
+        (status = 413, description = too_large(WEBHOOK_BODY_LIMIT), body = ErrorDetail),
+        SessionKeyErrors,
+        (status = 422, description = "An invalid event (loc names its index and field): nothing stored", body = crate::dto::HTTPValidationError),
+    ))]
+#[post("/api/v1/webhooks/events/{conversation_id}")]
+pub async fn webhook_events(
+    state: web::Data<AppState>,
+    caller: SandboxCaller,
+    path: web::Path<String>,
+    body: RawBody<WEBHOOK_BODY_LIMIT>,
+) -> ApiResult<HttpResponse> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, sandbox| {
+            let id = conversation_id(&raw)?;
+            let text = body.text()?;
+            let outcome = s.services.events().ingest_events(&sandbox, id, &text)?;
+            tracing::debug!(stored = outcome.stored, skipped = outcome.skipped, conversation = %id, "events ingested");
+            Ok(())
+        })
+        .await?;
+    Ok(success())
+}
+
+/// Receives an agent server's `ConversationInfo`: updates the conversation's title, run state
+/// and metadata (creating the conversation if need be).
+#[utoipa::path(tag = "Webhooks",
+    security(("SessionKeyHeader" = [])),
+    request_body(content = Object, description = "The agent server's ConversationInfo"),
+    responses(
+        (status = 200, description = "{\"success\": true}"),
+        (status = 404, description = "The conversation belongs to another organization", body = ErrorDetail),
+        (status = 413, description = too_large(WEBHOOK_BODY_LIMIT), body = ErrorDetail),
+        SessionKeyErrors,
+    ))]
+#[post("/api/v1/webhooks/conversations")]
+pub async fn webhook_conversations(
+    state: web::Data<AppState>,
+    caller: SandboxCaller,
+    body: RawBody<WEBHOOK_BODY_LIMIT>,
+) -> ApiResult<HttpResponse> {
+    caller
+        .run(state, move |s, sandbox| {
+            let info = body.json()?;
+            Ok(s.services
+                .conversations()
+                .ingest_conversation_info(&sandbox, &info)?)
+        })
+        .await?;
+    Ok(success())
+}
