@@ -2,7 +2,6 @@
 
 use actix_web::{HttpResponse, get, web};
 use serde_json::Value;
-use switchboard_domain::ConversationId;
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::events::{
     EventCursor, EventFilter, EventPageOut, MAX_BATCH_GET, MAX_PAGE_LIMIT, SearchQuery, SortOrder,
@@ -11,6 +10,7 @@ use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{
     datetime_parsing, greater_than, int_parsing, less_than_equal, missing, not_one_of, value_error,
 };
+use switchboard_domain::{ConversationId, OrgContext};
 use switchboard_model::{ErrorType, EventKind};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, path_uuid};
-use crate::responses::ApiKeyErrors;
+use crate::responses::ConversationErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -31,9 +31,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 fn limit_description() -> String {
     format!("1..={MAX_PAGE_LIMIT}, default {MAX_PAGE_LIMIT}")
 }
-
-/// The 404 of an operation on a conversation.
-const CONVERSATION_NOT_FOUND: &str = "Unknown conversation, or another organization's";
 
 /// The schema of the `limit` parameter: an integer from 1 to [`MAX_PAGE_LIMIT`], by default
 /// [`MAX_PAGE_LIMIT`].
@@ -57,6 +54,23 @@ impl utoipa::ToSchema for PageLimit {}
 /// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
 pub(crate) fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
     path_uuid(raw, "conversation_id").map(ConversationId)
+}
+
+/// Authenticates the caller, then runs `f` for the conversation named by `path` (judged after
+/// authentication, like every input), all in one blocking call.
+async fn on_conversation<T: Send + 'static>(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+    f: impl FnOnce(&AppState, OrgContext, ConversationId) -> Result<T, ApiError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, ctx| {
+            let id = conversation_id(&raw)?;
+            f(s, ctx, id)
+        })
+        .await
 }
 
 /// The sort orders of spec §4.1, by wire name.
@@ -171,8 +185,7 @@ fn page_json(page: &EventPageOut) -> String {
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, description = "EventPage: {items: [Event], next_page_id: string|null}", content_type = "application/json"),
-        ApiKeyErrors,
-        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
+        ConversationErrors,
     ))]
 #[get("/api/v1/conversation/{conversation_id}/events/search")]
 pub async fn search_events(
@@ -181,14 +194,11 @@ pub async fn search_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let raw = path.into_inner();
-    let page = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            let search = parse_search(&query, true)?;
-            Ok(s.services.events().search_events(&ctx, id, &search)?)
-        })
-        .await?;
+    let page = on_conversation(state, caller, path, move |s, ctx, id| {
+        let search = parse_search(&query, true)?;
+        Ok(s.services.events().search_events(&ctx, id, &search)?)
+    })
+    .await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(page_json(&page)))
@@ -204,11 +214,7 @@ pub async fn search_events(
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses(
-        (status = 200, body = i64),
-        ApiKeyErrors,
-        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
-    ))]
+    responses((status = 200, body = i64), ConversationErrors))]
 #[get("/api/v1/conversation/{conversation_id}/events/count")]
 pub async fn count_events(
     state: web::Data<AppState>,
@@ -216,14 +222,11 @@ pub async fn count_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let raw = path.into_inner();
-    let n = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            let search = parse_search(&query, false)?;
-            Ok(s.services.events().count_events(&ctx, id, &search.filter)?)
-        })
-        .await?;
+    let n = on_conversation(state, caller, path, move |s, ctx, id| {
+        let search = parse_search(&query, false)?;
+        Ok(s.services.events().count_events(&ctx, id, &search.filter)?)
+    })
+    .await?;
     Ok(HttpResponse::Ok().json(n))
 }
 
@@ -238,8 +241,7 @@ pub async fn count_events(
     responses(
         (status = 200, description = "JSON array of events or null", content_type = "application/json"),
         (status = 400, description = format!("More than {MAX_BATCH_GET} ids"), body = ErrorDetail),
-        ApiKeyErrors,
-        (status = 404, description = CONVERSATION_NOT_FOUND, body = ErrorDetail),
+        ConversationErrors,
     ))]
 #[get("/api/v1/conversation/{conversation_id}/events")]
 pub async fn get_events(
@@ -249,16 +251,13 @@ pub async fn get_events(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let ids = query.all("id");
-    let raw = path.into_inner();
-    let found = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            if ids.is_empty() {
-                return Err(missing(QueryPairs::loc("id"), Value::Null).into());
-            }
-            Ok(s.services.events().get_events(&ctx, id, &ids)?)
-        })
-        .await?;
+    let found = on_conversation(state, caller, path, move |s, ctx, id| {
+        if ids.is_empty() {
+            return Err(missing(QueryPairs::loc("id"), Value::Null).into());
+        }
+        Ok(s.services.events().get_events(&ctx, id, &ids)?)
+    })
+    .await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(json_array(found.iter().map(Option::as_deref), 0)))

@@ -8,6 +8,7 @@ use utoipa::openapi::{RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, ToSchema};
 
 use crate::dto::{ErrorDetail, HTTPValidationError};
+use crate::webhooks::WEBHOOK_BODY_LIMIT;
 
 /// An answer with a JSON body of schema `T`.
 fn answer<T: ToSchema>(description: &str) -> RefOr<Response> {
@@ -59,16 +60,40 @@ impl IntoResponses for ApiKeyErrors {
     }
 }
 
-/// What an agent-server webhook (authenticated by a sandbox session key) may answer besides
-/// its own: 401, 422, 500.
-pub struct SessionKeyErrors;
+/// What an operation on one conversation (named by its path) may answer besides its own: as
+/// [`ApiKeyErrors`], with 404 also for an unknown conversation or another organization's.
+pub struct ConversationErrors;
 
-impl IntoResponses for SessionKeyErrors {
+impl IntoResponses for ConversationErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut out = ApiKeyErrors::responses();
+        out.insert(
+            "404".to_owned(),
+            answer::<ErrorDetail>("Unknown conversation, or another organization's"),
+        );
+        out
+    }
+}
+
+/// What an agent-server webhook (authenticated by a sandbox session key) may answer besides
+/// its own: 401, 404 (the conversation belongs to another organization), 413 (over
+/// [`WEBHOOK_BODY_LIMIT`]), 422, 500.
+pub struct WebhookErrors;
+
+impl IntoResponses for WebhookErrors {
     fn responses() -> BTreeMap<String, RefOr<Response>> {
         BTreeMap::from([
             (
                 "401".to_owned(),
                 answer::<ErrorDetail>("Missing or invalid session key"),
+            ),
+            (
+                "404".to_owned(),
+                answer::<ErrorDetail>("The conversation belongs to another organization"),
+            ),
+            (
+                "413".to_owned(),
+                answer::<ErrorDetail>(&too_large(WEBHOOK_BODY_LIMIT)),
             ),
             (
                 "422".to_owned(),

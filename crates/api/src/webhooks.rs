@@ -6,11 +6,10 @@ use serde_json::json;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::ErrorDetail;
 use crate::error::ApiResult;
 use crate::events::conversation_id;
 use crate::extract::{RawBody, SandboxCaller};
-use crate::responses::{SessionKeyErrors, too_large};
+use crate::responses::WebhookErrors;
 
 /// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
 pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
@@ -36,9 +35,7 @@ fn success() -> HttpResponse {
     request_body(content = Vec<Object>, description = "JSON array of events"),
     responses(
         (status = 200, description = "{\"success\": true}"),
-        (status = 404, description = "The conversation belongs to another organization", body = ErrorDetail),
-        (status = 413, description = too_large(WEBHOOK_BODY_LIMIT), body = ErrorDetail),
-        SessionKeyErrors,
+        WebhookErrors,
         (status = 422, description = "An invalid event (loc names its index and field): nothing stored", body = crate::dto::HTTPValidationError),
     ))]
 #[post("/api/v1/webhooks/events/{conversation_id}")]
@@ -66,12 +63,7 @@ pub async fn webhook_events(
 #[utoipa::path(tag = "Webhooks",
     security(("SessionKeyHeader" = [])),
     request_body(content = Object, description = "The agent server's ConversationInfo"),
-    responses(
-        (status = 200, description = "{\"success\": true}"),
-        (status = 404, description = "The conversation belongs to another organization", body = ErrorDetail),
-        (status = 413, description = too_large(WEBHOOK_BODY_LIMIT), body = ErrorDetail),
-        SessionKeyErrors,
-    ))]
+    responses((status = 200, description = "{\"success\": true}"), WebhookErrors))]
 #[post("/api/v1/webhooks/conversations")]
 pub async fn webhook_conversations(
     state: web::Data<AppState>,

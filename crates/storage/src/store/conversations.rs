@@ -9,7 +9,7 @@ use switchboard_domain::{ConversationId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use super::rows::{db_err, from_db, optional_row, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::conversations;
 
@@ -118,14 +118,13 @@ impl ConversationStore for DieselStore {
     fn conversation(&self, id: ConversationId) -> Result<Option<Conversation>, StorageError> {
         let mut conn = self.conn()?;
         let id = id.to_string();
-        native!(&mut *conn, |c| conversations::table
-            .filter(conversations::id.eq(&id))
-            .select(ConversationRow::as_select())
-            .get_result(c)
-            .optional())
-        .map_err(db_err)?
-        .map(ConversationRow::conversation)
-        .transpose()
+        optional_row(
+            native!(&mut *conn, |c| conversations::table
+                .filter(conversations::id.eq(&id))
+                .select(ConversationRow::as_select())
+                .get_result(c)),
+            ConversationRow::conversation,
+        )
     }
 
     /// Group commit: concurrent appends are combined into one transaction (see

@@ -8,7 +8,7 @@ use switchboard_domain::{ApiKeyId, OrgId, Role, StorageError, UserId};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use super::rows::{db_err, from_db, optional_row, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{api_keys, org_members, orgs, users};
 
@@ -177,26 +177,24 @@ impl IdentityStore for DieselStore {
 
     fn user(&self, id: UserId) -> Result<Option<User>, StorageError> {
         let mut conn = self.conn()?;
-        users::table
-            .filter(users::id.eq(id.to_string()))
-            .select(UserRow::as_select())
-            .get_result(&mut *conn)
-            .optional()
-            .map_err(db_err)?
-            .map(UserRow::user)
-            .transpose()
+        optional_row(
+            users::table
+                .filter(users::id.eq(id.to_string()))
+                .select(UserRow::as_select())
+                .get_result(&mut *conn),
+            UserRow::user,
+        )
     }
 
     fn user_by_email(&self, email: &str) -> Result<Option<User>, StorageError> {
         let mut conn = self.conn()?;
-        users::table
-            .filter(users::email.eq(email))
-            .select(UserRow::as_select())
-            .get_result(&mut *conn)
-            .optional()
-            .map_err(db_err)?
-            .map(UserRow::user)
-            .transpose()
+        optional_row(
+            users::table
+                .filter(users::email.eq(email))
+                .select(UserRow::as_select())
+                .get_result(&mut *conn),
+            UserRow::user,
+        )
     }
 
     fn org_membership(
@@ -225,15 +223,14 @@ impl IdentityStore for DieselStore {
 
     fn org_by_name(&self, name: &str) -> Result<Option<Org>, StorageError> {
         let mut conn = self.conn()?;
-        orgs::table
-            .filter(orgs::name.eq(name))
-            .order(orgs::created_at.asc())
-            .select(OrgRow::as_select())
-            .first(&mut *conn)
-            .optional()
-            .map_err(db_err)?
-            .map(OrgRow::org)
-            .transpose()
+        optional_row(
+            orgs::table
+                .filter(orgs::name.eq(name))
+                .order(orgs::created_at.asc())
+                .select(OrgRow::as_select())
+                .first(&mut *conn),
+            OrgRow::org,
+        )
     }
 
     fn count_orgs(&self) -> Result<i64, StorageError> {
@@ -347,14 +344,13 @@ impl IdentityStore for DieselStore {
 
     fn api_key(&self, id: ApiKeyId) -> Result<Option<ApiKeyRecord>, StorageError> {
         let mut conn = self.conn()?;
-        api_keys::table
-            .filter(api_keys::id.eq(id.to_string()))
-            .select(ApiKeyRow::as_select())
-            .get_result(&mut *conn)
-            .optional()
-            .map_err(db_err)?
-            .map(ApiKeyRow::record)
-            .transpose()
+        optional_row(
+            api_keys::table
+                .filter(api_keys::id.eq(id.to_string()))
+                .select(ApiKeyRow::as_select())
+                .get_result(&mut *conn),
+            ApiKeyRow::record,
+        )
     }
 
     fn revoke_api_key(&self, id: ApiKeyId, now: OffsetDateTime) -> Result<bool, StorageError> {

@@ -42,3 +42,13 @@ pub(crate) fn parse_opt_id<T: std::str::FromStr>(
 ) -> Result<Option<T>, StorageError> {
     s.map(|s| parse_id(s, what)).transpose()
 }
+
+/// At most one row, turned into its domain value by `convert`: `Ok(None)` when the query
+/// found none; a query or conversion failure is a storage failure.
+pub(crate) fn optional_row<R, T>(
+    found: diesel::QueryResult<R>,
+    convert: impl FnOnce(R) -> Result<T, StorageError>,
+) -> Result<Option<T>, StorageError> {
+    use diesel::OptionalExtension;
+    found.optional().map_err(db_err)?.map(convert).transpose()
+}

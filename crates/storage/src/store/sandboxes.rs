@@ -8,7 +8,7 @@ use switchboard_domain::sandboxes::Sandbox;
 use time::PrimitiveDateTime;
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, parse_id, to_db};
+use super::rows::{db_err, from_db, optional_row, parse_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::sandboxes;
 
@@ -54,13 +54,12 @@ impl SandboxStore for DieselStore {
 
     fn sandbox_by_key_hash(&self, hash: &SessionKeyHash) -> Result<Option<Sandbox>, StorageError> {
         let mut conn = self.conn()?;
-        native!(&mut *conn, |c| sandboxes::table
-            .filter(sandboxes::session_key_hash.eq(&hash.0))
-            .select(SandboxRow::as_select())
-            .get_result(c)
-            .optional())
-        .map_err(db_err)?
-        .map(SandboxRow::sandbox)
-        .transpose()
+        optional_row(
+            native!(&mut *conn, |c| sandboxes::table
+                .filter(sandboxes::session_key_hash.eq(&hash.0))
+                .select(SandboxRow::as_select())
+                .get_result(c)),
+            SandboxRow::sandbox,
+        )
     }
 }
