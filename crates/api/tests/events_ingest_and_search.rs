@@ -363,9 +363,51 @@ async fn retries_never_duplicate(backend: Backend) {
     assert_same_events(&got, &sorted, backend.name());
 }
 
+/// A run state OpenHands does not define (from a newer agent server) is not an error: the
+/// event is stored, the conversation keeps its run state, and a `ConversationInfo` carrying
+/// one still updates the title.
+async fn unknown_statuses_leave_the_run_state(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let session = app.register_sandbox(app.org, app.owner.user_id).await;
+    let conv = uuid::Uuid::new_v4().to_string();
+    let update = |id: &str, status: &str| {
+        json!({"id": id, "timestamp": "2026-11-21T09:00:00", "source": "environment",
+               "key": "execution_status", "value": status, "kind": "ConversationStateUpdateEvent"})
+        .to_string()
+    };
+    app.ingest(&session, &conv, &[&update("a", "running")])
+        .await;
+    app.ingest(&session, &conv, &[&update("b", "brand_new_status")])
+        .await;
+    let (_, n) = app
+        .get_query(&events_path(&conv, "/count"), &app.owner.key, &[])
+        .await;
+    assert_eq!(n, json!(2), "{backend}: the event is stored");
+    let c = app.conversation(&conv).await.unwrap();
+    assert_eq!(c.execution_status.as_deref(), Some("running"), "{backend}");
+
+    let info = json!({"id": conv, "title": "renamed", "execution_status": "brand_new_status"});
+    let (status, body) = app
+        .post_webhook(
+            "/api/v1/webhooks/conversations",
+            Some(&session),
+            info.to_string(),
+        )
+        .await;
+    assert_eq!((status, body), (200, json!({"success": true})), "{backend}");
+    let c = app.conversation(&conv).await.unwrap();
+    assert_eq!(
+        (c.title.as_deref(), c.execution_status.as_deref()),
+        (Some("renamed"), Some("running")),
+        "{backend}"
+    );
+    app.stop().await;
+}
+
 on_both_backends!(
     corpus_round_trip,
     batch_get,
     streaming_deltas_not_stored,
-    retries_never_duplicate
+    retries_never_duplicate,
+    unknown_statuses_leave_the_run_state,
 );
