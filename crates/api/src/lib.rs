@@ -1,10 +1,13 @@
 //! # switchboard-api
 //!
 //! The HTTP API as an actix-web app: [`create_app`] builds it over an [`AppState`] (the domain
-//! services, metrics, pool statistics), so tests and the binary run the same app. Handlers
-//! authenticate first (`X-Access-Token` or `Authorization: Bearer`), resolve the effective
-//! organization, then read and validate bodies; failures map to statuses in one table
-//! ([`error::ApiError`]), 422s in FastAPI's shape. Blocking domain work runs on actix's
+//! services, metrics, pool statistics), so tests and the binary run the same app. One handler
+//! module per resource ([`health`], [`org_settings`], [`keys`], [`users`], [`events`],
+//! [`webhooks`]) registers its routes and their OpenAPI paths in one declaration, collected by
+//! [`routes`]. Handlers authenticate first ([`extract::Caller`]: `X-Access-Token` or
+//! `Authorization: Bearer`; [`extract::SandboxCaller`]: `X-Session-API-Key`), resolve the
+//! effective organization, then read and validate bodies; failures map to statuses in one
+//! table ([`error::ApiError`]), 422s in FastAPI's shape. Blocking domain work runs on actix's
 //! blocking pool, never on the async executor.
 
 use actix_web::body::MessageBody;

@@ -5,7 +5,8 @@
 //! variant is chosen from the URL ([`DatabaseUrl`]); [`DieselStore`] holds an r2d2 pool with
 //! explicit size and timeouts; migrations live in `migrations/sqlite` and `migrations/postgres`,
 //! are embedded at build time (a `build.rs` makes new ones trigger a rebuild) and are applied
-//! when the store opens.
+//! when the store opens. The store is one module per resource (`store/`); it starts no thread:
+//! the SQLite WAL checkpoint is [`DieselStore::checkpoint`], called by its owner.
 
 pub mod connection;
 pub mod schema;
