@@ -152,6 +152,8 @@ fi
 step "built in $(elapsed "$t"); total $(elapsed)"
 # The image this one replaces, now untagged: remove it unless a container still uses it.
 if [ -n "$previous" ] && [ "$previous" != "$(docker image inspect --format '{{.Id}}' "$tag")" ]; then
-  docker rmi "$previous" >/dev/null 2>&1 && step "removed the previous image ${previous#sha256:}" || true
+  if docker rmi "$previous" >/dev/null 2>&1; then
+    step "removed the previous image ${previous#sha256:}"
+  fi
 fi
 summary
