@@ -54,3 +54,12 @@ validate *args:
 # Check that the model crate packages and builds as published.
 publish-check:
     cargo publish --dry-run -p switchboard-model --allow-dirty
+
+# Generated-input testing of the API (Schemathesis, every operation, SQLite and PostgreSQL);
+# `long` by default, `quick` is the CI-sized run. Reports go to a printed folder.
+fuzz-api mode="long":
+    scripts/fuzz-api.sh {{mode}}
+
+# Limits, NUL inputs and OpenAPI checks from outside on SQLite and PostgreSQL (prints a table).
+probe-limits *args:
+    scripts/probe-limits.sh {{args}}

@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# Generated-input testing of the HTTP API with Schemathesis (`just fuzz-api`; issue 7, issue 13).
+#
+# Builds the release binary; then, for each backend (a SQLite file in a temporary folder; a fresh
+# PostgreSQL database created on $SWITCHBOARD_FUZZ_PG_URL and dropped afterwards):
+#   1. starts `switchboard serve --bind 127.0.0.1:0` over the empty database and reads its stdout:
+#      the `bootstrapped` JSON line gives the owner's API key, org id and user id, the `listening`
+#      line the address;
+#   2. `switchboard sandboxes register` gives a sandbox session key (the webhooks' auth);
+#   3. seeds one conversation with one event (through the webhooks) and one spare API key, so that
+#      some generated requests hit existing resources (Schemathesis dictionaries bind the
+#      `conversation_id` and `id` path parameters to them part of the time);
+#   4. runs Schemathesis against `<address>/openapi.json` with `--checks all`, every phase
+#      (examples, coverage, fuzzing, stateful; stateful links are inferred by Schemathesis, the
+#      document declares none), authenticated per security scheme of the document through a
+#      generated `schemathesis.toml`: `X-Access-Token` (scheme APIKeyHeader) for the API-key
+#      routes, `X-Session-API-Key` (scheme SessionKeyHeader) for the webhooks;
+#   5. stops the server and checks that the owner's key still worked at the end.
+# Reports per backend (JUnit XML, VCR cassette, NDJSON events, Schemathesis's console output, the
+# server's stderr, and failures.txt / failures.md: every distinct failure classified, with a curl
+# reproduction, by scripts/probe/fuzz_summary.py) are kept in a folder printed at the end.
+# Exits 1 when Schemathesis found a failure on any backend, 2 on a setup error.
+#
+# Usage: scripts/fuzz-api.sh [quick|long]
+#   quick  CI-sized: a bounded number of examples per operation and a time budget per backend
+#          (about 2 minutes each on 2 cores).
+#   long   what `just fuzz-api` runs: more examples and a longer budget.
+# Knobs (environment):
+#   SWITCHBOARD_FUZZ_MAX_EXAMPLES  examples per operation and phase [quick 200, long 1000]
+#   SWITCHBOARD_FUZZ_MAX_TIME      seconds of Schemathesis per backend [quick 100, long 900];
+#                                  fuzzing and stateful testing repeat until it is spent
+#   SWITCHBOARD_FUZZ_BACKENDS      comma-separated: sqlite,postgres [both]
+#   SWITCHBOARD_FUZZ_PG_URL        admin URL of the PostgreSQL server
+#                                  [postgres://postgres@127.0.0.1:5432/postgres]
+#   SWITCHBOARD_FUZZ_REPORT_DIR    where reports go [a new folder under ${TMPDIR:-/tmp}]
+#   SWITCHBOARD_FUZZ_SEED          Schemathesis seed (reproduce a run) [random]
+#   SWITCHBOARD_FUZZ_WORKERS       Schemathesis workers [1]
+#   SCHEMATHESIS_VENV              venv with Schemathesis [${TMPDIR:-/tmp}/schemathesis-venv]
+#   SCHEMATHESIS_VERSION           installed from PyPI into the venv when missing [4.32.5]
+# Needs: cargo, curl, python3 >= 3.11 (or a pyenv Python 3.12+), psql for PostgreSQL (the
+# backend is skipped with a message when no server answers).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MODE="${1:-quick}"
+case "$MODE" in
+  quick) DEF_EXAMPLES=200; DEF_TIME=100 ;;
+  long) DEF_EXAMPLES=1000; DEF_TIME=900 ;;
+  *) echo "usage: $0 [quick|long]" >&2; exit 2 ;;
+esac
+MAX_EXAMPLES="${SWITCHBOARD_FUZZ_MAX_EXAMPLES:-$DEF_EXAMPLES}"
+MAX_TIME="${SWITCHBOARD_FUZZ_MAX_TIME:-$DEF_TIME}"
+BACKENDS="${SWITCHBOARD_FUZZ_BACKENDS:-sqlite,postgres}"
+PG_ADMIN_URL="${SWITCHBOARD_FUZZ_PG_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+WORKERS="${SWITCHBOARD_FUZZ_WORKERS:-1}"
+VENV="${SCHEMATHESIS_VENV:-${TMPDIR:-/tmp}/schemathesis-venv}"
+ST_VERSION="${SCHEMATHESIS_VERSION:-4.32.5}"
+REPORT_DIR="${SWITCHBOARD_FUZZ_REPORT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/switchboard-fuzz-XXXXXX")}"
+mkdir -p "$REPORT_DIR"
+REPORT_DIR=$(cd "$REPORT_DIR" && pwd)
+
+# ------------------------------------------------------------------ Schemathesis in a venv
+# Python >= 3.11 (Schemathesis 4's floor): the active python3, else one installed by pyenv.
+find_python() {
+  local p cands=()
+  for c in python3 python3.14 python3.13 python3.12 python3.11; do
+    p=$(command -v "$c" 2>/dev/null) && cands+=("$p")
+  done
+  for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[1-9]*/bin/python3; do
+    [ -x "$p" ] && cands+=("$p")
+  done
+  for p in "${cands[@]}"; do
+    if "$p" -c 'import sys, venv; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+      echo "$p"; return 0
+    fi
+  done
+  return 1
+}
+if ! "$VENV/bin/st" --version 2>/dev/null | grep -q "$ST_VERSION"; then
+  PY=$(find_python) || { echo "no Python >= 3.11 found for Schemathesis" >&2; exit 2; }
+  echo "== installing schemathesis $ST_VERSION into $VENV (with $PY)"
+  "$PY" -m venv "$VENV"
+  "$VENV/bin/pip" install -q "schemathesis==$ST_VERSION"
+fi
+ST="$VENV/bin/st"
+echo "== $("$ST" --version); mode $MODE: $MAX_EXAMPLES examples per operation, ${MAX_TIME}s per backend"
+
+# ------------------------------------------------------------------ build
+cargo build --release -p switchboard --locked >/dev/null
+BIN="$PWD/target/release/switchboard"
+
+WORK=$(mktemp -d)
+SERVER_PID=
+PG_DB=
+stop_server() {
+  if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  SERVER_PID=
+}
+# shellcheck disable=SC2317 # called by the EXIT trap
+cleanup() {
+  stop_server
+  if [ -n "$PG_DB" ]; then psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true; fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Field $2 of the first JSON line of file $1 whose "event" is $3.
+json_field() {
+  python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        v = json.loads(line)
+    except ValueError:
+        continue
+    if v.get("event") == sys.argv[3]:
+        print(v[sys.argv[2]]); break
+' "$1" "$2" "$3"
+}
+
+# Runs one backend; returns Schemathesis's exit code (0: no failure).
+run_backend() {
+  local name=$1 url=$2 out="$REPORT_DIR/$1"
+  mkdir -p "$out"
+  echo "== $name"
+  SWITCHBOARD_LOG=warn "$BIN" serve --bind 127.0.0.1:0 --database-url "$url" \
+    >"$WORK/$name.out" 2>"$out/server.stderr" &
+  SERVER_PID=$!
+  for _ in $(seq 300); do
+    grep -q '"listening"' "$WORK/$name.out" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited:" >&2; cat "$out/server.stderr" >&2; return 2; }
+    sleep 0.1
+  done
+  local addr key org user session conv spare
+  addr=$(json_field "$WORK/$name.out" address listening)
+  key=$(json_field "$WORK/$name.out" api_key bootstrapped)
+  org=$(json_field "$WORK/$name.out" org_id bootstrapped)
+  user=$(json_field "$WORK/$name.out" user_id bootstrapped)
+  if [ -z "$addr" ] || [ -z "$key" ]; then
+    echo "no listening/bootstrapped line from the server" >&2
+    return 2
+  fi
+  session=$("$BIN" --database-url "$url" sandboxes register --org-id "$org" --user-id "$user" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["session_api_key"])') ||
+    { echo "sandboxes register failed" >&2; return 2; }
+
+  # Seed: one conversation with one event, and a spare key.
+  conv=$(python3 -c 'import uuid; print(uuid.uuid4())')
+  curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
+    -d "{\"id\":\"$conv\",\"title\":\"fuzz seed\",\"execution_status\":\"idle\"}" \
+    "$addr/api/v1/webhooks/conversations" || { echo "seeding the conversation failed" >&2; return 2; }
+  curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
+    -d "[{\"id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\",\"timestamp\":\"2026-11-23T10:00:00\",\"source\":\"user\",\"llm_message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]},\"kind\":\"MessageEvent\"}]" \
+    "$addr/api/v1/webhooks/events/$conv" || { echo "seeding the event failed" >&2; return 2; }
+  spare=$(curl -sf -H "X-Access-Token: $key" -H 'Content-Type: application/json' -d '{"name":"fuzz spare"}' \
+    "$addr/api/keys" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') ||
+    { echo "seeding the spare key failed" >&2; return 2; }
+
+  cat >"$WORK/$name.toml" <<TOML
+# Generated by scripts/fuzz-api.sh for one run; holds throwaway keys of a throwaway database.
+[auth.openapi.APIKeyHeader]
+api_key = "$key"
+
+[auth.openapi.BearerAuth]
+bearer = "$key"
+
+[auth.openapi.SessionKeyHeader]
+api_key = "$session"
+
+[dictionaries.conversations]
+values = ["$conv"]
+
+[dictionaries.keys]
+values = ["$spare"]
+
+[parameters]
+"path.conversation_id" = { dictionary = "conversations", probability = 0.5 }
+"path.id" = { dictionary = "keys", probability = 0.3 }
+
+[phases.stateful.inference]
+algorithms = ["location-headers", "dependency-analysis"]
+TOML
+
+  local seed_args=()
+  [ -n "${SWITCHBOARD_FUZZ_SEED:-}" ] && seed_args=(--seed "$SWITCHBOARD_FUZZ_SEED")
+  local rc=0
+  # From the temporary folder: Schemathesis and Hypothesis keep caches in the current directory.
+  (cd "$WORK" && "$ST" --config-file "$WORK/$name.toml" run "$addr/openapi.json" \
+    --checks all \
+    --phases examples,coverage,fuzzing,stateful \
+    --max-examples "$MAX_EXAMPLES" \
+    --max-time "$MAX_TIME" \
+    --continue-on-failure \
+    --workers "$WORKERS" \
+    --request-timeout 30 \
+    --suppress-health-check all \
+    --no-color \
+    --report junit,vcr,ndjson \
+    --report-dir "$out" \
+    "${seed_args[@]}" \
+    >"$out/schemathesis.txt" 2>&1) || rc=$?
+  # Schemathesis's closing counts, then every distinct failure, classified, with a reproduction
+  # (from the NDJSON report: the console summary folds some stateful failures away).
+  sed -n '/^=* SUMMARY/,$p' "$out/schemathesis.txt" | grep -vE '^=+ SUMMARY|^$' || true
+  local reports=("$out"/ndjson-*.ndjson) ndjson
+  ndjson=${reports[0]}
+  if [ -f "$ndjson" ]; then
+    python3 scripts/probe/fuzz_summary.py "$ndjson" | tee "$out/failures.txt"
+    python3 scripts/probe/fuzz_summary.py "$ndjson" --markdown >"$out/failures.md"
+  fi
+
+  local still
+  still=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Access-Token: $key" "$addr/api/v1/users/me")
+  [ "$still" = 200 ] || echo "note: the owner's key answers $still after the run (revoked by a generated request?)"
+  stop_server
+  grep -iE 'panick|ERROR' "$out/server.stderr" | head -n 20 || true
+  echo "== $name: schemathesis exit $rc (report: $out)"
+  return "$rc"
+}
+
+status=0
+IFS=, read -ra wanted <<<"$BACKENDS"
+for b in "${wanted[@]}"; do
+  case "$b" in
+    sqlite)
+      run_backend sqlite "sqlite://$WORK/fuzz.sqlite" || status=$((status > $? ? status : $?))
+      stop_server
+      ;;
+    postgres)
+      if ! psql "$PG_ADMIN_URL" -qAtc 'select 1' >/dev/null 2>&1; then
+        echo "== postgres: no server at $PG_ADMIN_URL (set SWITCHBOARD_FUZZ_PG_URL): skipped" >&2
+        continue
+      fi
+      PG_DB="sb_fuzz_$$"
+      psql "$PG_ADMIN_URL" -qc "CREATE DATABASE $PG_DB" >/dev/null
+      run_backend postgres "${PG_ADMIN_URL%/*}/$PG_DB" || status=$((status > $? ? status : $?))
+      stop_server
+      psql "$PG_ADMIN_URL" -qc "DROP DATABASE $PG_DB WITH (FORCE)" >/dev/null
+      PG_DB=
+      ;;
+    *) echo "unknown backend: $b" >&2; exit 2 ;;
+  esac
+done
+echo "== reports: $REPORT_DIR"
+exit "$status"
