@@ -15,6 +15,8 @@ pub mod events;
 mod ids;
 mod permissions;
 pub mod ports;
+pub mod sandbox_runtime;
+pub mod sandbox_specs;
 mod service;
 pub mod settings;
 pub mod time_input;
