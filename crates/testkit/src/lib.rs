@@ -574,6 +574,16 @@ fn effective_uid_is_root() -> bool {
     })
 }
 
+/// The stand-in agent server for tests: a Python 3 stdlib-only script
+/// (`fixtures/standin_agent_server.py`) started like the real agent server
+/// (`--host 127.0.0.1 --port N`, `OH_SESSION_API_KEYS_0`, `OH_WEBHOOKS_0_BASE_URL`) that
+/// answers `/alive`, `/health`, `/ready` and `/server_info`, and crashes, hangs, ignores
+/// SIGTERM, exits later or forks children when told to by `STANDIN_MODE` / `STANDIN_FORK`
+/// (the script's docstring lists them). Run it with `python3 <path>`.
+pub fn standin_agent_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/standin_agent_server.py")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
