@@ -243,3 +243,33 @@ fn fx_unused_port() -> u16 {
         .unwrap()
         .port()
 }
+
+#[test]
+fn status_is_error_when_a_running_sandbox_fails_health_past_the_grace() {
+    let fx = Fixture::new();
+    let since = OffsetDateTime::now_utc();
+    let sb = fx.start("hang-alive:2", 0);
+    fx.wait_alive(&sb);
+    let last_alive = OffsetDateTime::now_utc();
+    let policy = StatusPolicy {
+        start_timeout: Duration::from_secs(120),
+        health_grace: Duration::from_millis(1500),
+    };
+    // It stops answering /alive while its process keeps running.
+    assert!(wait_until(Duration::from_secs(10), || {
+        fx.client.alive(&sb.handle.agent_server_url, PROBE).is_err()
+    }));
+    // A real observation and a real failed probe, judged at two moments.
+    let obs = Observation {
+        observed: fx.runtime.observe(&sb.handle),
+        alive: fx.client.alive(&sb.handle.agent_server_url, PROBE).is_ok(),
+        since,
+        last_alive: Some(last_alive),
+    };
+    assert_eq!(obs.observed, Observed::Running);
+    assert!(!obs.alive);
+    let in_grace = last_alive + Duration::from_millis(1500);
+    assert_eq!(status_of(&obs, &policy, in_grace), SandboxStatus::Running);
+    let past_grace = last_alive + Duration::from_millis(1501);
+    assert_eq!(status_of(&obs, &policy, past_grace), SandboxStatus::Error);
+}

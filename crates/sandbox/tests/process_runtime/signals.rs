@@ -159,3 +159,23 @@ fn a_process_killed_behind_the_runtimes_back_is_gone() {
     fresh.delete(&sb.handle).unwrap();
     assert!(!sb.handle.working_dir.exists());
 }
+
+#[test]
+fn delete_clears_the_group_after_its_leader_died() {
+    let fx = Fixture::with_stop_timeout(Duration::from_millis(300));
+    // The leader forks two children (ignoring SIGTERM), then exits with status 3.
+    let sb = fx.start("crash-on-start,ignore-sigterm", 2);
+    fx.wait_observed(&sb.handle, |o| matches!(o, Observed::Exited { .. }));
+    assert!(
+        wait_until(Duration::from_secs(5), || sb.group_states().len() == 2),
+        "{:?}",
+        sb.group_states()
+    );
+    assert!(
+        procfs::read_stat(sb.pid()).is_none(),
+        "the leader is reaped"
+    );
+    fx.runtime.delete(&sb.handle).unwrap();
+    assert!(procfs::live_group_members(sb.pid()).is_empty());
+    assert!(!sb.handle.working_dir.exists());
+}
