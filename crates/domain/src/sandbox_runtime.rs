@@ -58,8 +58,9 @@ impl fmt::Display for SessionKey {
     }
 }
 
-/// Everything a runtime needs to start one sandbox.
-#[derive(Debug, Clone)]
+/// Everything a runtime needs to start one sandbox. `Debug` shows variable names, never
+/// values (passthrough variables carry LLM API keys).
+#[derive(Clone)]
 pub struct LaunchSpec {
     /// The sandbox's id (names its working directory or container).
     pub sandbox_id: SandboxId,
@@ -76,6 +77,30 @@ pub struct LaunchSpec {
     /// `initial_env` wins over them. Nothing else of Switchboard's environment reaches the
     /// sandbox.
     pub passthrough_env: Vec<(String, String)>,
+}
+
+impl fmt::Debug for LaunchSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchSpec")
+            .field("sandbox_id", &self.sandbox_id)
+            .field("spec_id", &self.spec.id)
+            .field("command", &self.spec.command)
+            .field(
+                "initial_env",
+                &self.spec.initial_env.keys().collect::<Vec<_>>(),
+            )
+            .field("session_key", &self.session_key)
+            .field("webhook_base_url", &self.webhook_base_url)
+            .field(
+                "passthrough_env",
+                &self
+                    .passthrough_env
+                    .iter()
+                    .map(|(k, _)| k)
+                    .collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 /// What must be persisted to find a sandbox again, also after a Switchboard restart. Stored
@@ -433,9 +458,14 @@ mod tests {
             spec: crate::sandbox_specs::process_preset(Some("srv"), None, at(0)).unwrap(),
             session_key: key.clone(),
             webhook_base_url: "http://127.0.0.1:1/api/v1/webhooks".into(),
-            passthrough_env: vec![],
+            passthrough_env: vec![("LLM_API_KEY".into(), "sk-very-secret".into())],
         };
-        assert!(!format!("{launch:?}").contains(key.expose()));
+        let shown = format!("{launch:?}");
+        assert!(!shown.contains(key.expose()), "{shown}");
+        assert!(
+            shown.contains("LLM_API_KEY") && !shown.contains("sk-very-secret"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -9,7 +9,10 @@
 //!   an ended child is reaped at once and its exit status is kept for [`Observed::Exited`].
 //! - **Identity**: the pid and its start time (`/proc/<pid>/stat` field 22), kept in the
 //!   handle; a process with that pid but another start time is not the sandbox.
-//! - **Pause / resume**: SIGSTOP / SIGCONT to the process group.
+//! - **Port**: bound on `127.0.0.1:0` and released to the child; kept reserved by this runtime
+//!   until delete, so concurrent starts never get the same one.
+//! - **Pause / resume**: SIGSTOP / SIGCONT to the process group; they return once the group
+//!   shows the new state, so the status that follows is already `PAUSED` (or not).
 //! - **Delete**: SIGTERM (and SIGCONT, so a paused group can act on it) to the group, up to
 //!   the stop timeout (default 10 s) for every member to end, SIGKILL to the group, then the
 //!   sandbox's directory is removed.
