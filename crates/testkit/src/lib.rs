@@ -36,6 +36,7 @@ mod database;
 mod postgres;
 
 use std::fmt;
+use std::path::{Path, PathBuf};
 
 pub use database::{PG_DATABASE_PREFIX, SQLITE_FILE_NAME, TestDatabase};
 pub use postgres::{DEFAULT_PG_URL, PG_URL_ENV, postgres_server_url};
@@ -68,6 +69,16 @@ impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// The stand-in agent server for tests: a Python 3 stdlib-only script
+/// (`fixtures/standin_agent_server.py`) started like the real agent server
+/// (`--host 127.0.0.1 --port N`, `OH_SESSION_API_KEYS_0`, `OH_WEBHOOKS_0_BASE_URL`) that
+/// answers `/alive`, `/health`, `/ready` and `/server_info`, and crashes, hangs, ignores
+/// SIGTERM, exits later or forks children when told to by `STANDIN_MODE` / `STANDIN_FORK`
+/// (the script's docstring lists them). Run it with `python3 <path>`.
+pub fn standin_agent_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/standin_agent_server.py")
 }
 
 #[cfg(test)]

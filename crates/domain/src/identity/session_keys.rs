@@ -20,24 +20,46 @@ impl SessionKeyHash {
     }
 }
 
-/// A newly generated session key: the secret (shown once) and what is stored.
-#[derive(Debug, Clone)]
-pub struct SessionKey {
-    /// `sbs_` + 43 base62 characters from the operating system's CSPRNG.
-    pub secret: String,
-    /// Its SHA-256.
-    pub hash: SessionKeyHash,
-}
+/// A sandbox session key (`X-Session-API-Key` of its agent server). `Debug` and `Display`
+/// print `***`; [`SessionKey::expose`] gives the secret to the few places that need it (the
+/// sandbox's environment, the answer to its creator, the sealed copy at rest).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SessionKey(String);
 
 impl SessionKey {
-    /// Generates a key from the operating system's CSPRNG.
+    /// Wraps an existing key (e.g. one decrypted from storage).
+    pub fn new(secret: impl Into<String>) -> Self {
+        SessionKey(secret.into())
+    }
+
+    /// A new key: `sbs_` + 43 base62 characters from the operating system's CSPRNG.
     ///
     /// # Panics
     /// If the operating system has no randomness to give.
     pub fn generate() -> SessionKey {
-        let secret = random_secret(SESSION_KEY_PREFIX, SESSION_KEY_RANDOM_CHARS);
-        let hash = SessionKeyHash::of(&secret);
-        SessionKey { secret, hash }
+        SessionKey(random_secret(SESSION_KEY_PREFIX, SESSION_KEY_RANDOM_CHARS))
+    }
+
+    /// The secret itself.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// Its SHA-256, the form the webhooks look it up by.
+    pub fn hash(&self) -> SessionKeyHash {
+        SessionKeyHash::of(&self.0)
+    }
+}
+
+impl std::fmt::Debug for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionKey(***)")
+    }
+}
+
+impl std::fmt::Display for SessionKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
     }
 }
 
@@ -49,13 +71,14 @@ mod tests {
     fn session_keys_have_their_own_prefix_and_differ() {
         let a = SessionKey::generate();
         let b = SessionKey::generate();
-        assert_ne!(a.secret, b.secret);
+        assert_ne!(a.expose(), b.expose());
         assert_eq!(
-            a.secret.len(),
+            a.expose().len(),
             SESSION_KEY_PREFIX.len() + SESSION_KEY_RANDOM_CHARS
         );
-        assert!(a.secret.starts_with("sbs_"));
-        assert_eq!(a.hash, SessionKeyHash::of(&a.secret));
+        assert!(a.expose().starts_with("sbs_"));
+        assert_eq!(a.hash(), SessionKeyHash::of(a.expose()));
+        assert_eq!(format!("{a:?} {a}"), "SessionKey(***) ***");
         assert_eq!(
             SessionKeyHash::of("abc").0,
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

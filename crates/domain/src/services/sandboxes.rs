@@ -44,10 +44,10 @@ impl SandboxService {
             owner_id: user,
             created_at: now_micros(),
         };
-        self.sandboxes.create_sandbox(&sandbox, &key.hash)?;
+        self.sandboxes.create_sandbox(&sandbox, &key.hash())?;
         Ok(RegisteredSandbox {
             sandbox_id: sandbox.id,
-            session_api_key: key.secret,
+            session_api_key: key.expose().to_owned(),
         })
     }
 

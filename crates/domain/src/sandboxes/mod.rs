@@ -2,6 +2,9 @@
 //! authenticates with its session key ([`crate::identity::session_keys`]); its conversations
 //! belong to its organization and owner.
 
+pub mod runtime;
+pub mod specs;
+
 use serde::Serialize;
 use time::OffsetDateTime;
 

@@ -1,0 +1,453 @@
+//! Sandbox specs: what a sandbox runs. A spec has OpenHands' `SandboxSpecInfo` fields
+//! (reference app-server §4); Switchboard reads them from the operator's `--sandbox-specs`
+//! file ([`parse_sandbox_specs`]) or, with none given, uses one built-in preset for the process
+//! runtime ([`process_preset`]), issue 9 "Sandbox specs".
+//!
+//! A runtime appends `--host 127.0.0.1 --port <port>` to a spec's command; the spec never
+//! names the port.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::Value;
+use time::OffsetDateTime;
+
+/// The id of the built-in process preset.
+pub const PROCESS_PRESET_ID: &str = "agent-server";
+
+/// The program the built-in preset runs when it is found on `PATH` (the OpenHands agent
+/// server's console script, reference agent-server-webhooks §1).
+pub const AGENT_SERVER_PROGRAM: &str = "agent-server";
+
+/// The command of the built-in preset when [`AGENT_SERVER_PROGRAM`] is not on `PATH`.
+pub const AGENT_SERVER_MODULE_COMMAND: [&str; 3] = ["python3", "-m", "openhands.agent_server"];
+
+/// The working directory a spec gets when its file leaves `working_dir` out: the sandbox's
+/// own directory. (OpenHands' default, `/home/openhands/workspace`, is a path inside a
+/// container image and means nothing to the process runtime.)
+pub const DEFAULT_WORKING_DIR: &str = ".";
+
+/// A sandbox spec: OpenHands' `SandboxSpecInfo` (reference app-server §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxSpec {
+    /// Unique, non-empty; for OpenHands' container runtimes it is the image reference.
+    pub id: String,
+    /// The program and its arguments (never empty; the program is a non-empty string). The
+    /// runtime appends `--host 127.0.0.1 --port <port>`.
+    pub command: Vec<String>,
+    /// Environment variables the sandbox starts with, on top of a cleared environment.
+    pub initial_env: BTreeMap<String, String>,
+    /// Where the command runs. The process runtime takes a relative path inside the sandbox's
+    /// directory (`.` is that directory itself).
+    pub working_dir: String,
+    /// When Switchboard loaded the spec.
+    pub created_at: OffsetDateTime,
+}
+
+/// A sandbox spec that cannot be used, with where it came from.
+///
+/// Displayed as `<source>: <location>: <message>`, e.g.
+/// `specs.json: [1].command: expected a non-empty array of strings`, so the operator can find
+/// the field (issue 9: "a bad specs file stops `serve` with a message that names the file and
+/// the field").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{source_name}: {}{message}", location_prefix(.location))]
+pub struct SpecError {
+    /// The file name or flag the spec came from (e.g. `specs.json`, `--agent-server-command`).
+    pub source_name: String,
+    /// The JSON path of the field in error (`[1].command`); empty for the whole document.
+    pub location: String,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+fn location_prefix(location: &str) -> String {
+    if location.is_empty() {
+        String::new()
+    } else {
+        format!("{location}: ")
+    }
+}
+
+/// The fields a spec object may have; `created_at` is accepted (so a spec copied from an API
+/// answer loads) and ignored: it is always the load time.
+const KNOWN_FIELDS: [&str; 5] = ["id", "command", "initial_env", "working_dir", "created_at"];
+
+/// Parses the operator's sandbox specs file: a non-empty JSON array of objects with the fields
+/// `id` (non-empty string, unique), `command` (non-empty array of strings, the first
+/// non-empty), `initial_env` (object of strings, optional, default `{}`) and `working_dir`
+/// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]). Every spec's `created_at` is
+/// `now`.
+///
+/// # Errors
+/// A [`SpecError`] naming `source_name` and the first field in error: JSON syntax (with line
+/// and column), a missing or mistyped field, an unknown field (a typo would otherwise be
+/// silently dropped), a duplicate id, a variable name that cannot be one (`=`, NUL, empty).
+pub fn parse_sandbox_specs(
+    json_text: &str,
+    source_name: &str,
+    now: OffsetDateTime,
+) -> Result<Vec<SandboxSpec>, SpecError> {
+    let err = |location: String, message: String| SpecError {
+        source_name: source_name.to_owned(),
+        location,
+        message,
+    };
+    let doc: Value = serde_json::from_str(json_text)
+        .map_err(|e| err(String::new(), format!("not valid JSON: {e}")))?;
+    let items = match doc {
+        Value::Array(items) if !items.is_empty() => items,
+        _ => {
+            return Err(err(
+                String::new(),
+                "expected a non-empty JSON array of sandbox specs".into(),
+            ));
+        }
+    };
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut specs = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let at = |field: &str| format!("[{i}].{field}");
+        let Value::Object(fields) = item else {
+            return Err(err(format!("[{i}]"), "expected an object".into()));
+        };
+        if let Some(unknown) = fields.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
+            return Err(err(
+                at(unknown),
+                "unknown field (expected id, command, initial_env, working_dir)".into(),
+            ));
+        }
+        let id = match fields.get("id") {
+            Some(Value::String(s)) if !s.trim().is_empty() => s.clone(),
+            Some(_) => return Err(err(at("id"), "expected a non-empty string".into())),
+            None => {
+                return Err(err(
+                    at("id"),
+                    "missing (expected a non-empty string)".into(),
+                ));
+            }
+        };
+        if let Some(first) = seen.insert(id.clone(), i) {
+            return Err(err(
+                at("id"),
+                format!("duplicate id {id:?} (also [{first}].id)"),
+            ));
+        }
+        let command = command_of(fields.get("command")).map_err(|m| err(at("command"), m))?;
+        let initial_env = match fields.get("initial_env") {
+            None | Some(Value::Null) => BTreeMap::new(),
+            Some(Value::Object(env)) => {
+                let mut out = BTreeMap::new();
+                for (name, value) in env {
+                    let loc = format!("[{i}].initial_env.{name}");
+                    if let Some(problem) = env_name_problem(name) {
+                        return Err(err(loc, problem.into()));
+                    }
+                    match value {
+                        Value::String(v) if !v.contains('\0') => {
+                            out.insert(name.clone(), v.clone());
+                        }
+                        _ => return Err(err(loc, "expected a string without NUL".into())),
+                    }
+                }
+                out
+            }
+            Some(_) => {
+                return Err(err(
+                    at("initial_env"),
+                    "expected an object of strings".into(),
+                ));
+            }
+        };
+        let working_dir = match fields.get("working_dir") {
+            None | Some(Value::Null) => DEFAULT_WORKING_DIR.to_owned(),
+            Some(Value::String(s)) if !s.is_empty() && !s.contains('\0') => s.clone(),
+            Some(_) => {
+                return Err(err(at("working_dir"), "expected a non-empty string".into()));
+            }
+        };
+        specs.push(SandboxSpec {
+            id,
+            command,
+            initial_env,
+            working_dir,
+            created_at: now,
+        });
+    }
+    Ok(specs)
+}
+
+fn command_of(value: Option<&Value>) -> Result<Vec<String>, String> {
+    const EXPECTED: &str = "expected a non-empty array of strings";
+    let Some(Value::Array(parts)) = value else {
+        return Err(if value.is_none() {
+            format!("missing ({EXPECTED})")
+        } else {
+            EXPECTED.to_owned()
+        });
+    };
+    let mut command = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part {
+            Value::String(s) if !s.contains('\0') => command.push(s.clone()),
+            _ => return Err(EXPECTED.to_owned()),
+        }
+    }
+    match command.first() {
+        None => Err(EXPECTED.to_owned()),
+        Some(program) if program.is_empty() => Err("the program (first item) is empty".into()),
+        Some(_) => Ok(command),
+    }
+}
+
+/// Why `name` cannot be an environment variable name, if it cannot.
+fn env_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("an environment variable name cannot be empty")
+    } else if name.contains('=') || name.contains('\0') {
+        Some("an environment variable name cannot contain `=` or NUL")
+    } else {
+        None
+    }
+}
+
+/// The built-in process preset (issue 9): runs `agent_server_command`, a program and its
+/// arguments split as a POSIX shell would (quotes and backslashes; no expansion), or, when
+/// `None`, [`default_agent_server_command`] for `path_env`. Its environment quiets the agent
+/// server's start-up (reference agent-server-webhooks §1: no model cost map download, no
+/// banner, no VSCode, VNC or tool preloading; unbuffered output for the log). Its working
+/// directory is the sandbox's directory.
+///
+/// # Errors
+/// A [`SpecError`] with source `--agent-server-command` when the string has unbalanced quotes
+/// or names no program.
+pub fn process_preset(
+    agent_server_command: Option<&str>,
+    path_env: Option<&OsStr>,
+    now: OffsetDateTime,
+) -> Result<SandboxSpec, SpecError> {
+    let command = match agent_server_command {
+        None => default_agent_server_command(path_env),
+        Some(text) => {
+            let err = |message: &str| SpecError {
+                source_name: "--agent-server-command".into(),
+                location: String::new(),
+                message: message.into(),
+            };
+            let words = shlex::split(text)
+                .ok_or_else(|| err("cannot be split as a shell would: unbalanced quotes"))?;
+            match words.first() {
+                Some(program) if !program.is_empty() => words,
+                _ => return Err(err("names no program")),
+            }
+        }
+    };
+    let initial_env = [
+        ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+        ("OPENHANDS_SUPPRESS_BANNER", "1"),
+        ("OH_ENABLE_VSCODE", "false"),
+        ("OH_ENABLE_VNC", "false"),
+        ("OH_PRELOAD_TOOLS", "false"),
+        ("PYTHONUNBUFFERED", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    Ok(SandboxSpec {
+        id: PROCESS_PRESET_ID.to_owned(),
+        command,
+        initial_env,
+        working_dir: DEFAULT_WORKING_DIR.to_owned(),
+        created_at: now,
+    })
+}
+
+/// The default agent-server command: [`AGENT_SERVER_PROGRAM`] when an executable file of
+/// that name is in one of `path_env`'s directories, else [`AGENT_SERVER_MODULE_COMMAND`].
+pub fn default_agent_server_command(path_env: Option<&OsStr>) -> Vec<String> {
+    let on_path = path_env.is_some_and(|path| {
+        std::env::split_paths(path).any(|dir| is_executable(&dir.join(AGENT_SERVER_PROGRAM)))
+    });
+    if on_path {
+        vec![AGENT_SERVER_PROGRAM.to_owned()]
+    } else {
+        AGENT_SERVER_MODULE_COMMAND
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    path.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap()
+    }
+
+    fn parse(text: &str) -> Result<Vec<SandboxSpec>, String> {
+        parse_sandbox_specs(text, "specs.json", now()).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn parses_full_and_minimal_specs() {
+        let specs = parse(
+            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w"},
+                {"id":"b","command":["other"],"created_at":"2020-01-01T00:00:00Z"}]"#,
+        )
+        .unwrap();
+        assert_eq!(specs.len(), 2);
+        assert_eq!(specs[0].command, ["srv", "--x"]);
+        assert_eq!(specs[0].initial_env.get("K").map(String::as_str), Some("v"));
+        assert_eq!(specs[0].working_dir, "w");
+        assert_eq!(specs[1].working_dir, DEFAULT_WORKING_DIR);
+        assert!(specs[1].initial_env.is_empty());
+        assert_eq!(specs[1].created_at, now(), "created_at is the load time");
+    }
+
+    #[test]
+    fn bad_files_name_the_file_and_the_field() {
+        let cases = [
+            (
+                "{",
+                "specs.json: not valid JSON: EOF while parsing an object at line 1 column 1",
+            ),
+            (
+                "{}",
+                "specs.json: expected a non-empty JSON array of sandbox specs",
+            ),
+            (
+                "[]",
+                "specs.json: expected a non-empty JSON array of sandbox specs",
+            ),
+            ("[1]", "specs.json: [0]: expected an object"),
+            (
+                r#"[{"command":["x"]}]"#,
+                "specs.json: [0].id: missing (expected a non-empty string)",
+            ),
+            (
+                r#"[{"id":" ","command":["x"]}]"#,
+                "specs.json: [0].id: expected a non-empty string",
+            ),
+            (
+                r#"[{"id":"a","command":["x"]},{"id":"b","command":[]}]"#,
+                "specs.json: [1].command: expected a non-empty array of strings",
+            ),
+            (
+                r#"[{"id":"a","command":"srv"}]"#,
+                "specs.json: [0].command: expected a non-empty array of strings",
+            ),
+            (
+                r#"[{"id":"a","command":["srv",3]}]"#,
+                "specs.json: [0].command: expected a non-empty array of strings",
+            ),
+            (
+                r#"[{"id":"a"}]"#,
+                "specs.json: [0].command: missing (expected a non-empty array of strings)",
+            ),
+            (
+                r#"[{"id":"a","command":[""]}]"#,
+                "specs.json: [0].command: the program (first item) is empty",
+            ),
+            (
+                r#"[{"id":"a","command":["x"]},{"id":"a","command":["y"]}]"#,
+                "specs.json: [1].id: duplicate id \"a\" (also [0].id)",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"initial_env":{"K":1}}]"#,
+                "specs.json: [0].initial_env.K: expected a string without NUL",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"initial_env":{"A=B":"1"}}]"#,
+                "specs.json: [0].initial_env.A=B: an environment variable name cannot contain `=` or NUL",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"initial_env":["K"]}]"#,
+                "specs.json: [0].initial_env: expected an object of strings",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"working_dir":""}]"#,
+                "specs.json: [0].working_dir: expected a non-empty string",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"initial_evn":{}}]"#,
+                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, working_dir)",
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse(text).unwrap_err(), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn preset_splits_the_command_as_a_shell_would() {
+        let spec = process_preset(
+            Some(r#"/opt/venv/bin/agent-server --extra-python-path "/a b" 'c'\ d"#),
+            None,
+            now(),
+        )
+        .unwrap();
+        assert_eq!(
+            spec.command,
+            [
+                "/opt/venv/bin/agent-server",
+                "--extra-python-path",
+                "/a b",
+                "c d"
+            ]
+        );
+        assert_eq!(spec.id, PROCESS_PRESET_ID);
+        assert_eq!(spec.working_dir, ".");
+        assert_eq!(spec.initial_env["OPENHANDS_SUPPRESS_BANNER"], "1");
+
+        let unbalanced = process_preset(Some("agent-server \"oops"), None, now()).unwrap_err();
+        assert_eq!(
+            unbalanced.to_string(),
+            "--agent-server-command: cannot be split as a shell would: unbalanced quotes"
+        );
+        let empty = process_preset(Some("  "), None, now()).unwrap_err();
+        assert_eq!(
+            empty.to_string(),
+            "--agent-server-command: names no program"
+        );
+    }
+
+    #[test]
+    fn default_command_prefers_agent_server_on_path() {
+        let dir = std::env::temp_dir().join(format!("sb-spec-test-{}", std::process::id()));
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let empty = dir.join("empty");
+        std::fs::create_dir_all(&empty).unwrap();
+        let program = bin.join(AGENT_SERVER_PROGRAM);
+        std::fs::write(&program, "#!/bin/sh\n").unwrap();
+
+        // Present but not executable: not found.
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = std::env::join_paths([&empty, &bin]).unwrap();
+        assert_eq!(
+            default_agent_server_command(Some(&path)),
+            AGENT_SERVER_MODULE_COMMAND
+        );
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(default_agent_server_command(Some(&path)), ["agent-server"]);
+        let only_empty = std::env::join_paths([&empty]).unwrap();
+        assert_eq!(
+            default_agent_server_command(Some(&only_empty)),
+            AGENT_SERVER_MODULE_COMMAND
+        );
+        assert_eq!(
+            default_agent_server_command(None),
+            AGENT_SERVER_MODULE_COMMAND
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,8 @@
+//! The process runtime against real processes: the stand-in agent server of the testkit,
+//! started, probed, paused, resumed, killed and deleted for real (issue 9, "Tests").
+
+mod common;
+mod environment;
+mod lifecycle;
+mod restart;
+mod signals;
