@@ -68,17 +68,22 @@ impl ApiError {
                     D::OrgNotFound
                     | D::UserNotFound
                     | D::ApiKeyNotFound
-                    | D::ConversationNotFound => StatusCode::NOT_FOUND,
-                    D::TooManyIds(_) => StatusCode::BAD_REQUEST,
+                    | D::ConversationNotFound
+                    | D::SandboxNotFound => StatusCode::NOT_FOUND,
+                    D::TooManyIds(_) | D::TooManySandboxIds { .. } | D::SandboxSpecNotFound(_) => {
+                        StatusCode::BAD_REQUEST
+                    }
+                    D::SandboxNotManaged | D::SandboxNotRunnable(_) => StatusCode::CONFLICT,
+                    D::SandboxesDisabled => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
                     D::DuplicateMarketplaceNames(_) => StatusCode::BAD_REQUEST,
                     D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
                     D::Storage(StorageError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
-                    D::Storage(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                    D::Storage(_) | D::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
                 };
                 let message = match status {
                     StatusCode::INTERNAL_SERVER_ERROR => "Internal server error".to_owned(),
-                    StatusCode::SERVICE_UNAVAILABLE => {
+                    StatusCode::SERVICE_UNAVAILABLE if !matches!(d, D::SandboxesDisabled) => {
                         "Service unavailable, retry later".to_owned()
                     }
                     _ => d.to_string(),

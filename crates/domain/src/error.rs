@@ -92,6 +92,37 @@ pub enum DomainError {
     /// Marketplace names repeat (reference §1.6 rule 8); sorted.
     #[error("Duplicate marketplace name(s) not allowed: {}", .0.join(", "))]
     DuplicateMarketplaceNames(Vec<String>),
+    /// The sandbox does not exist, is deleted, belongs to another organization, or is
+    /// another member's seen by a member (design: Sandboxes; ids do not leak).
+    #[error("Not Found")]
+    SandboxNotFound,
+    /// A start named a sandbox spec that is not configured (issue 9: 400 naming it; OpenHands
+    /// answers 500).
+    #[error("Unknown sandbox spec: {0:?}")]
+    SandboxSpecNotFound(String),
+    /// A batch get of sandboxes or sandbox specs asked for too many ids (reference app-server
+    /// §3.2, §4).
+    #[error("Cannot request more than {max} {what} at once, got {got}", max = crate::sandboxes::records::MAX_SANDBOX_BATCH)]
+    TooManySandboxIds {
+        /// `sandboxes` or `sandbox specs`.
+        what: &'static str,
+        /// How many were asked for.
+        got: usize,
+    },
+    /// Pause or resume of a sandbox Switchboard does not run (design: Sandboxes).
+    #[error(
+        "Sandbox is not managed by Switchboard (registered with `switchboard sandboxes register`): it cannot be paused or resumed"
+    )]
+    SandboxNotManaged,
+    /// Pause or resume of a sandbox whose process is gone or failed.
+    #[error("Sandbox is {0}: only a STARTING, RUNNING or PAUSED sandbox can be paused or resumed")]
+    SandboxNotRunnable(crate::sandboxes::runtime::SandboxStatus),
+    /// A sandbox runtime failed unexpectedly (logged; answered as an internal error).
+    #[error("sandbox runtime failure: {0}")]
+    Runtime(String),
+    /// This server runs no sandboxes (built without a sandbox configuration).
+    #[error("Sandboxes are not enabled on this server")]
+    SandboxesDisabled,
     /// A request value breaks a rule (a 422 entry, `loc` starting with its source).
     #[error("{0}")]
     Invalid(Box<ValidationError>),

@@ -134,6 +134,7 @@ mod tests {
                     .collect(),
                 working_dir: ".".into(),
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
+                runtime: None,
             },
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://127.0.0.1:9/api/v1/webhooks".into(),

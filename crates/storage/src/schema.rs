@@ -78,18 +78,42 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// Sandboxes: agent servers, authenticated on the webhook routes by a session key.
+    /// Sandboxes: agent servers Switchboard runs (`process`, `docker`) or that were registered
+    /// (`external`), authenticated on the webhook routes by a session key. A deleted sandbox
+    /// stays as a tombstone (`deleted_at`) so conversations keep their `sandbox_id`.
     sandboxes (id) {
         /// UUID.
         id -> Text,
-        /// Owning organization.
-        org_id -> Text,
-        /// Owning user.
-        owner_id -> Text,
+        /// Owning organization; NULL while the sandbox waits in the warm pool.
+        org_id -> Nullable<Text>,
+        /// Owning user (its creator); NULL while the sandbox waits in the warm pool.
+        owner_id -> Nullable<Text>,
         /// Hex SHA-256 of the session key.
         session_key_hash -> Text,
-        /// Creation time, UTC.
+        /// Creation time (for a warm-pool sandbox: when it was claimed), UTC.
         created_at -> Timestamp,
+        /// The sandbox spec it runs (`external` for registered ones).
+        spec_id -> Text,
+        /// `process`, `docker` or `external`.
+        runtime -> Text,
+        /// The last reconciled status: `STARTING`, `RUNNING`, `PAUSED`, `ERROR`, `MISSING`.
+        status -> Text,
+        /// The session key sealed with XChaCha20-Poly1305 (hex of nonce and ciphertext); NULL
+        /// for registered sandboxes and after delete.
+        session_key_sealed -> Nullable<Text>,
+        /// The runtime handle, JSON; NULL until launched and after the runtime cleaned up.
+        handle -> Nullable<Text>,
+        /// The agent server's base URL as Switchboard reaches it.
+        agent_server_url -> Nullable<Text>,
+        /// Last change, UTC microseconds; the version of conditional updates.
+        updated_at -> Timestamp,
+        /// When the current run began (launch or latest resume), UTC.
+        started_at -> Nullable<Timestamp>,
+        /// Last start, claim, resume or webhook use, UTC (the per-user running limit pauses
+        /// the least recently used).
+        last_used_at -> Nullable<Timestamp>,
+        /// Delete time (tombstone), UTC.
+        deleted_at -> Nullable<Timestamp>,
     }
 }
 

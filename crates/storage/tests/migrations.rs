@@ -59,7 +59,7 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(users: id, email, name, current_org_id, created_at),
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
-        columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at),
+        columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at),
         columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at),
         columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload),
     ]

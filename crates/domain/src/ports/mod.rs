@@ -12,7 +12,10 @@ pub use conversations::ConversationStore;
 pub use events::{Append, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
-pub use sandboxes::SandboxStore;
+pub use sandboxes::{
+    ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartSandbox,
+    StartedSandbox, WarmClaim,
+};
 
 use crate::error::StorageError;
 

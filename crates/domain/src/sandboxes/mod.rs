@@ -2,7 +2,9 @@
 //! authenticates with its session key ([`crate::identity::session_keys`]); its conversations
 //! belong to its organization and owner.
 
+pub mod records;
 pub mod runtime;
+pub mod settings;
 pub mod specs;
 
 use serde::Serialize;

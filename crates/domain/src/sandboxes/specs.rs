@@ -44,6 +44,9 @@ pub struct SandboxSpec {
     pub working_dir: String,
     /// When Switchboard loaded the spec.
     pub created_at: OffsetDateTime,
+    /// The runtime that runs it (`process`, `docker`, …); `None`: the server's default
+    /// (`--sandbox-runtime`).
+    pub runtime: Option<String>,
 }
 
 /// A sandbox spec that cannot be used, with where it came from.
@@ -73,12 +76,20 @@ fn location_prefix(location: &str) -> String {
 
 /// The fields a spec object may have; `created_at` is accepted (so a spec copied from an API
 /// answer loads) and ignored: it is always the load time.
-const KNOWN_FIELDS: [&str; 5] = ["id", "command", "initial_env", "working_dir", "created_at"];
+const KNOWN_FIELDS: [&str; 6] = [
+    "id",
+    "command",
+    "initial_env",
+    "working_dir",
+    "created_at",
+    "runtime",
+];
 
 /// Parses the operator's sandbox specs file: a non-empty JSON array of objects with the fields
 /// `id` (non-empty string, unique), `command` (non-empty array of strings, the first
 /// non-empty), `initial_env` (object of strings, optional, default `{}`) and `working_dir`
-/// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]). Every spec's `created_at` is
+/// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]) and `runtime` (the name of
+/// the runtime that runs it, optional: the server's default). Every spec's `created_at` is
 /// `now`.
 ///
 /// # Errors
@@ -116,7 +127,7 @@ pub fn parse_sandbox_specs(
         if let Some(unknown) = fields.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
             return Err(err(
                 at(unknown),
-                "unknown field (expected id, command, initial_env, working_dir)".into(),
+                "unknown field (expected id, command, initial_env, working_dir, runtime)".into(),
             ));
         }
         let id = match fields.get("id") {
@@ -168,12 +179,18 @@ pub fn parse_sandbox_specs(
                 return Err(err(at("working_dir"), "expected a non-empty string".into()));
             }
         };
+        let runtime = match fields.get("runtime") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(_) => return Err(err(at("runtime"), "expected a non-empty string".into())),
+        };
         specs.push(SandboxSpec {
             id,
             command,
             initial_env,
             working_dir,
             created_at: now,
+            runtime,
         });
     }
     Ok(specs)
@@ -261,6 +278,7 @@ pub fn process_preset(
         initial_env,
         working_dir: DEFAULT_WORKING_DIR.to_owned(),
         created_at: now,
+        runtime: None,
     })
 }
 
@@ -300,7 +318,7 @@ mod tests {
     #[test]
     fn parses_full_and_minimal_specs() {
         let specs = parse(
-            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w"},
+            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w","runtime":"docker"},
                 {"id":"b","command":["other"],"created_at":"2020-01-01T00:00:00Z"}]"#,
         )
         .unwrap();
@@ -311,6 +329,8 @@ mod tests {
         assert_eq!(specs[1].working_dir, DEFAULT_WORKING_DIR);
         assert!(specs[1].initial_env.is_empty());
         assert_eq!(specs[1].created_at, now(), "created_at is the load time");
+        assert_eq!(specs[0].runtime.as_deref(), Some("docker"));
+        assert_eq!(specs[1].runtime, None);
     }
 
     #[test]
@@ -379,7 +399,11 @@ mod tests {
             ),
             (
                 r#"[{"id":"a","command":["x"],"initial_evn":{}}]"#,
-                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, working_dir)",
+                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, working_dir, runtime)",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"runtime":3}]"#,
+                "specs.json: [0].runtime: expected a non-empty string",
             ),
         ];
         for (text, expected) in cases {

@@ -8,6 +8,7 @@ mod conversations;
 mod events;
 mod operator;
 mod org_settings;
+mod sandbox_upkeep;
 mod sandboxes;
 mod users;
 
@@ -64,6 +65,17 @@ impl Switchboard {
             conversations,
             store,
         }
+    }
+
+    /// The same services, with sandboxes run as `managed` says (the server; without it a
+    /// start answers 503 and no sandbox spec is listed).
+    #[must_use]
+    pub fn with_managed_sandboxes(
+        mut self,
+        managed: crate::sandboxes::settings::ManagedSandboxes,
+    ) -> Self {
+        self.sandboxes = self.sandboxes.with_managed(managed);
+        self
     }
 
     /// The store (for readiness).

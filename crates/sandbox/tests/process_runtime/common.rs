@@ -119,6 +119,7 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
             initial_env,
             working_dir: ".".into(),
             created_at: time::OffsetDateTime::now_utc(),
+            runtime: None,
         },
         session_key: SessionKey::generate(),
         webhook_base_url: WEBHOOK_URL.into(),

@@ -1,0 +1,153 @@
+//! What the sandbox service needs to run sandboxes: the specs, the runtimes by name, the
+//! agent-server client, the sealer of session keys, the operator's limits, and the hooks the
+//! binary gives it (waking its background jobs, metrics). Built by the binary from its flags.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::identity::sealing::Sealer;
+use crate::sandboxes::runtime::{AgentServerClient, SandboxRuntime, SandboxStatus, StatusPolicy};
+use crate::sandboxes::specs::{SandboxSpec, SpecError};
+
+/// The runtimes Switchboard can run sandboxes with, by [`SandboxRuntime::name`]. Adding one
+/// is one call: `Runtimes::new().with(process).with(docker)`.
+#[derive(Clone, Default)]
+pub struct Runtimes {
+    by_name: BTreeMap<&'static str, Arc<dyn SandboxRuntime>>,
+}
+
+impl Runtimes {
+    /// No runtime yet.
+    pub fn new() -> Self {
+        Runtimes::default()
+    }
+
+    /// Adds `runtime` under its name (replacing one of the same name).
+    #[must_use]
+    pub fn with(mut self, runtime: Arc<dyn SandboxRuntime>) -> Self {
+        self.by_name.insert(runtime.name(), runtime);
+        self
+    }
+
+    /// The runtime named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn SandboxRuntime>> {
+        self.by_name.get(name)
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.by_name.keys().copied().collect()
+    }
+}
+
+/// The operator's choices (issue 9 flags).
+#[derive(Debug, Clone)]
+pub struct SandboxSettings {
+    /// The specs, in the operator's order; the first is the default (`--sandbox-specs`, or
+    /// the built-in process preset). Never empty.
+    pub specs: Vec<SandboxSpec>,
+    /// The runtime of specs that name none (`--sandbox-runtime`, default `process`).
+    pub default_runtime: String,
+    /// Given to every sandbox as `OH_WEBHOOKS_0_BASE_URL`: `--public-url` (default the bound
+    /// address) + `/api/v1/webhooks`.
+    pub webhook_base_url: String,
+    /// Variables passed from Switchboard's environment (`PATH`, `HOME`, `LANG` and each
+    /// `--sandbox-env NAME` that is set), values resolved at start.
+    pub passthrough_env: Vec<(String, String)>,
+    /// Start timeout (`--sandbox-start-timeout`, default 120 s) and health grace.
+    pub policy: StatusPolicy,
+    /// Running (or starting) sandboxes per user (`--max-running-sandboxes`, default 5).
+    pub max_running_per_user: u32,
+    /// Unowned sandboxes of the default spec kept started (`--warm-sandboxes`, default 0).
+    pub warm_sandboxes: u32,
+    /// The timeout of one `/alive` probe.
+    pub probe_timeout: Duration,
+}
+
+impl SandboxSettings {
+    /// The default spec (the first).
+    pub fn default_spec(&self) -> &SandboxSpec {
+        &self.specs[0]
+    }
+
+    /// The spec with this id.
+    pub fn spec(&self, id: &str) -> Option<&SandboxSpec> {
+        self.specs.iter().find(|s| s.id == id)
+    }
+
+    /// The runtime a spec runs on.
+    pub fn runtime_of<'a>(&'a self, spec: &'a SandboxSpec) -> &'a str {
+        spec.runtime.as_deref().unwrap_or(&self.default_runtime)
+    }
+}
+
+/// Metrics of sandboxes (issue 9: sandboxes by status, start duration, warm pool size),
+/// implemented by the API's metrics registry.
+pub trait SandboxObserver: Send + Sync {
+    /// A sandbox reached `RUNNING` (from the pool: `warm`), `seconds` after its start request
+    /// (or its resume).
+    fn start_finished(&self, seconds: f64, warm: bool);
+    /// After a reconciliation pass: sandboxes by status (every status, zeros included; warm
+    /// pool ones excluded) and the warm pool's ready (`RUNNING`) sandboxes.
+    fn statuses(&self, counts: &[(SandboxStatus, usize)], warm_ready: usize);
+}
+
+/// Everything the service needs to run sandboxes.
+#[derive(Clone)]
+pub struct ManagedSandboxes {
+    /// The operator's choices.
+    pub settings: SandboxSettings,
+    /// The runtimes by name.
+    pub runtimes: Runtimes,
+    /// The agent-server client (health probes).
+    pub client: Arc<dyn AgentServerClient>,
+    /// Seals session keys at rest.
+    pub sealer: Sealer,
+    /// Metrics, if any.
+    pub observer: Option<Arc<dyn SandboxObserver>>,
+    /// Wakes the binary's background sandbox jobs (launch, probe, pool, cleanup) at once
+    /// instead of at their next period.
+    pub wake: Option<Arc<dyn Fn() + Send + Sync>>,
+}
+
+impl ManagedSandboxes {
+    /// Checks that every spec's runtime (and the default) is one of `runtimes`.
+    ///
+    /// # Errors
+    /// A [`SpecError`] naming `source_name` and the spec's `runtime` field, or
+    /// `--sandbox-runtime`.
+    pub fn validate(&self, source_name: &str) -> Result<(), SpecError> {
+        let known = || self.runtimes.names().join(", ");
+        if self.runtimes.get(&self.settings.default_runtime).is_none() {
+            return Err(SpecError {
+                source_name: "--sandbox-runtime".into(),
+                location: String::new(),
+                message: format!(
+                    "unknown runtime {:?} (known: {})",
+                    self.settings.default_runtime,
+                    known()
+                ),
+            });
+        }
+        if self.settings.specs.is_empty() {
+            return Err(SpecError {
+                source_name: source_name.into(),
+                location: String::new(),
+                message: "no sandbox spec".into(),
+            });
+        }
+        for (i, spec) in self.settings.specs.iter().enumerate() {
+            if let Some(name) = &spec.runtime
+                && self.runtimes.get(name).is_none()
+            {
+                return Err(SpecError {
+                    source_name: source_name.into(),
+                    location: format!("[{i}].runtime"),
+                    message: format!("unknown runtime {name:?} (known: {})", known()),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,334 @@
+//! The background work of the sandbox service, called by the binary's supervisor (the domain
+//! starts no thread): launching sandboxes the API started, probing them until `RUNNING`,
+//! reconciling every record with its runtime (on start and every few seconds; no network call
+//! on any request path), keeping the warm pool full, and cleaning up after deletes.
+//!
+//! Every status change is a conditional update (on the `updated_at` read), so a pass never
+//! overwrites a pause, resume or delete that happened while it looked.
+
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+
+use crate::error::DomainError;
+use crate::identity::session_keys::SessionKey;
+use crate::ids::SandboxId;
+use crate::ports::sandboxes::SandboxUpdate;
+use crate::sandboxes::records::SandboxRecord;
+use crate::sandboxes::runtime::{LaunchSpec, Observation, Observed, SandboxStatus, status_of};
+use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
+use crate::time_input::now_micros;
+
+/// Lines of a sandbox's log written to the server log when it turns `ERROR`.
+const ERROR_LOG_LINES: usize = 20;
+
+impl SandboxService {
+    /// One pass of the launcher: launches every `STARTING` sandbox not launched yet, then
+    /// probes the `STARTING` ones (`RUNNING` once `/alive` answers; `ERROR` when the process
+    /// ends first or the start timeout passes). Run every few hundred milliseconds and when
+    /// woken.
+    ///
+    /// # Errors
+    /// Storage failures (a runtime's failure is the sandbox's `ERROR`, logged).
+    pub fn advance_starting(&self) -> Result<(), DomainError> {
+        let Some(m) = self.managed.as_deref() else {
+            return Ok(());
+        };
+        let starting: Vec<SandboxRecord> = self
+            .sandboxes
+            .live_sandboxes()?
+            .into_iter()
+            .filter(|r| r.is_managed() && r.status == SandboxStatus::Starting)
+            .collect();
+        for record in &starting {
+            if record.handle.is_none() {
+                self.launch(m, record)?;
+            } else {
+                self.reconcile_one(m, record)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One reconciliation pass (issue 9): every launched sandbox's runtime is observed (for
+    /// processes: the pid and its start time in `/proc`) and, when it runs, probed at
+    /// `/alive`; the status that follows ([`status_of`]) is stored. A process that died is
+    /// `MISSING`; one still running after a Switchboard restart is `RUNNING` again with
+    /// nothing restarted. Also reports the status metrics.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn reconcile(&self) -> Result<(), DomainError> {
+        let Some(m) = self.managed.as_deref() else {
+            return Ok(());
+        };
+        let live = self.sandboxes.live_sandboxes()?;
+        for record in live.iter().filter(|r| r.is_managed() && r.handle.is_some()) {
+            self.reconcile_one(m, record)?;
+        }
+        if let Some(observer) = &m.m.observer {
+            let after = self.sandboxes.live_sandboxes()?;
+            let mut counts: BTreeMap<&str, (SandboxStatus, usize)> = [
+                SandboxStatus::Starting,
+                SandboxStatus::Running,
+                SandboxStatus::Paused,
+                SandboxStatus::Error,
+                SandboxStatus::Missing,
+            ]
+            .into_iter()
+            .map(|s| (s.as_str(), (s, 0)))
+            .collect();
+            let mut warm_ready = 0;
+            for r in &after {
+                if r.org_id.is_none() {
+                    warm_ready += usize::from(r.status == SandboxStatus::Running);
+                } else if let Some(entry) = counts.get_mut(r.status.as_str()) {
+                    entry.1 += 1;
+                }
+            }
+            let counts: Vec<(SandboxStatus, usize)> = counts.into_values().collect();
+            observer.statuses(&counts, warm_ready);
+        }
+        Ok(())
+    }
+
+    /// Keeps `--warm-sandboxes` unowned sandboxes of the default spec started: failed or
+    /// vanished ones (and ones of a spec no longer the default) are deleted, missing ones
+    /// inserted as `STARTING` for the launcher. Run every few seconds and after a claim.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn refill_warm_pool(&self) -> Result<(), DomainError> {
+        let Some(m) = self.managed.as_deref() else {
+            return Ok(());
+        };
+        let settings = &m.m.settings;
+        let spec = settings.default_spec();
+        let runtime = settings.runtime_of(spec).to_owned();
+        let now = now_micros();
+        let mut alive = 0u32;
+        let mut removed = false;
+        for r in self.sandboxes.live_sandboxes()? {
+            if r.org_id.is_some() || !r.is_managed() {
+                continue;
+            }
+            let wanted = r.spec_id == spec.id
+                && r.runtime == runtime
+                && matches!(r.status, SandboxStatus::Starting | SandboxStatus::Running);
+            if wanted && alive < settings.warm_sandboxes {
+                alive += 1;
+            } else {
+                tracing::info!(sandbox = %r.id, status = %r.status, "removing a warm-pool sandbox");
+                self.sandboxes.delete_sandbox(r.id, now)?;
+                m.forget(r.id);
+                removed = true;
+            }
+        }
+        for _ in alive..settings.warm_sandboxes {
+            let key = SessionKey::generate();
+            let id = SandboxId::new_random();
+            let record = SandboxRecord {
+                id,
+                org_id: None,
+                owner_id: None,
+                spec_id: spec.id.clone(),
+                runtime: runtime.clone(),
+                status: SandboxStatus::Starting,
+                session_key_sealed: Some(m.m.sealer.seal(key.expose(), &id.to_string())),
+                handle: None,
+                agent_server_url: None,
+                created_at: now,
+                updated_at: now,
+                started_at: None,
+                last_used_at: None,
+                deleted_at: None,
+            };
+            self.sandboxes.insert_sandbox(&record, &key.hash())?;
+        }
+        if removed || alive < settings.warm_sandboxes {
+            m.wake();
+        }
+        Ok(())
+    }
+
+    /// Stops and removes the runtimes of deleted sandboxes (SIGTERM, the stop timeout,
+    /// SIGKILL, working directory removed for processes); retried on the next pass when it
+    /// fails.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn clean_up_deleted(&self) -> Result<(), DomainError> {
+        let Some(m) = self.managed.as_deref() else {
+            return Ok(());
+        };
+        for record in self.sandboxes.pending_cleanups()? {
+            match runtime_and_handle(m, &record) {
+                Some((runtime, handle)) => match runtime.delete(&handle) {
+                    Ok(()) => {
+                        tracing::info!(sandbox = %record.id, "deleted sandbox stopped and removed");
+                        self.sandboxes.cleanup_done(record.id)?;
+                    }
+                    Err(e) => {
+                        tracing::warn!(sandbox = %record.id, error = %e, "cleaning up a deleted sandbox failed; retrying later");
+                    }
+                },
+                // Not ours to clean (unknown runtime: logged) or nothing readable to clean.
+                None if m.runtime(&record.runtime).is_some() => {
+                    self.sandboxes.cleanup_done(record.id)?;
+                }
+                None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Launches one `STARTING` sandbox; a failure makes it `ERROR`, with the detail logged.
+    fn launch(&self, m: &Managed, record: &SandboxRecord) -> Result<(), DomainError> {
+        let settings = &m.m.settings;
+        let now = now_micros();
+        let prepared = (|| {
+            let spec = settings.spec(&record.spec_id).ok_or_else(|| {
+                format!("sandbox spec {:?} is no longer configured", record.spec_id)
+            })?;
+            let runtime = m
+                .runtime(&record.runtime)
+                .ok_or_else(|| format!("runtime {:?} is not configured", record.runtime))?;
+            let sealed = record
+                .session_key_sealed
+                .as_deref()
+                .ok_or("the session key is missing")?;
+            let key =
+                m.m.sealer
+                    .open(sealed, &record.id.to_string())
+                    .map_err(|e| format!("session key: {e}"))?;
+            let launch = LaunchSpec {
+                sandbox_id: record.id,
+                spec: spec.clone(),
+                session_key: SessionKey::new(key),
+                webhook_base_url: settings.webhook_base_url.clone(),
+                passthrough_env: settings.passthrough_env.clone(),
+            };
+            runtime
+                .start(&launch)
+                .map(|handle| (runtime, handle))
+                .map_err(|e| e.to_string())
+        })();
+        match prepared {
+            Ok((runtime, handle)) => {
+                let update = SandboxUpdate {
+                    handle: Some(handle.to_json()),
+                    agent_server_url: Some(handle.agent_server_url.clone()),
+                    started_at: Some(now),
+                    status: None,
+                    ..SandboxUpdate::status(record, SandboxStatus::Starting, now)
+                };
+                if self.sandboxes.update_sandbox(&update)? {
+                    m.new_run(record.id, now);
+                    tracing::info!(sandbox = %record.id, url = %handle.agent_server_url, "sandbox launched");
+                } else {
+                    // Paused or deleted while launching: undo; a later pass launches it
+                    // again if it is still to start.
+                    if let Err(e) = runtime.delete(&handle) {
+                        tracing::warn!(sandbox = %record.id, error = %e, "removing a launch that lost a race failed");
+                    }
+                }
+            }
+            Err(detail) => {
+                tracing::warn!(sandbox = %record.id, spec = %record.spec_id, %detail, "sandbox ERROR: it could not be started");
+                self.sandboxes.update_sandbox(&SandboxUpdate::status(
+                    record,
+                    SandboxStatus::Error,
+                    now,
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Observes, probes and stores the status of one launched sandbox.
+    fn reconcile_one(&self, m: &Managed, record: &SandboxRecord) -> Result<(), DomainError> {
+        let Some((runtime, handle)) = runtime_and_handle(m, record) else {
+            return Ok(());
+        };
+        let observed = runtime.observe(&handle);
+        let alive = observed == Observed::Running
+            && m.m
+                .client
+                .alive(&handle.agent_server_url, m.m.settings.probe_timeout)
+                .is_ok();
+        let now = now_micros();
+        let health = self.health_of(m, record, alive, now);
+        let status = status_of(
+            &Observation {
+                observed: observed.clone(),
+                alive,
+                since: health.since,
+                last_alive: health.last_alive,
+            },
+            &m.m.settings.policy,
+            now,
+        );
+        if status == record.status
+            || !self
+                .sandboxes
+                .update_sandbox(&SandboxUpdate::status(record, status, now))?
+        {
+            return Ok(());
+        }
+        match status {
+            SandboxStatus::Running if record.status == SandboxStatus::Starting => {
+                tracing::info!(sandbox = %record.id, "sandbox RUNNING");
+                if let Some(observer) = &m.m.observer {
+                    let seconds = (now - health.since).as_seconds_f64().max(0.0);
+                    observer.start_finished(seconds, false);
+                }
+            }
+            SandboxStatus::Error => {
+                let tail = runtime
+                    .log_tail(&handle, ERROR_LOG_LINES)
+                    .unwrap_or_default();
+                let why = match &observed {
+                    Observed::Exited { reason } => format!("it exited during start ({reason})"),
+                    _ if health.last_alive.is_none() => format!(
+                        "/alive did not answer within the start timeout ({:?})",
+                        m.m.settings.policy.start_timeout
+                    ),
+                    _ => format!(
+                        "/alive has not answered for longer than the health grace ({:?})",
+                        m.m.settings.policy.health_grace
+                    ),
+                };
+                tracing::warn!(sandbox = %record.id, detail = %why, log_tail = %tail, "sandbox ERROR");
+            }
+            other => {
+                tracing::info!(sandbox = %record.id, from = %record.status, to = %other, observed = ?observed, "sandbox status changed");
+            }
+        }
+        Ok(())
+    }
+
+    /// The health memory of a sandbox, updated with this probe. A sandbox first seen by this
+    /// process (after a restart) that was `RUNNING` or `PAUSED` counts as having answered,
+    /// so a process that died since is `MISSING`, not a failed start.
+    fn health_of(
+        &self,
+        m: &Managed,
+        record: &SandboxRecord,
+        alive: bool,
+        now: OffsetDateTime,
+    ) -> Health {
+        let mut table = m.health.lock().expect("health table poisoned");
+        let entry = table.entry(record.id).or_insert_with(|| Health {
+            since: record.started_at.unwrap_or(record.created_at),
+            last_alive: matches!(
+                record.status,
+                SandboxStatus::Running | SandboxStatus::Paused
+            )
+            .then_some(now),
+        });
+        if alive {
+            entry.last_alive = Some(now);
+        }
+        *entry
+    }
+}
