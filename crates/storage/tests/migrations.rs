@@ -198,3 +198,87 @@ fn every_migration_folder_has_both_backends() {
         }
     }
 }
+
+/// The sandboxes migration keeps every registered sandbox (now `external`, `RUNNING`) and
+/// every conversation's `sandbox_id`: on SQLite the table is rebuilt with foreign keys off,
+/// so the implicit DELETE of dropping it does not set them to NULL.
+fn check_sandboxes_migration_keeps_data(backend: Backend) {
+    use diesel_migrations::MigrationHarness;
+    use switchboard_storage::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+    let db = TestDatabase::new(backend);
+    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
+    let before = "2026-11-21-000002";
+    loop {
+        let version = match &mut conn {
+            DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
+            DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
+        }
+        .unwrap()
+        .to_string();
+        if version
+            .replace('-', "")
+            .starts_with(&before.replace('-', ""))
+        {
+            break;
+        }
+    }
+    use diesel::connection::SimpleConnection;
+    conn.batch_execute(
+        "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \
+           VALUES ('o1', 'A', TRUE, '[]', '2026-01-01 00:00:00', '2026-01-01 00:00:00'); \
+         INSERT INTO users (id, email, created_at) VALUES ('u1', 'a@x', '2026-01-01 00:00:00'); \
+         INSERT INTO sandboxes (id, org_id, owner_id, session_key_hash, created_at) \
+           VALUES ('s1', 'o1', 'u1', 'h1', '2026-01-01 00:00:00'); \
+         INSERT INTO conversations (id, org_id, owner_id, sandbox_id, created_at, updated_at) \
+           VALUES ('c1', 'o1', 'u1', 's1', '2026-01-01 00:00:00', '2026-01-01 00:00:00');",
+    )
+    .unwrap();
+    run_migrations(&mut conn).unwrap();
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Nullable<Text>)]
+        sandbox_id: Option<String>,
+        #[diesel(sql_type = Text)]
+        runtime: String,
+        #[diesel(sql_type = Text)]
+        status: String,
+    }
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT c.sandbox_id, s.runtime, s.status FROM conversations c JOIN sandboxes s ON s.id = c.sandbox_id",
+    )
+    .load(&mut conn)
+    .unwrap();
+    assert_eq!(
+        rows.len(),
+        1,
+        "{backend}: the conversation lost its sandbox"
+    );
+    assert_eq!(
+        (
+            rows[0].sandbox_id.as_deref(),
+            rows[0].runtime.as_str(),
+            rows[0].status.as_str()
+        ),
+        (Some("s1"), "external", "RUNNING"),
+        "{backend}"
+    );
+    // Foreign keys still hold after the rebuild: a conversation of an unknown sandbox fails.
+    assert!(
+        conn.batch_execute(
+            "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, created_at, updated_at) \
+             VALUES ('c2', 'o1', 'u1', 'nope', '2026-01-01 00:00:00', '2026-01-01 00:00:00');"
+        )
+        .is_err(),
+        "{backend}: foreign keys are off after the migration"
+    );
+}
+
+#[test]
+fn sqlite_sandboxes_migration_keeps_data() {
+    check_sandboxes_migration_keeps_data(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_sandboxes_migration_keeps_data() {
+    check_sandboxes_migration_keeps_data(Backend::Postgres);
+}
