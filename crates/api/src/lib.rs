@@ -3,7 +3,7 @@
 //! The HTTP API as an actix-web app: [`create_app`] builds it over an [`AppState`] (the domain
 //! services, metrics, pool statistics), so tests and the binary run the same app. One handler
 //! module per resource ([`health`], [`org_settings`], [`keys`], [`users`], [`events`],
-//! [`webhooks`]) registers its routes and their OpenAPI paths in one declaration, collected by
+//! [`webhooks`], [`sandbox_specs`], [`sandboxes`]) registers its routes and their OpenAPI paths in one declaration, collected by
 //! [`routes`]. Handlers authenticate first ([`extract::Caller`]: `X-Access-Token` or
 //! `Authorization: Bearer`; [`extract::SandboxCaller`]: `X-Session-API-Key`), resolve the
 //! effective organization, then read and validate bodies; failures map to statuses in one
@@ -31,6 +31,8 @@ pub mod openapi;
 pub mod org_settings;
 pub mod responses;
 pub mod routes;
+pub mod sandbox_specs;
+pub mod sandboxes;
 pub mod users;
 pub mod webhooks;
 

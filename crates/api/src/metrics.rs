@@ -10,8 +10,11 @@ use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, web};
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
+use switchboard_domain::sandboxes::runtime::SandboxStatus;
+use switchboard_domain::sandboxes::settings::SandboxObserver;
 use tracing::Instrument;
 
 use crate::AppState;
@@ -45,6 +48,9 @@ pub struct Metrics {
     requests: IntCounterVec,
     latency: HistogramVec,
     pool: IntGaugeVec,
+    sandboxes: IntGaugeVec,
+    warm_pool: IntGauge,
+    sandbox_start: HistogramVec,
 }
 
 impl Default for Metrics {
@@ -87,6 +93,37 @@ impl Metrics {
             &["state"],
         )
         .expect("valid metric");
+        let sandboxes = IntGaugeVec::new(
+            Opts::new(
+                "sandboxes",
+                "Sandboxes by status at the last reconciliation (warm-pool ones excluded).",
+            ),
+            &["status"],
+        )
+        .expect("valid metric");
+        let warm_pool = IntGauge::new(
+            "sandbox_warm_pool_ready",
+            "Warm-pool sandboxes ready to be claimed (RUNNING, unowned).",
+        )
+        .expect("valid metric");
+        let sandbox_start = HistogramVec::new(
+            HistogramOpts::new(
+                "sandbox_start_duration_seconds",
+                "Seconds from a sandbox start (or resume) to RUNNING, by source (warm: claimed from the pool; cold: launched).",
+            )
+            .buckets(vec![
+                0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
+            ]),
+            &["source"],
+        )
+        .expect("valid metric");
+        for metric in [
+            Box::new(sandboxes.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(warm_pool.clone()),
+            Box::new(sandbox_start.clone()),
+        ] {
+            registry.register(metric).expect("unique metric");
+        }
         registry
             .register(Box::new(requests.clone()))
             .expect("unique metric");
@@ -101,6 +138,9 @@ impl Metrics {
             requests,
             latency,
             pool,
+            sandboxes,
+            warm_pool,
+            sandbox_start,
         }
     }
 
@@ -130,6 +170,24 @@ impl Metrics {
             .encode(&self.registry.gather(), &mut out)
             .expect("encoding to a Vec cannot fail");
         String::from_utf8(out).unwrap_or_default()
+    }
+}
+
+impl SandboxObserver for Metrics {
+    fn start_finished(&self, seconds: f64, warm: bool) {
+        self.sandbox_start
+            .with_label_values(&[if warm { "warm" } else { "cold" }])
+            .observe(seconds);
+    }
+
+    fn statuses(&self, counts: &[(SandboxStatus, usize)], warm_ready: usize) {
+        for (status, n) in counts {
+            self.sandboxes
+                .with_label_values(&[status.as_str()])
+                .set(i64::try_from(*n).unwrap_or(i64::MAX));
+        }
+        self.warm_pool
+            .set(i64::try_from(warm_ready).unwrap_or(i64::MAX));
     }
 }
 

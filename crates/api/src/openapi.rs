@@ -50,6 +50,8 @@ impl Modify for SecuritySchemes {
         dto::OrgAppSettingsResponse, dto::OrgAppSettingsUpdate, dto::MarketplaceRegistration, dto::MarketplaceRegistrationInput,
         dto::ApiKeyCreate, dto::ApiKeyCreated, dto::ApiKeyResponse, dto::ApiKeyList, dto::ApiKeyRevoked,
         dto::MeResponse, dto::Status,
+        dto::SandboxInfo, dto::SandboxPage, dto::ExposedUrl, dto::SandboxStatusName,
+        dto::SandboxSpecInfo, dto::SandboxSpecInfoPage, dto::StartSandboxRequest, dto::Success,
     )),
     modifiers(&SecuritySchemes),
 )]

@@ -75,6 +75,31 @@ impl IntoResponses for ConversationErrors {
     }
 }
 
+/// What an operation on one sandbox (named by its path or query) may answer besides its
+/// own: as [`ApiKeyErrors`], with 404 also for an unknown sandbox, another organization's,
+/// or another member's seen by a member (design: Sandboxes), and 409 for a sandbox that is
+/// not managed by Switchboard or whose process is gone.
+pub struct SandboxErrors;
+
+impl IntoResponses for SandboxErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut out = ApiKeyErrors::responses();
+        out.insert(
+            "404".to_owned(),
+            answer::<ErrorDetail>(
+                "Unknown sandbox, another organization's, or another member's (for a member): {\"detail\": \"Not Found\"}",
+            ),
+        );
+        out.insert(
+            "409".to_owned(),
+            answer::<ErrorDetail>(
+                "Pause or resume of a registered sandbox, or of one that is ERROR or MISSING",
+            ),
+        );
+        out
+    }
+}
+
 /// What an agent-server webhook (authenticated by a sandbox session key) may answer besides
 /// its own: 401, 404 (the conversation belongs to another organization), 413 (over
 /// [`WEBHOOK_BODY_LIMIT`]), 422, 500.

@@ -9,7 +9,7 @@ use actix_web::{App, HttpResponse, web};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
-use crate::{events, health, keys, org_settings, users, webhooks};
+use crate::{events, health, keys, org_settings, sandbox_specs, sandboxes, users, webhooks};
 
 /// Registers every route and its OpenAPI path, module by module.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -19,6 +19,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     users::configure(cfg);
     events::configure(cfg);
     webhooks::configure(cfg);
+    sandbox_specs::configure(cfg);
+    sandboxes::configure(cfg);
 }
 
 /// Every route served, as `(method, path pattern)` in lowercase method names, read from the

@@ -147,14 +147,18 @@ async fn every_route_is_served(backend: Backend) {
     let app = spawn_app(backend).await;
     let default_404 = detail("Not Found");
     for (method, path) in switchboard_api::routes::table() {
-        let url = path
-            .replace("{id}", &uuid::Uuid::new_v4().to_string())
-            .replace("{conversation_id}", &uuid::Uuid::new_v4().to_string())
-            + if path.ends_with("/events") {
-                "?id=a"
-            } else {
-                ""
-            };
+        // A sandbox route is told from the router's 404 by its 422 for a malformed id.
+        let sandbox_route = path.starts_with("/api/v1/sandboxes/{");
+        let url = if sandbox_route {
+            path.replace("{id}", "x").replace("{sandbox_id}", "x")
+        } else {
+            path.replace("{id}", &uuid::Uuid::new_v4().to_string())
+                .replace("{conversation_id}", &uuid::Uuid::new_v4().to_string())
+        } + match path.as_str() {
+            p if p.ends_with("/events") || p == "/api/v1/sandbox-specs" => "?id=a",
+            "/api/v1/sandboxes" if method == "get" => "?id=0b9f3c4e7d2a4c1e9a8b5f6e7d8c9a0b",
+            _ => "",
+        };
         let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
         let mut r = app.req(method.clone(), &url, Some(&app.owner.key));
         if method == Method::POST {
@@ -175,7 +179,25 @@ async fn every_route_is_served(backend: Backend) {
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         assert_ne!(body, default_404, "{backend}: {method} {url}");
         assert_ne!(status, 405, "{backend}: {method} {url}");
-        if path.contains("{id}") {
+        if sandbox_route {
+            let name = if path.contains("{id}") {
+                "id"
+            } else {
+                "sandbox_id"
+            };
+            assert_eq!(
+                (status, &body["detail"][0]["loc"]),
+                (422, &json!(["path", name])),
+                "{backend}: {method} {url}: {body}"
+            );
+        } else if path == "/api/v1/sandboxes" && method == Method::POST {
+            // The test app runs no sandboxes.
+            assert_eq!(
+                (status, body),
+                (503, detail("Sandboxes are not enabled on this server")),
+                "{backend}: {method} {url}"
+            );
+        } else if path.contains("{id}") {
             assert_eq!(
                 (status, body),
                 (404, detail("API key not found")),

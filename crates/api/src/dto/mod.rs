@@ -3,12 +3,17 @@
 
 mod keys;
 mod org_settings;
+mod sandboxes;
 mod users;
 
 pub use keys::{ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
 pub use org_settings::{
     MarketplaceRegistration, MarketplaceRegistrationInput, OrgAppSettingsResponse,
     OrgAppSettingsUpdate,
+};
+pub use sandboxes::{
+    ExposedUrl, SandboxInfo, SandboxPage, SandboxSpecInfo, SandboxSpecInfoPage, SandboxStatusName,
+    StartSandboxRequest, Success,
 };
 pub use users::MeResponse;
 

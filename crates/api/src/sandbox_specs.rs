@@ -1,0 +1,77 @@
+//! Sandbox specs (issue 9; reference app-server §4): what a sandbox runs, from the operator's
+//! `--sandbox-specs` file or the built-in process preset, in the configured order.
+
+use actix_web::{get, web};
+use switchboard_domain::sandboxes::records::{MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, SpecCursor};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ErrorDetail, SandboxSpecInfo, SandboxSpecInfoPage};
+use crate::error::ApiResult;
+use crate::extract::{Caller, QueryPairs};
+use crate::responses::ApiKeyErrors;
+use crate::sandboxes::{SandboxPageLimit, batch_ids, parse_paging};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(search_sandbox_specs).service(get_sandbox_specs);
+}
+
+/// The sandbox specs, in the configured order (the first is the default of a start).
+#[utoipa::path(tag = "Sandbox specs",
+    params(
+        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
+        ("limit" = inline(Option<SandboxPageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = SandboxSpecInfoPage), ApiKeyErrors))]
+#[get("/api/v1/sandbox-specs/search")]
+pub async fn search_sandbox_specs(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<SandboxSpecInfoPage>> {
+    let page = caller
+        .run(state, move |s, _ctx| {
+            let (after, limit) = parse_paging::<SpecCursor>(&query)?;
+            Ok(s.services.sandboxes().search_specs(after, limit))
+        })
+        .await?;
+    Ok(web::Json(SandboxSpecInfoPage {
+        items: page.items.into_iter().map(SandboxSpecInfo::from).collect(),
+        next_page_id: page.next_page_id,
+    }))
+}
+
+/// Sandbox specs by id (`?id=…&id=…`, at most 100), in request order, `null` for unknown ids.
+#[utoipa::path(tag = "Sandbox specs",
+    params(
+        ("id" = Vec<String>, Query, description = "Spec ids (repeat the parameter; at most 100)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = Vec<Option<SandboxSpecInfo>>),
+        (status = 400, description = format!("More than {MAX_SANDBOX_BATCH} ids"), body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[get("/api/v1/sandbox-specs")]
+pub async fn get_sandbox_specs(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<Vec<Option<SandboxSpecInfo>>>> {
+    let found = caller
+        .run(state, move |s, _ctx| {
+            let ids = batch_ids(&query)?;
+            Ok(s.services.sandboxes().get_specs(&ids)?)
+        })
+        .await?;
+    Ok(web::Json(
+        found
+            .into_iter()
+            .map(|s| s.map(SandboxSpecInfo::from))
+            .collect(),
+    ))
+}

@@ -1,0 +1,348 @@
+//! Sandboxes (issue 9; reference app-server §3): start, search, batch get, pause, resume and
+//! delete, in OpenHands' shapes, with the visibility of design "Sandboxes" (another org's,
+//! an unknown one, or another member's seen by a member: 404 `{"detail":"Not Found"}`).
+
+use actix_web::{delete, get, post, web};
+use serde_json::Value;
+use switchboard_domain::cursor::Keyset;
+use switchboard_domain::sandboxes::records::{MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, SandboxCursor};
+use switchboard_domain::validation::{
+    field, greater_than, int_parsing, less_than_equal, loc, missing, model_type, string_type,
+    uuid_parsing, value_error,
+};
+use switchboard_domain::{DomainError, SandboxId};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ErrorDetail, SandboxInfo, SandboxPage, StartSandboxRequest, Success};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Caller, QueryPairs, RawBody, parse_json_body, path_uuid};
+use crate::responses::{ApiKeyErrors, SandboxErrors};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(start_sandbox)
+        .service(search_sandboxes)
+        .service(get_sandboxes)
+        .service(pause_sandbox)
+        .service(resume_sandbox)
+        .service(delete_sandbox);
+}
+
+/// The schema of a `limit` parameter: an integer from 1 to [`MAX_SANDBOX_PAGE`], by default
+/// [`MAX_SANDBOX_PAGE`] (reference app-server §3.2).
+pub(crate) struct SandboxPageLimit;
+
+impl utoipa::PartialSchema for SandboxPageLimit {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(MAX_SANDBOX_PAGE))
+            .default(Some(MAX_SANDBOX_PAGE.into()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SandboxPageLimit {}
+
+/// Reads `page_id` (a cursor this service wrote for keyset `C`) and `limit` (1..=100,
+/// default 100); every malformed value is a 422 entry, all reported together.
+pub(crate) fn parse_paging<C: Keyset>(query: &QueryPairs) -> Result<(Option<C>, u32), ApiError> {
+    let mut errors = Vec::new();
+    let mut after = None;
+    let mut limit = MAX_SANDBOX_PAGE;
+    for (name, value) in &query.0 {
+        let input = || Value::String(value.clone());
+        match name.as_str() {
+            "page_id" => match C::decode(value) {
+                Some(c) => after = Some(c),
+                None => errors.push(value_error(
+                    QueryPairs::loc(name),
+                    "page_id is not a cursor returned by this service",
+                    &input(),
+                )),
+            },
+            "limit" => match value.trim().parse::<i64>() {
+                Ok(n) if n <= 0 => errors.push(greater_than(QueryPairs::loc(name), 0, &input())),
+                Ok(n) if n > i64::from(MAX_SANDBOX_PAGE) => errors.push(less_than_equal(
+                    QueryPairs::loc(name),
+                    MAX_SANDBOX_PAGE.into(),
+                    &input(),
+                )),
+                Ok(n) => limit = n as u32,
+                Err(_) => errors.push(int_parsing(QueryPairs::loc(name), value)),
+            },
+            _ => {}
+        }
+    }
+    if errors.is_empty() {
+        Ok((after, limit))
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// The `id` query values: 422 `missing` without any; more than [`MAX_SANDBOX_BATCH`] is the
+/// domain's 400 (checked before their form, as OpenHands does).
+pub(crate) fn batch_ids(query: &QueryPairs) -> Result<Vec<String>, ApiError> {
+    let ids = query.all("id");
+    if ids.is_empty() {
+        return Err(missing(QueryPairs::loc("id"), Value::Null).into());
+    }
+    Ok(ids)
+}
+
+/// Starts a sandbox from a spec: the query's `sandbox_spec_id` (as OpenHands clients send
+/// it), else the body's, else the first spec. Answers at once: `STARTING` (the server drives
+/// it to `RUNNING`), or `RUNNING` when a warm-pool sandbox was claimed.
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("sandbox_spec_id" = Option<String>, Query, description = "The spec to run (default: the first)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    request_body(content = Option<StartSandboxRequest>, description = "Optional: {\"sandbox_spec_id\": …} (the query parameter wins)"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = SandboxInfo),
+        (status = 400, description = "Unknown sandbox spec (named in the detail)", body = ErrorDetail),
+        (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/sandboxes")]
+pub async fn start_sandbox(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+    body: RawBody,
+) -> ApiResult<web::Json<SandboxInfo>> {
+    let view = caller
+        .run(state, move |s, ctx| {
+            let from_query = query.all("sandbox_spec_id").into_iter().next();
+            let from_body = spec_from_body(&body.bytes()?)?;
+            let spec = from_query.or(from_body);
+            Ok(s.services
+                .sandboxes()
+                .start_sandbox(&ctx, spec.as_deref())?)
+        })
+        .await?;
+    Ok(web::Json(view.into()))
+}
+
+/// The optional body of a start: empty, or an object whose `sandbox_spec_id` is a string or
+/// null (other fields are ignored, as FastAPI does).
+fn spec_from_body(bytes: &[u8]) -> Result<Option<String>, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(None);
+    }
+    let body = parse_json_body(bytes)?;
+    let Value::Object(obj) = &body else {
+        return Err(model_type(loc(["body"]), "StartSandboxRequest", &body).into());
+    };
+    match obj.get("sandbox_spec_id") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(string_type(field(&loc(["body"]), "sandbox_spec_id"), other).into()),
+    }
+}
+
+/// The sandboxes the caller sees in the effective organization, newest first (members: the
+/// ones they created; admins and owners: all). Statuses come from the last reconciliation:
+/// no agent server is called.
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
+        ("limit" = inline(Option<SandboxPageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = SandboxPage), ApiKeyErrors))]
+#[get("/api/v1/sandboxes/search")]
+pub async fn search_sandboxes(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<SandboxPage>> {
+    let page = caller
+        .run(state, move |s, ctx| {
+            let (after, limit) = parse_paging::<SandboxCursor>(&query)?;
+            Ok(s.services
+                .sandboxes()
+                .search_sandboxes(&ctx, after, limit)?)
+        })
+        .await?;
+    Ok(web::Json(page.into()))
+}
+
+/// Sandboxes by id (`?id=…&id=…`, at most 100), in request order: `null` for an unknown one
+/// or one the caller does not see.
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("id" = Vec<uuid::Uuid>, Query, description = "Sandbox ids (repeat the parameter; at most 100)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = Vec<Option<SandboxInfo>>),
+        (status = 400, description = format!("More than {MAX_SANDBOX_BATCH} ids"), body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[get("/api/v1/sandboxes")]
+pub async fn get_sandboxes(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<Vec<Option<SandboxInfo>>>> {
+    let found = caller
+        .run(state, move |s, ctx| {
+            let raw = batch_ids(&query)?;
+            if raw.len() > MAX_SANDBOX_BATCH {
+                // The count is judged before the form (OpenHands: 400 for any 101 ids).
+                return Err(DomainError::TooManySandboxIds {
+                    what: "sandboxes",
+                    got: raw.len(),
+                }
+                .into());
+            }
+            let mut ids = Vec::with_capacity(raw.len());
+            let mut errors = Vec::new();
+            for (i, value) in raw.iter().enumerate() {
+                match value.parse::<SandboxId>() {
+                    Ok(id) => ids.push(id),
+                    Err(_) => errors.push(uuid_parsing(
+                        vec!["query".into(), "id".into(), i.into()],
+                        value,
+                    )),
+                }
+            }
+            if !errors.is_empty() {
+                return Err(ApiError::Validation(errors));
+            }
+            Ok(s.services.sandboxes().get_sandboxes(&ctx, &ids)?)
+        })
+        .await?;
+    Ok(web::Json(
+        found
+            .into_iter()
+            .map(|v| v.map(SandboxInfo::from))
+            .collect(),
+    ))
+}
+
+/// Pauses a sandbox (SIGSTOP of its process group); pausing a paused one succeeds. Another
+/// member's needs admin or owner (it is 404 to a member).
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("sandbox_id" = uuid::Uuid, Path, description = "Sandbox id (dashed or 32 hex)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = Success), SandboxErrors))]
+#[post("/api/v1/sandboxes/{sandbox_id}/pause")]
+pub async fn pause_sandbox(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> ApiResult<web::Json<Success>> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, ctx| {
+            let id = SandboxId(path_uuid(&raw, "sandbox_id")?);
+            Ok(s.services.sandboxes().pause_sandbox(&ctx, id)?)
+        })
+        .await?;
+    Ok(web::Json(Success { success: true }))
+}
+
+/// Resumes a paused sandbox (SIGCONT): `STARTING` until its agent server answers, then
+/// `RUNNING`. Beyond the owner's running limit, their least recently used sandbox is paused.
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("sandbox_id" = uuid::Uuid, Path, description = "Sandbox id (dashed or 32 hex)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = Success), SandboxErrors))]
+#[post("/api/v1/sandboxes/{sandbox_id}/resume")]
+pub async fn resume_sandbox(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> ApiResult<web::Json<Success>> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, ctx| {
+            let id = SandboxId(path_uuid(&raw, "sandbox_id")?);
+            Ok(s.services.sandboxes().resume_sandbox(&ctx, id)?)
+        })
+        .await?;
+    Ok(web::Json(Success { success: true }))
+}
+
+/// Deletes a sandbox: it disappears from every read and its session key stops authenticating
+/// at once; its process is stopped (SIGTERM, 10 s, SIGKILL) and its directory removed in the
+/// background. Conversations and events stay. OpenHands clients call
+/// `DELETE /api/v1/sandboxes/<anything>?sandbox_id=<id>` (reference app-server §3.2): when
+/// `sandbox_id` is given, it names the sandbox and the path value is ignored.
+#[utoipa::path(tag = "Sandboxes",
+    params(
+        ("id" = String, Path, description = "Sandbox id (dashed or 32 hex); ignored when sandbox_id is given"),
+        ("sandbox_id" = Option<uuid::Uuid>, Query, description = "Sandbox id, OpenHands' form"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = Success), SandboxErrors))]
+#[delete("/api/v1/sandboxes/{id}")]
+pub async fn delete_sandbox(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+    query: QueryPairs,
+) -> ApiResult<web::Json<Success>> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, ctx| {
+            let id = match query.all("sandbox_id").into_iter().next() {
+                Some(q) => q
+                    .parse::<SandboxId>()
+                    .map_err(|_| uuid_parsing(QueryPairs::loc("sandbox_id"), &q))?,
+                None => SandboxId(path_uuid(&raw, "id")?),
+            };
+            Ok(s.services.sandboxes().delete_sandbox(&ctx, id)?)
+        })
+        .await?;
+    Ok(web::Json(Success { success: true }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_rules() {
+        let q = QueryPairs::parse("limit=7");
+        assert_eq!(parse_paging::<SandboxCursor>(&q).unwrap(), (None, 7));
+        for (query, ty) in [
+            ("limit=0", "greater_than"),
+            ("limit=101", "less_than_equal"),
+            ("limit=x", "int_parsing"),
+            ("page_id=nope", "value_error"),
+        ] {
+            let Err(ApiError::Validation(e)) =
+                parse_paging::<SandboxCursor>(&QueryPairs::parse(query))
+            else {
+                panic!("{query}")
+            };
+            assert_eq!(e[0].error_type.as_str(), ty, "{query}");
+        }
+        assert_eq!(spec_from_body(b"").unwrap(), None);
+        assert_eq!(
+            spec_from_body(br#"{"sandbox_spec_id":"a","x":1}"#).unwrap(),
+            Some("a".into())
+        );
+        assert!(spec_from_body(b"[1]").is_err());
+        assert!(spec_from_body(br#"{"sandbox_spec_id":3}"#).is_err());
+    }
+}
