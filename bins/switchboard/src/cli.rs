@@ -170,6 +170,40 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish on SIGINT/SIGTERM.
     #[arg(long, default_value = "30")]
     pub shutdown_timeout: u64,
+    #[command(flatten)]
+    pub sandboxes: SandboxArgs,
+}
+
+// How Switchboard runs sandboxes (issue 9; docs/sandbox-specs.md).
+#[derive(Args, Clone)]
+pub struct SandboxArgs {
+    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server).
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS")]
+    pub sandbox_specs: Option<PathBuf>,
+    /// The agent server command of the built-in spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
+    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND")]
+    pub agent_server_command: Option<String>,
+    /// Switchboard's URL as sandboxes reach it; they post webhooks to it + /api/v1/webhooks (default: the bound address).
+    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass.
+    #[arg(long = "sandbox-env", value_name = "NAME")]
+    pub sandbox_env: Vec<String>,
+    /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120")]
+    pub sandbox_start_timeout: u64,
+    /// Running sandboxes per user; starting or resuming beyond it pauses the user's least recently used one.
+    #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_running_sandboxes: u32,
+    /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
+    #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0")]
+    pub warm_sandboxes: u32,
+    /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: <data dir>/secret.key].
+    #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
+    pub secret_key_file: Option<PathBuf>,
+    /// The runtime of specs that name none.
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process")]
+    pub sandbox_runtime: String,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -8,6 +8,8 @@
 
 mod cli;
 mod commands;
+mod sandboxes;
+mod secret_key;
 mod serve;
 mod supervisor;
 

@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use switchboard_api::{AppState, PoolStats, create_app};
+use switchboard_api::{AppState, Metrics, PoolStats, create_app};
 use switchboard_domain::Switchboard;
 use switchboard_storage::BackendKind;
 
 use crate::cli::{DbArgs, LogFormat, ServeArgs};
 use crate::commands::{domain, print};
+use crate::sandboxes;
 use crate::supervisor::Supervisor;
 
 /// How often SQLite's write-ahead log is checkpointed (the server turns SQLite's automatic
@@ -51,7 +52,21 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         tracing::info!(migrations = ?applied, "applied migrations");
     }
     let store = Arc::new(store);
-    let services = Switchboard::new(store.clone());
+    // Bound first: the sandboxes' webhook URL defaults to the bound address.
+    let listener =
+        std::net::TcpListener::bind(args.bind).with_context(|| format!("binding {}", args.bind))?;
+    let addr = listener.local_addr().context("no address bound")?;
+    let metrics = Metrics::new();
+    let wakes = sandboxes::Wakes::default();
+    let managed = sandboxes::configure(
+        &args.sandboxes,
+        &db.data_dir,
+        addr,
+        Arc::new(metrics.clone()),
+        &wakes,
+    )?;
+    let warm = managed.settings.warm_sandboxes > 0;
+    let services = Switchboard::new(store.clone()).with_managed_sandboxes(managed);
     if services.operator().is_empty().map_err(domain)? {
         let b = services
             .operator()
@@ -75,11 +90,10 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             max_size: u.max_size,
         }
     });
-    let state = actix_web::web::Data::new(AppState::with_db_concurrency(
-        services,
-        Some(pool_stats),
-        db_concurrency,
-    ));
+    let mut state =
+        AppState::with_db_concurrency(services.clone(), Some(pool_stats), db_concurrency);
+    state.metrics = metrics;
+    let state = actix_web::web::Data::new(state);
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
@@ -90,13 +104,8 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             .keep_alive(Duration::from_secs(75))
             // actix stops at once on SIGINT; both signals stop gracefully here instead.
             .disable_signals()
-            .bind(args.bind)
-            .with_context(|| format!("binding {}", args.bind))?;
-        let addr = server
-            .addrs()
-            .first()
-            .copied()
-            .context("no address bound")?;
+            .listen(listener)
+            .with_context(|| format!("listening on {addr}"))?;
         let server = server.run();
         stop_gracefully_on_signals(&server.handle())?;
         let mut supervisor = Supervisor::new();
@@ -106,6 +115,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 store.checkpoint()
             });
         }
+        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
@@ -68,6 +69,33 @@ impl Supervisor {
         });
     }
 
+    /// Runs the blocking `step` at once, then every `period` and whenever `wake` is notified
+    /// (a notification during a step runs it once more right after), one at a time, until
+    /// shutdown. Failures are logged as for [`Supervisor::every`].
+    pub fn every_or_woken<F, E>(&mut self, name: &str, period: Duration, wake: Arc<Notify>, step: F)
+    where
+        F: Fn() -> Result<(), E> + Send + Sync + 'static,
+        E: Display + Send + 'static,
+    {
+        let step = Arc::new(step);
+        let job = name.to_owned();
+        self.spawn(name, move |token| async move {
+            loop {
+                let step = step.clone();
+                match tokio::task::spawn_blocking(move || step()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(job = %job, error = %e, "background step failed"),
+                    Err(e) => tracing::error!(job = %job, error = %e, "background step panicked"),
+                }
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(period) => {}
+                }
+            }
+        });
+    }
+
     /// Cancels every job and waits until all have returned, at most `bound` in all; jobs
     /// still running then are aborted and named in the log.
     pub async fn shutdown(self, bound: Duration) {
@@ -115,6 +143,37 @@ mod tests {
             after_shutdown,
             "a step ran after shutdown"
         );
+    }
+
+    #[tokio::test]
+    async fn woken_steps_run_at_once_and_on_notification() {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let wake = Arc::new(Notify::new());
+        let mut supervisor = Supervisor::new();
+        let counter = runs.clone();
+        supervisor.every_or_woken(
+            "woken",
+            Duration::from_secs(3600),
+            wake.clone(),
+            move || -> Result<(), String> {
+                counter.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            1,
+            "the first step runs at once"
+        );
+        wake.notify_one();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(
+            runs.load(Ordering::SeqCst),
+            2,
+            "a notification runs it again"
+        );
+        supervisor.shutdown(Duration::from_secs(5)).await;
     }
 
     #[tokio::test]

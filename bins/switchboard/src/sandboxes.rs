@@ -1,0 +1,181 @@
+//! Wiring of the sandboxes Switchboard runs (issue 9): the specs (`--sandbox-specs` or the
+//! built-in preset), the runtimes by name, the secret key, the sandboxes' environment and
+//! webhook URL, and the background jobs registered with the supervisor.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use switchboard_domain::Switchboard;
+use switchboard_domain::sandboxes::runtime::StatusPolicy;
+use switchboard_domain::sandboxes::settings::{
+    ManagedSandboxes, Runtimes, SandboxObserver, SandboxSettings,
+};
+use switchboard_domain::sandboxes::specs::{parse_sandbox_specs, process_preset};
+use switchboard_domain::time_input::now_micros;
+use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime};
+use tokio::sync::Notify;
+
+use crate::cli::SandboxArgs;
+use crate::secret_key;
+use crate::supervisor::Supervisor;
+
+/// Variables every sandbox gets from Switchboard's environment (issue 9), besides the
+/// operator's `--sandbox-env` names.
+const ALWAYS_PASSED: [&str; 3] = ["PATH", "HOME", "LANG"];
+/// How often the launcher looks at starting sandboxes when not woken.
+const LAUNCH_EVERY: Duration = Duration::from_millis(250);
+/// How often every sandbox is reconciled with its runtime.
+const RECONCILE_EVERY: Duration = Duration::from_secs(3);
+/// How often the warm pool is checked when not woken.
+const POOL_EVERY: Duration = Duration::from_secs(3);
+/// How often deleted sandboxes' runtimes are cleaned up when not woken.
+const CLEANUP_EVERY: Duration = Duration::from_secs(5);
+/// The timeout of one `/alive` probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The wake-ups of the background jobs: each job has its own, so a notification is never
+/// taken by another.
+#[derive(Clone, Default)]
+pub struct Wakes {
+    launcher: Arc<Notify>,
+    pool: Arc<Notify>,
+    cleanup: Arc<Notify>,
+}
+
+impl Wakes {
+    fn wake_all(&self) {
+        self.launcher.notify_one();
+        self.pool.notify_one();
+        self.cleanup.notify_one();
+    }
+}
+
+/// The sandbox configuration from the flags. `bound` is the listening address (the default
+/// public URL); sandboxes live under `<data_dir>/sandboxes`.
+///
+/// # Errors
+/// A specs file that cannot be read or is invalid (the message names the file and the
+/// field), an unknown runtime, or a secret key file that is refused.
+pub fn configure(
+    args: &SandboxArgs,
+    data_dir: &Path,
+    bound: SocketAddr,
+    observer: Arc<dyn SandboxObserver>,
+    wakes: &Wakes,
+) -> Result<ManagedSandboxes> {
+    let now = now_micros();
+    let (specs, source) = match &args.sandbox_specs {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
+            let name = path.display().to_string();
+            let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
+            (specs, name)
+        }
+        None => {
+            let path = std::env::var_os("PATH");
+            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
+                .map_err(anyhow::Error::msg)?;
+            (vec![spec], "--agent-server-command".to_owned())
+        }
+    };
+    let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let runtimes = Runtimes::new().with(Arc::new(ProcessRuntime::new(data_dir.join("sandboxes"))));
+    let public_url = match &args.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => {
+            let mut addr = bound;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    };
+    let mut passthrough_env = Vec::new();
+    for name in ALWAYS_PASSED
+        .iter()
+        .copied()
+        .chain(args.sandbox_env.iter().map(String::as_str))
+    {
+        match std::env::var(name) {
+            Ok(value) => passthrough_env.push((name.to_owned(), value)),
+            Err(_) if ALWAYS_PASSED.contains(&name) => {}
+            Err(_) => tracing::warn!(
+                variable = name,
+                "--sandbox-env names a variable that is not set; sandboxes will not get it"
+            ),
+        }
+    }
+    let key_file = args
+        .secret_key_file
+        .clone()
+        .unwrap_or_else(|| data_dir.join("secret.key"));
+    let sealer = secret_key::load_or_create(&key_file)?;
+    let wakes = wakes.clone();
+    let managed = ManagedSandboxes {
+        settings: SandboxSettings {
+            specs,
+            default_runtime: args.sandbox_runtime.clone(),
+            webhook_base_url: format!("{public_url}/api/v1/webhooks"),
+            passthrough_env,
+            policy: StatusPolicy {
+                start_timeout: Duration::from_secs(args.sandbox_start_timeout),
+                ..StatusPolicy::default()
+            },
+            max_running_per_user: args.max_running_sandboxes,
+            warm_sandboxes: args.warm_sandboxes,
+            probe_timeout: PROBE_TIMEOUT,
+        },
+        runtimes,
+        client: Arc::new(HttpAgentServerClient::new()),
+        sealer,
+        observer: Some(observer),
+        wake: Some(Arc::new(move || wakes.wake_all())),
+    };
+    managed.validate(&source).map_err(anyhow::Error::msg)?;
+    Ok(managed)
+}
+
+/// Registers the sandbox jobs: the launcher (launch and probe starting sandboxes), the
+/// reconciler (on start and every few seconds), the warm pool (when configured) and the
+/// cleanup of deleted sandboxes.
+pub fn register_jobs(
+    supervisor: &mut Supervisor,
+    services: &Switchboard,
+    wakes: &Wakes,
+    warm: bool,
+) {
+    let s = services.clone();
+    supervisor.every_or_woken(
+        "sandbox-launcher",
+        LAUNCH_EVERY,
+        wakes.launcher.clone(),
+        move || s.sandboxes().advance_starting(),
+    );
+    let s = services.clone();
+    supervisor.every_or_woken(
+        "sandbox-reconciler",
+        RECONCILE_EVERY,
+        Arc::new(Notify::new()),
+        move || s.sandboxes().reconcile(),
+    );
+    if warm {
+        let s = services.clone();
+        supervisor.every_or_woken(
+            "sandbox-warm-pool",
+            POOL_EVERY,
+            wakes.pool.clone(),
+            move || s.sandboxes().refill_warm_pool(),
+        );
+    }
+    let s = services.clone();
+    supervisor.every_or_woken(
+        "sandbox-cleanup",
+        CLEANUP_EVERY,
+        wakes.cleanup.clone(),
+        move || s.sandboxes().clean_up_deleted(),
+    );
+}
