@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod sandboxes;
+
 use std::sync::Arc;
 
 use actix_web::{HttpServer, web};
@@ -108,6 +110,14 @@ fn key_for(services: &Switchboard, user: UserId, org: Option<OrgId>) -> String {
 
 /// Starts the app over a fresh database of `backend` and seeds it.
 pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |s| s).await
+}
+
+/// As [`spawn_app`], the services passed through `configure` first (e.g. to run sandboxes).
+pub async fn spawn_app_with(
+    backend: Backend,
+    configure: impl FnOnce(Switchboard) -> Switchboard,
+) -> TestApp {
     let db = TestDatabase::new(backend);
     let db_url = db.url().to_owned();
     let url = db_url.clone();
@@ -118,7 +128,7 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
             .unwrap()
             .0,
     );
-    let services = Switchboard::new(store.clone());
+    let services = configure(Switchboard::new(store.clone()));
     let s = services.clone();
     let st = store.clone();
     let seeded = tokio::task::spawn_blocking(move || {
