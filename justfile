@@ -37,6 +37,12 @@ bench-events seconds="10":
 e2e:
     scripts/e2e.sh
 
+# Switchboard starts the real agent server as a sandbox (POST /api/v1/sandboxes), a conversation
+# on it runs against a fake LLM, every event arrives through the webhook; pause, resume, delete.
+# Prints "e2e sandbox skipped" and succeeds when no Python 3.12+ is available. Not run in CI.
+e2e-sandbox:
+    scripts/e2e-sandbox.sh
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event

@@ -18,8 +18,11 @@
 #
 # Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], E2E_HARNESS, TIMEOUT [180] (passed to the
 # harness), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
+# `scripts/e2e.sh sandbox` runs the sandbox mode instead (scripts/e2e-sandbox.sh): Switchboard
+# starts the agent server itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = sandbox ]; then exec scripts/e2e-sandbox.sh; fi
 
 HARNESS="${E2E_HARNESS:-/work/shared/tools/agent-server-e2e/run_e2e.sh}"
 VENV="${VENV:-${TMPDIR:-/tmp}/agent-server-venv}"
