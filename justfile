@@ -37,6 +37,12 @@ bench-events seconds="10":
 e2e:
     scripts/e2e.sh
 
+# Sandbox benchmark: warm-pool start latency (50 starts), a 100-sandbox search (500 requests),
+# RSS with 50 supervised stand-ins; release build. Numbers go in docs/benchmarks.md.
+bench-sandboxes:
+    cargo build --release -p switchboard
+    python3 scripts/bench-sandboxes.py
+
 # Switchboard starts the real agent server as a sandbox (POST /api/v1/sandboxes), a conversation
 # on it runs against a fake LLM, every event arrives through the webhook; pause, resume, delete.
 # Prints "e2e sandbox skipped" and succeeds when no Python 3.12+ is available. Not run in CI.

@@ -109,7 +109,7 @@ impl Sealer {
 /// Lowercase or uppercase hex to bytes; `None` for anything else.
 pub fn from_hex(text: &str) -> Option<Vec<u8>> {
     let text = text.trim();
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         return None;
     }
     (0..text.len())
