@@ -198,7 +198,7 @@ pub struct SandboxArgs {
     /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
     #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0")]
     pub warm_sandboxes: u32,
-    /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: <data dir>/secret.key].
+    /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
     #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
     pub secret_key_file: Option<PathBuf>,
     /// The runtime of specs that name none.
