@@ -83,14 +83,17 @@ def main():
             raise SystemExit("timed out; see " + work)
 
         wait(lambda: warm_ready() >= WARM)
-        warm = []
+        warm, cold_answers = [], 0
         for _ in range(STARTS):
             wait(lambda: warm_ready() >= 1)
             t = time.perf_counter()
             s = call("POST", "/api/v1/sandboxes")
-            warm.append((time.perf_counter() - t) * 1000)
-            if s["status"] != "RUNNING":
-                raise SystemExit(f"a warm start answered {s['status']}")
+            elapsed = (time.perf_counter() - t) * 1000
+            if s["status"] == "RUNNING":
+                warm.append(elapsed)
+            else:
+                cold_answers += 1  # the pool was empty after all (the gauge lags a claim)
+            time.sleep(0.25)  # the claim wakes the pool job, which updates the gauge
         for _ in range(100 - STARTS):
             call("POST", "/api/v1/sandboxes?sandbox_spec_id=broken")
         time.sleep(8)  # a few reconciliation passes over everything
@@ -108,7 +111,7 @@ def main():
         print(json.dumps({
             "binary": BIN,
             "warm_pool": WARM,
-            "warm_start_ms": {"n": len(warm), "p50": round(pct(warm, 50), 2),
+            "warm_start_ms": {"n": len(warm), "not_from_pool": cold_answers, "p50": round(pct(warm, 50), 2),
                                "p99": round(pct(warm, 99), 2), "max": round(max(warm), 2)},
             "search_100_ms": {"n": len(search), "items": len(page["items"]),
                               "statuses": statuses, "p50": round(pct(search, 50), 2),

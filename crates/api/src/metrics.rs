@@ -186,8 +186,11 @@ impl SandboxObserver for Metrics {
                 .with_label_values(&[status.as_str()])
                 .set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
-        self.warm_pool
-            .set(i64::try_from(warm_ready).unwrap_or(i64::MAX));
+        self.warm_pool(warm_ready);
+    }
+
+    fn warm_pool(&self, ready: usize) {
+        self.warm_pool.set(i64::try_from(ready).unwrap_or(i64::MAX));
     }
 }
 

@@ -91,6 +91,8 @@ pub trait SandboxObserver: Send + Sync {
     /// After a reconciliation pass: sandboxes by status (every status, zeros included; warm
     /// pool ones excluded) and the warm pool's ready (`RUNNING`) sandboxes.
     fn statuses(&self, counts: &[(SandboxStatus, usize)], warm_ready: usize);
+    /// The warm pool's ready sandboxes, after a pass of the launcher or the pool.
+    fn warm_pool(&self, ready: usize);
 }
 
 /// Everything the service needs to run sandboxes.

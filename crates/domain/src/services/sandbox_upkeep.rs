@@ -47,6 +47,23 @@ impl SandboxService {
                 self.reconcile_one(m, record)?;
             }
         }
+        if m.m.settings.warm_sandboxes > 0 && starting.iter().any(|r| r.org_id.is_none()) {
+            self.report_warm_pool(m)?;
+        }
+        Ok(())
+    }
+
+    /// Reports the warm pool's ready sandboxes to the observer.
+    fn report_warm_pool(&self, m: &Managed) -> Result<(), DomainError> {
+        if let Some(observer) = &m.m.observer {
+            let ready = self
+                .sandboxes
+                .live_sandboxes()?
+                .iter()
+                .filter(|r| r.org_id.is_none() && r.status == SandboxStatus::Running)
+                .count();
+            observer.warm_pool(ready);
+        }
         Ok(())
     }
 
@@ -148,7 +165,7 @@ impl SandboxService {
         if removed || alive < settings.warm_sandboxes {
             m.wake();
         }
-        Ok(())
+        self.report_warm_pool(m)
     }
 
     /// Stops and removes the runtimes of deleted sandboxes (SIGTERM, the stop timeout,
