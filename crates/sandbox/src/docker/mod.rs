@@ -6,9 +6,9 @@
 //!   request path: [`DockerRuntime::pull`] is for `switchboard specs pull` and a background
 //!   pull at start); a named volume `switchboard-workspace-<sandbox id>` mounted at
 //!   `/workspace`; a container `switchboard-sandbox-<sandbox id>` with the spec's command +
-//!   `--host … --port …` ([`create::command`]), working directory, `initial_env` plus the
+//!   `--host … --port …`, working directory, `initial_env` plus the
 //!   session key and webhook URL (nothing else of Switchboard's environment), labels naming
-//!   this installation, the sandbox, the spec and the org ([`config`]), `--init`,
+//!   this installation, the sandbox, the spec and the org ([`LABEL_INSTALLATION`] …), `--init`,
 //!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits; on a bridge, the
 //!   agent server's port published on `127.0.0.1` only, on a free port chosen by the runtime
 //!   (kept when the container is started again); with host networking, the agent server on
@@ -16,8 +16,8 @@
 //! - **Identity**: the container's id, name and volume and this installation's id, kept in
 //!   the handle ([`ContainerIdentity`]); a container without this installation's and this
 //!   sandbox's labels is never acted on.
-//! - **Status** ([`state`]): running → running, paused → stopped, exited → exited with the
-//!   reason from its exit code (never "paused", unlike OpenHands), removed → gone. When the
+//! - **Status**: running → running, paused → stopped, exited → exited with the
+//!   reason from its exit code ([`exit_reason`]; never "paused", unlike OpenHands), removed → gone. When the
 //!   daemon does not answer, a container is reported running, so the `/alive` probe decides
 //!   (a daemon restart must not make live sandboxes `MISSING`).
 //! - **Pause / resume**: `docker pause` (the cgroup freezer) / `docker unpause`, or `docker
@@ -35,22 +35,19 @@ mod error;
 mod images;
 mod inventory;
 mod ports;
+mod remove;
+mod start;
 mod state;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use bollard::Docker;
-use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum, VolumeCreateRequest};
-use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, LogsOptionsBuilder, RemoveContainerOptionsBuilder,
-    StopContainerOptionsBuilder,
-};
+use bollard::models::{ContainerInspectResponse, ContainerStateStatusEnum};
+use bollard::query_parameters::LogsOptionsBuilder;
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use switchboard_domain::OrgId;
 use switchboard_domain::sandboxes::runtime::{
     LaunchSpec, Observed, RuntimeError, RuntimeHandle, SandboxRuntime,
 };
@@ -72,8 +69,6 @@ use ports::PortPool;
 pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
 /// How long one request to the daemon may take (a stop adds the stop timeout to this).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// How many host ports a start tries when the chosen one is taken in the meantime.
-const PORT_ATTEMPTS: usize = 5;
 
 /// A container's identity: what [`RuntimeHandle::data`] holds for this runtime.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,229 +252,6 @@ impl DockerRuntime {
             Err(e) => Err(io("inspecting the container", &e)),
         }
     }
-
-    /// Starts a sandbox as [`SandboxRuntime::start`] does, with the org in the container's
-    /// [`LABEL_ORG_ID`] label when it is known at start (not for a warm-pool sandbox).
-    ///
-    /// # Errors
-    /// [`RuntimeError::InvalidSpec`] for a relative working directory or a bad variable;
-    /// [`RuntimeError::Launch`] when the image is not on the Docker host ("never pulled on
-    /// the request path"), or the daemon refuses to create or start the container (its
-    /// words). Nothing is left behind on error.
-    pub fn start_for_org(
-        &self,
-        launch: &LaunchSpec,
-        org_id: Option<&OrgId>,
-    ) -> Result<RuntimeHandle, RuntimeError> {
-        let labels = create::labels(&self.config, launch, org_id);
-        // Checked before anything is created.
-        let working_dir = create::working_dir(&launch.spec.working_dir)?;
-        crate::launch::environment(launch)?;
-        self.block_on(self.start_async(launch, labels, working_dir))
-    }
-
-    async fn start_async(
-        &self,
-        launch: &LaunchSpec,
-        labels: HashMap<String, String>,
-        working_dir: Option<String>,
-    ) -> Result<RuntimeHandle, RuntimeError> {
-        let image_dir = self.image_working_dir(&launch.spec.id).await?;
-        let volume = create::volume_name(launch);
-        self.create_volume(&volume, &labels, launch).await?;
-        let started = self.create_and_start(launch, &labels).await;
-        let (container_id, port) = match started {
-            Ok(ok) => ok,
-            Err(e) => {
-                let _ = self
-                    .docker
-                    .remove_volume(
-                        &volume,
-                        None::<bollard::query_parameters::RemoveVolumeOptions>,
-                    )
-                    .await;
-                return Err(e);
-            }
-        };
-        let address = self.config.publish_address;
-        let sandbox_port = match self.config.network {
-            DockerNetwork::Bridge => self.config.container_port,
-            DockerNetwork::Host => port,
-        };
-        let identity = ContainerIdentity {
-            container_id,
-            container_name: create::container_name(launch),
-            volume,
-            installation: self.config.installation.clone(),
-            sandbox_id: launch.sandbox_id.to_string(),
-        };
-        Ok(RuntimeHandle {
-            runtime: RUNTIME_NAME.to_owned(),
-            agent_server_url: format!("http://{address}:{port}"),
-            host_port: port,
-            sandbox_port,
-            // For containers: the working directory inside the container.
-            working_dir: PathBuf::from(working_dir.or(image_dir).unwrap_or_else(|| "/".into())),
-            data: serde_json::to_value(identity).expect("an identity always serializes"),
-        })
-    }
-
-    /// The image's working directory; a clear error when the image is not on the host.
-    async fn image_working_dir(&self, image: &str) -> Result<Option<String>, RuntimeError> {
-        match self.docker.inspect_image(image).await {
-            Ok(inspect) => Ok(inspect
-                .config
-                .and_then(|c| c.working_dir)
-                .filter(|d| !d.is_empty())),
-            Err(e) if is_not_found(&e) => Err(missing_image(image)),
-            Err(e) => Err(RuntimeError::Launch(format!(
-                "Docker: inspecting image {image}: {}",
-                words(&e)
-            ))),
-        }
-    }
-
-    /// Creates the workspace volume (the daemon answers with the existing one when the name
-    /// is taken: it must then be this sandbox's).
-    async fn create_volume(
-        &self,
-        volume: &str,
-        labels: &HashMap<String, String>,
-        launch: &LaunchSpec,
-    ) -> Result<(), RuntimeError> {
-        let request = VolumeCreateRequest {
-            name: Some(volume.to_owned()),
-            labels: Some(labels.clone()),
-            ..Default::default()
-        };
-        let created = self.docker.create_volume(request).await.map_err(|e| {
-            RuntimeError::Launch(format!("Docker: creating volume {volume}: {}", words(&e)))
-        })?;
-        if self.ours(Some(&created.labels), &launch.sandbox_id.to_string()) {
-            Ok(())
-        } else {
-            Err(RuntimeError::Launch(format!(
-                "volume {volume} already exists and is not this sandbox's"
-            )))
-        }
-    }
-
-    /// Creates and starts the container on a free host port, trying another port when the
-    /// chosen one was taken in the meantime. Returns the container's id and the port.
-    async fn create_and_start(
-        &self,
-        launch: &LaunchSpec,
-        labels: &HashMap<String, String>,
-    ) -> Result<(String, u16), RuntimeError> {
-        let name = create::container_name(launch);
-        let mut last_clash = String::new();
-        for _ in 0..PORT_ATTEMPTS {
-            let port = self.ports.reserve(self.config.publish_address)?;
-            let body = create::container_body(launch, &self.config, labels.clone(), port)
-                .inspect_err(|_| self.ports.release(port))?;
-            let options = CreateContainerOptionsBuilder::default().name(&name).build();
-            let id = match self.docker.create_container(Some(options), body).await {
-                Ok(created) => created.id,
-                Err(e) => {
-                    self.ports.release(port);
-                    return Err(match e {
-                        e if is_not_found(&e) => missing_image(&launch.spec.id),
-                        e => RuntimeError::Launch(format!(
-                            "Docker: creating container {name}: {}",
-                            words(&e)
-                        )),
-                    });
-                }
-            };
-            match self.docker.start_container(&id, None).await {
-                Ok(()) => return Ok((id, port)),
-                Err(e) => {
-                    self.remove_container(&id).await.ok();
-                    self.ports.release(port);
-                    if !is_port_clash(&e) {
-                        return Err(RuntimeError::Launch(format!(
-                            "Docker: starting container {name}: {}",
-                            words(&e)
-                        )));
-                    }
-                    last_clash = words(&e);
-                }
-            }
-        }
-        Err(RuntimeError::Launch(format!(
-            "Docker: starting container {name}: no free host port after {PORT_ATTEMPTS} \
-             tries: {last_clash}"
-        )))
-    }
-
-    /// Force-removes a container and its anonymous volumes; gone already is fine.
-    async fn remove_container(&self, id: &str) -> Result<(), RuntimeError> {
-        let options = RemoveContainerOptionsBuilder::default()
-            .force(true)
-            .v(true)
-            .build();
-        match self.docker.remove_container(id, Some(options)).await {
-            Ok(()) => Ok(()),
-            Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(io(&format!("removing container {id}"), &e)),
-        }
-    }
-
-    /// Stops (unpausing first), then removes the container `id` and the volume `volume`,
-    /// both only if they carry this installation's and `sandbox_id`'s labels.
-    async fn remove_sandbox(
-        &self,
-        container: Option<&ContainerInspectResponse>,
-        volume: &str,
-        sandbox_id: &str,
-    ) -> Result<(), RuntimeError> {
-        if let Some(c) = container {
-            let id = c.id.clone().unwrap_or_default();
-            let status = c.state.as_ref().and_then(|s| s.status);
-            if status == Some(ContainerStateStatusEnum::PAUSED) {
-                let _ = self.docker.unpause_container(&id).await;
-            }
-            let secs = i32::try_from(self.config.stop_timeout.as_secs()).unwrap_or(i32::MAX);
-            let stop = StopContainerOptionsBuilder::default().t(secs).build();
-            match self.docker.stop_container(&id, Some(stop)).await {
-                // 304: already stopped.
-                Ok(()) => {}
-                Err(e) if is_not_found(&e) || error::status_of(&e) == Some(304) => {}
-                Err(e) => return Err(io(&format!("stopping container {id}"), &e)),
-            }
-            self.remove_container(&id).await?;
-        }
-        match self.docker.inspect_volume(volume).await {
-            Ok(v) if self.ours(Some(&v.labels), sandbox_id) => {}
-            Ok(_) => {
-                return Err(RuntimeError::BadHandle(format!(
-                    "volume {volume} is not sandbox {sandbox_id}'s"
-                )));
-            }
-            Err(e) if is_not_found(&e) => return Ok(()),
-            Err(e) => return Err(io(&format!("inspecting volume {volume}"), &e)),
-        }
-        match self
-            .docker
-            .remove_volume(
-                volume,
-                None::<bollard::query_parameters::RemoveVolumeOptions>,
-            )
-            .await
-        {
-            Ok(()) => Ok(()),
-            Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(io(&format!("removing volume {volume}"), &e)),
-        }
-    }
-}
-
-/// The error of a start whose image is not on the Docker host.
-fn missing_image(image: &str) -> RuntimeError {
-    RuntimeError::Launch(format!(
-        "the image {image} is not on the Docker host; images are never pulled when a sandbox \
-         starts: pull it first (`switchboard specs pull`, or `docker pull {image}`)"
-    ))
 }
 
 impl SandboxRuntime for DockerRuntime {

@@ -3,6 +3,7 @@
 //! behind its back and deleted for real (issue 12, "Tests"). Without a daemon or the image,
 //! every test prints why and passes; `SWITCHBOARD_REQUIRE_DOCKER=1` makes that a failure.
 
+mod calling;
 mod common;
 mod confinement;
 mod lifecycle;
