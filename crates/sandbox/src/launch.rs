@@ -133,6 +133,7 @@ mod tests {
                     .map(|(k, v)| ((*k).into(), (*v).into()))
                     .collect(),
                 working_dir: ".".into(),
+                limits: Default::default(),
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
                 runtime: None,
             },

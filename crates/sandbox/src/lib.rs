@@ -5,15 +5,20 @@
 //!
 //! - [`ProcessRuntime`]: each sandbox an agent server run as a local process in a process
 //!   group of its own, with a clean environment, supervised through `/proc` (issue 9).
+//! - [`DockerRuntime`]: each sandbox a container of the spec's image, run by the Docker
+//!   Engine through `bollard`, labelled as this installation's, its agent server published on
+//!   loopback only (issue 12).
 //! - [`HttpAgentServerClient`]: the blocking HTTP client that probes agent servers
 //!   (`GET /alive`).
 //!
 //! Every call blocks: async callers run them on a blocking pool.
 
 pub mod agent_client;
+pub mod docker;
 pub mod launch;
 pub mod process;
 pub mod procfs;
 
 pub use agent_client::HttpAgentServerClient;
+pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use process::{ProcessIdentity, ProcessRuntime};

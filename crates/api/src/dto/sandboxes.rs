@@ -198,6 +198,7 @@ mod tests {
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
             working_dir: ".".into(),
+            limits: Default::default(),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             runtime: None,
         };

@@ -84,6 +84,7 @@ fn spec(id: &str, command: Vec<String>, env: &[(&str, &str)]) -> SandboxSpec {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect::<BTreeMap<_, _>>(),
         working_dir: ".".into(),
+        limits: Default::default(),
         created_at: time::OffsetDateTime::now_utc(),
         runtime: None,
     }

@@ -2,6 +2,7 @@
 //! authenticates with its session key ([`crate::identity::session_keys`]); its conversations
 //! belong to its organization and owner.
 
+pub mod limits;
 pub mod records;
 pub mod runtime;
 pub mod settings;

@@ -1,10 +1,12 @@
 //! Sandbox specs: what a sandbox runs. A spec has OpenHands' `SandboxSpecInfo` fields
 //! (reference app-server §4); Switchboard reads them from the operator's `--sandbox-specs`
 //! file ([`parse_sandbox_specs`]) or, with none given, uses one built-in preset for the process
-//! runtime ([`process_preset`]), issue 9 "Sandbox specs".
+//! runtime ([`process_preset`]) or the Docker runtime ([`docker_preset`]), issue 9 "Sandbox
+//! specs", issue 12.
 //!
-//! A runtime appends `--host 127.0.0.1 --port <port>` to a spec's command; the spec never
-//! names the port.
+//! A runtime appends `--host <address> --port <port>` to a spec's command; the spec never
+//! names the port. Optional resource limits (`memory_mb`, `cpus`) are in
+//! [`crate::sandboxes::limits`].
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -14,8 +16,18 @@ use std::path::Path;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::sandboxes::limits::{self, ResourceLimits};
+
 /// The id of the built-in process preset.
 pub const PROCESS_PRESET_ID: &str = "agent-server";
+
+/// The image the built-in Docker preset runs unless `--agent-server-image` names another: the
+/// tag `scripts/agent-server-image.sh` gives (issue 12).
+pub const DEFAULT_AGENT_SERVER_IMAGE: &str = "switchboard/agent-server:local";
+
+/// The working directory of the built-in Docker preset: the project directory of the agent
+/// server image's workspace, as in OpenHands' Docker preset (reference app-server §4).
+pub const DOCKER_PRESET_WORKING_DIR: &str = "/workspace/project";
 
 /// The program the built-in preset runs when it is found on `PATH` (the OpenHands agent
 /// server's console script, reference agent-server-webhooks §1).
@@ -40,8 +52,11 @@ pub struct SandboxSpec {
     /// Environment variables the sandbox starts with, on top of a cleared environment.
     pub initial_env: BTreeMap<String, String>,
     /// Where the command runs. The process runtime takes a relative path inside the sandbox's
-    /// directory (`.` is that directory itself).
+    /// directory (`.` is that directory itself); the Docker runtime an absolute path inside
+    /// the container (`.`: the image's own working directory).
     pub working_dir: String,
+    /// Optional memory and CPU limits (`memory_mb`, `cpus`), enforced by the Docker runtime.
+    pub limits: ResourceLimits,
     /// When Switchboard loaded the spec.
     pub created_at: OffsetDateTime,
     /// The runtime that runs it (`process`, `docker`, …); `None`: the server's default
@@ -76,19 +91,23 @@ fn location_prefix(location: &str) -> String {
 
 /// The fields a spec object may have; `created_at` is accepted (so a spec copied from an API
 /// answer loads) and ignored: it is always the load time.
-const KNOWN_FIELDS: [&str; 6] = [
+const KNOWN_FIELDS: [&str; 8] = [
     "id",
     "command",
     "initial_env",
     "working_dir",
+    "memory_mb",
+    "cpus",
     "created_at",
     "runtime",
 ];
 
 /// Parses the operator's sandbox specs file: a non-empty JSON array of objects with the fields
 /// `id` (non-empty string, unique), `command` (non-empty array of strings, the first
-/// non-empty), `initial_env` (object of strings, optional, default `{}`) and `working_dir`
-/// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]) and `runtime` (the name of
+/// non-empty), `initial_env` (object of strings, optional, default `{}`), `working_dir`
+/// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]), `memory_mb` (whole MiB,
+/// optional, [`limits::MIN_MEMORY_MB`]..=[`limits::MAX_MEMORY_MB`]), `cpus` (a number of
+/// CPUs, optional, [`limits::MIN_CPUS`]..=[`limits::MAX_CPUS`]) and `runtime` (the name of
 /// the runtime that runs it, optional: the server's default). Every spec's `created_at` is
 /// `now`.
 ///
@@ -127,7 +146,9 @@ pub fn parse_sandbox_specs(
         if let Some(unknown) = fields.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
             return Err(err(
                 at(unknown),
-                "unknown field (expected id, command, initial_env, working_dir, runtime)".into(),
+                "unknown field (expected id, command, initial_env, working_dir, memory_mb, \
+                 cpus, runtime)"
+                    .into(),
             ));
         }
         let id = match fields.get("id") {
@@ -184,11 +205,17 @@ pub fn parse_sandbox_specs(
             Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
             Some(_) => return Err(err(at("runtime"), "expected a non-empty string".into())),
         };
+        let limits = ResourceLimits {
+            memory_mb: limits::parse_memory_mb(fields.get("memory_mb"))
+                .map_err(|m| err(at("memory_mb"), m))?,
+            cpus: limits::parse_cpus(fields.get("cpus")).map_err(|m| err(at("cpus"), m))?,
+        };
         specs.push(SandboxSpec {
             id,
             command,
             initial_env,
             working_dir,
+            limits,
             created_at: now,
             runtime,
         });
@@ -261,7 +288,50 @@ pub fn process_preset(
             }
         }
     };
-    let initial_env = [
+    Ok(SandboxSpec {
+        id: PROCESS_PRESET_ID.to_owned(),
+        command,
+        initial_env: quiet_start_env(),
+        working_dir: DEFAULT_WORKING_DIR.to_owned(),
+        limits: ResourceLimits::default(),
+        created_at: now,
+        runtime: None,
+    })
+}
+
+/// The built-in Docker preset (issue 12): runs `image` (`--agent-server-image`, default
+/// [`DEFAULT_AGENT_SERVER_IMAGE`]; the spec's id is the image, as in OpenHands, reference
+/// app-server §4) with OpenHands' Docker preset command `["--port", "8000"]` (the image's
+/// entry point is the agent server), in [`DOCKER_PRESET_WORKING_DIR`], with the same quiet
+/// start-up environment as the process preset and no resource limits.
+///
+/// # Errors
+/// A [`SpecError`] with source `--agent-server-image` when `image` is empty or has
+/// whitespace or NUL (it cannot be an image reference).
+pub fn docker_preset(image: &str, now: OffsetDateTime) -> Result<SandboxSpec, SpecError> {
+    if image.is_empty() || image.contains(|c: char| c.is_whitespace() || c == '\0') {
+        return Err(SpecError {
+            source_name: "--agent-server-image".into(),
+            location: String::new(),
+            message: format!("{image:?} is not an image reference"),
+        });
+    }
+    Ok(SandboxSpec {
+        id: image.to_owned(),
+        command: vec!["--port".into(), "8000".into()],
+        initial_env: quiet_start_env(),
+        working_dir: DOCKER_PRESET_WORKING_DIR.to_owned(),
+        limits: ResourceLimits::default(),
+        created_at: now,
+        runtime: None,
+    })
+}
+
+/// The presets' environment: quiets the agent server's start-up (reference
+/// agent-server-webhooks §1: no model cost map download, no banner, no VSCode, VNC or tool
+/// preloading; unbuffered output for the log).
+fn quiet_start_env() -> BTreeMap<String, String> {
+    [
         ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
         ("OPENHANDS_SUPPRESS_BANNER", "1"),
         ("OH_ENABLE_VSCODE", "false"),
@@ -271,15 +341,7 @@ pub fn process_preset(
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
-    .collect();
-    Ok(SandboxSpec {
-        id: PROCESS_PRESET_ID.to_owned(),
-        command,
-        initial_env,
-        working_dir: DEFAULT_WORKING_DIR.to_owned(),
-        created_at: now,
-        runtime: None,
-    })
+    .collect()
 }
 
 /// The default agent-server command: [`AGENT_SERVER_PROGRAM`] when an executable file of
@@ -318,7 +380,8 @@ mod tests {
     #[test]
     fn parses_full_and_minimal_specs() {
         let specs = parse(
-            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w","runtime":"docker"},
+            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w",
+                 "memory_mb":512,"cpus":1.5,"runtime":"docker"},
                 {"id":"b","command":["other"],"created_at":"2020-01-01T00:00:00Z"}]"#,
         )
         .unwrap();
@@ -326,7 +389,13 @@ mod tests {
         assert_eq!(specs[0].command, ["srv", "--x"]);
         assert_eq!(specs[0].initial_env.get("K").map(String::as_str), Some("v"));
         assert_eq!(specs[0].working_dir, "w");
+        assert_eq!(specs[0].limits.memory_mb, Some(512));
+        assert_eq!(
+            specs[0].limits.cpus.map(|c| c.nano_cpus()),
+            Some(1_500_000_000)
+        );
         assert_eq!(specs[1].working_dir, DEFAULT_WORKING_DIR);
+        assert_eq!(specs[1].limits, ResourceLimits::default());
         assert!(specs[1].initial_env.is_empty());
         assert_eq!(specs[1].created_at, now(), "created_at is the load time");
         assert_eq!(specs[0].runtime.as_deref(), Some("docker"));
@@ -399,11 +468,20 @@ mod tests {
             ),
             (
                 r#"[{"id":"a","command":["x"],"initial_evn":{}}]"#,
-                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, working_dir, runtime)",
+                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, \
+                 working_dir, memory_mb, cpus, runtime)",
             ),
             (
                 r#"[{"id":"a","command":["x"],"runtime":3}]"#,
                 "specs.json: [0].runtime: expected a non-empty string",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"memory_mb":"1g"}]"#,
+                "specs.json: [0].memory_mb: expected a whole number of MiB from 6 to 16777216",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"cpus":0}]"#,
+                "specs.json: [0].cpus: expected a number of CPUs from 0.01 to 1024",
             ),
         ];
         for (text, expected) in cases {
@@ -442,6 +520,23 @@ mod tests {
             empty.to_string(),
             "--agent-server-command: names no program"
         );
+    }
+
+    #[test]
+    fn docker_preset_runs_the_image_with_openhands_docker_command() {
+        let spec = docker_preset(DEFAULT_AGENT_SERVER_IMAGE, now()).unwrap();
+        assert_eq!(spec.id, "switchboard/agent-server:local");
+        assert_eq!(spec.command, ["--port", "8000"]);
+        assert_eq!(spec.working_dir, "/workspace/project");
+        assert_eq!(spec.initial_env["LITELLM_LOCAL_MODEL_COST_MAP"], "True");
+        assert_eq!(spec.limits, ResourceLimits::default());
+        for bad in ["", "a b", "x\0"] {
+            let e = docker_preset(bad, now()).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                format!("--agent-server-image: {bad:?} is not an image reference")
+            );
+        }
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
             command,
             initial_env,
             working_dir: ".".into(),
+            limits: Default::default(),
             created_at: time::OffsetDateTime::now_utc(),
             runtime: None,
         },

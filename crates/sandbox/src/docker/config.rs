@@ -1,0 +1,214 @@
+//! The Docker runtime's configuration, and the names and labels it gives what it creates.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::docker::error::DockerError;
+
+/// The runtime's name in [`RuntimeHandle::runtime`](switchboard_domain::sandboxes::runtime::RuntimeHandle::runtime).
+pub const RUNTIME_NAME: &str = "docker";
+
+/// Label naming the Switchboard installation that owns a container or volume; a runtime
+/// lists, observes and removes only what carries its own installation's value, so two
+/// installations can share one Docker daemon.
+pub const LABEL_INSTALLATION: &str = "io.switchboard.installation";
+/// Label holding the sandbox's id (dashed UUID).
+pub const LABEL_SANDBOX_ID: &str = "io.switchboard.sandbox-id";
+/// Label holding the sandbox spec's id (for OpenHands' container runtimes, the image).
+pub const LABEL_SPEC_ID: &str = "io.switchboard.sandbox-spec-id";
+/// Label holding the organization's id, when the sandbox is started for one (a warm-pool
+/// sandbox is started before it has an org, and Docker labels cannot change: the sandbox
+/// record, not the label, is the source of truth).
+pub const LABEL_ORG_ID: &str = "io.switchboard.org-id";
+
+/// Container names are this prefix + the sandbox id (`switchboard-sandbox-<uuid>`).
+pub const CONTAINER_PREFIX: &str = "switchboard-sandbox-";
+/// Workspace volume names are this prefix + the sandbox id (`switchboard-workspace-<uuid>`).
+pub const VOLUME_PREFIX: &str = "switchboard-workspace-";
+
+/// The agent server's port inside a bridged container (OpenHands' Docker preset, reference
+/// app-server §3.3: container port 8000 is `AGENT_SERVER`).
+pub const DEFAULT_CONTAINER_PORT: u16 = 8000;
+/// Where the workspace volume is mounted: the agent-server image's `/workspace` (project,
+/// conversations, bash events; `docs/docker.md`).
+pub const DEFAULT_WORKSPACE_MOUNT: &str = "/workspace";
+/// How long delete lets a container stop (SIGTERM) before the engine kills it (reference
+/// app-server §3.3: `stop(timeout=10)`).
+pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The extra host entry every container gets, so `http://host.docker.internal:<port>` reaches
+/// the Docker host from inside (reference app-server §2.5, §3.3).
+pub const HOST_GATEWAY_ENTRY: &str = "host.docker.internal:host-gateway";
+
+/// How a container is networked (`--docker-network`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DockerNetwork {
+    /// Docker's default bridge: the agent server listens on `0.0.0.0:<container port>` inside
+    /// and that port is published on the host's loopback only, on a free port. Webhooks reach
+    /// Switchboard through `host.docker.internal` (the bridge gateway, `172.17.0.1` by
+    /// default), so Switchboard must also listen there.
+    #[default]
+    Bridge,
+    /// The host's network namespace: the agent server listens on `127.0.0.1:<free port>` of
+    /// the host itself, nothing is published, and webhooks go to Switchboard's loopback
+    /// address. Needs the daemon on Switchboard's own machine.
+    Host,
+}
+
+impl DockerNetwork {
+    /// The flag's value: `bridge` or `host`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DockerNetwork::Bridge => "bridge",
+            DockerNetwork::Host => "host",
+        }
+    }
+}
+
+impl fmt::Display for DockerNetwork {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for DockerNetwork {
+    type Err = String;
+
+    /// `bridge` or `host`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "bridge" => Ok(DockerNetwork::Bridge),
+            "host" => Ok(DockerNetwork::Host),
+            other => Err(format!(
+                "{other:?} is not a Docker network mode (expected bridge or host)"
+            )),
+        }
+    }
+}
+
+/// What a [`DockerRuntime`](crate::docker::DockerRuntime) needs beyond the daemon's address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DockerConfig {
+    /// This installation's id, the value of [`LABEL_INSTALLATION`]: 1 to 64 characters of
+    /// `A-Z a-z 0-9 _ . -`, starting with a letter or digit. It must stay the same across
+    /// restarts, or the runtime no longer recognizes its containers.
+    pub installation: String,
+    /// Bridge (default) or host networking.
+    pub network: DockerNetwork,
+    /// The agent server's port inside a bridged container ([`DEFAULT_CONTAINER_PORT`]).
+    pub container_port: u16,
+    /// The Docker host's address that published ports are bound to, and that Switchboard
+    /// uses to reach them: `127.0.0.1` (never all interfaces: the session key is all that
+    /// stands between an agent server and whoever reaches it).
+    pub publish_address: Ipv4Addr,
+    /// Where the workspace volume is mounted in the container ([`DEFAULT_WORKSPACE_MOUNT`]).
+    pub workspace_mount: String,
+    /// How long delete lets a container stop before it is killed ([`DEFAULT_STOP_TIMEOUT`]).
+    pub stop_timeout: Duration,
+}
+
+impl DockerConfig {
+    /// The defaults (bridge, port 8000 inside, published on `127.0.0.1`, workspace at
+    /// `/workspace`, 10 s to stop) for `installation`.
+    pub fn new(installation: impl Into<String>) -> Self {
+        DockerConfig {
+            installation: installation.into(),
+            network: DockerNetwork::Bridge,
+            container_port: DEFAULT_CONTAINER_PORT,
+            publish_address: Ipv4Addr::LOCALHOST,
+            workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
+            stop_timeout: DEFAULT_STOP_TIMEOUT,
+        }
+    }
+
+    /// Sets the network mode.
+    #[must_use]
+    pub fn with_network(mut self, network: DockerNetwork) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Sets how long delete lets a container stop before it is killed.
+    #[must_use]
+    pub fn with_stop_timeout(mut self, stop_timeout: Duration) -> Self {
+        self.stop_timeout = stop_timeout;
+        self
+    }
+
+    /// Checks the configuration.
+    ///
+    /// # Errors
+    /// [`DockerError::Config`] naming the field: an installation id that is not one, port 0,
+    /// a publish address that is not a loopback address, a workspace mount that is not an
+    /// absolute path.
+    pub fn validate(&self) -> Result<(), DockerError> {
+        let id = &self.installation;
+        let valid_id = (1..=64).contains(&id.len())
+            && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+        if !valid_id {
+            return Err(DockerError::Config(format!(
+                "installation id {id:?}: expected 1 to 64 characters of A-Z a-z 0-9 _ . -, \
+                 starting with a letter or digit"
+            )));
+        }
+        if self.container_port == 0 {
+            return Err(DockerError::Config("container port 0".into()));
+        }
+        if !self.publish_address.is_loopback() {
+            return Err(DockerError::Config(format!(
+                "publish address {}: agent servers are published on a loopback address only",
+                self.publish_address
+            )));
+        }
+        if !self.workspace_mount.starts_with('/') || self.workspace_mount.contains('\0') {
+            return Err(DockerError::Config(format!(
+                "workspace mount {:?}: expected an absolute path",
+                self.workspace_mount
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn network_modes_parse_and_print() {
+        assert_eq!("bridge".parse(), Ok(DockerNetwork::Bridge));
+        assert_eq!("host".parse(), Ok(DockerNetwork::Host));
+        assert_eq!(DockerNetwork::default(), DockerNetwork::Bridge);
+        assert_eq!(DockerNetwork::Host.to_string(), "host");
+        assert_eq!(
+            "none".parse::<DockerNetwork>(),
+            Err("\"none\" is not a Docker network mode (expected bridge or host)".into())
+        );
+    }
+
+    #[test]
+    fn configs_are_checked() {
+        assert_eq!(DockerConfig::new("prod-1.eu_west").validate(), Ok(()));
+        for bad in ["", "-x", "a b", "a/b", &"x".repeat(65)] {
+            let e = DockerConfig::new(bad).validate().unwrap_err();
+            assert!(e.to_string().contains("installation id"), "{bad}: {e}");
+        }
+        let mut open = DockerConfig::new("x");
+        open.publish_address = Ipv4Addr::UNSPECIFIED;
+        assert_eq!(
+            open.validate().unwrap_err().to_string(),
+            "invalid Docker runtime configuration: publish address 0.0.0.0: agent servers are \
+             published on a loopback address only"
+        );
+        let mut relative = DockerConfig::new("x");
+        relative.workspace_mount = "workspace".into();
+        assert!(relative.validate().is_err());
+        let mut zero = DockerConfig::new("x");
+        zero.container_port = 0;
+        assert!(zero.validate().is_err());
+    }
+}

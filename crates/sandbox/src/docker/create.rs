@@ -1,0 +1,268 @@
+//! What a sandbox's container is made of (`POST /containers/create`): image, command,
+//! environment, labels, published port, limits, workspace volume, init, extra host. Pure
+//! functions of the launch, the configuration and the chosen port, so they are tested
+//! without a daemon.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, PortBinding};
+use switchboard_domain::OrgId;
+use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
+
+use crate::docker::config::{
+    CONTAINER_PREFIX, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
+    LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, VOLUME_PREFIX,
+};
+use crate::launch;
+
+/// The name of a sandbox's container: [`CONTAINER_PREFIX`] + its id.
+pub fn container_name(launch: &LaunchSpec) -> String {
+    format!("{CONTAINER_PREFIX}{}", launch.sandbox_id)
+}
+
+/// The name of a sandbox's workspace volume: [`VOLUME_PREFIX`] + its id.
+pub fn volume_name(launch: &LaunchSpec) -> String {
+    format!("{VOLUME_PREFIX}{}", launch.sandbox_id)
+}
+
+/// The labels of a sandbox's container and volume: installation, sandbox id, spec id and,
+/// when known, the org.
+pub fn labels(
+    config: &DockerConfig,
+    launch: &LaunchSpec,
+    org_id: Option<&OrgId>,
+) -> HashMap<String, String> {
+    let mut labels = HashMap::from([
+        (LABEL_INSTALLATION.to_owned(), config.installation.clone()),
+        (LABEL_SANDBOX_ID.to_owned(), launch.sandbox_id.to_string()),
+        (LABEL_SPEC_ID.to_owned(), launch.spec.id.clone()),
+    ]);
+    if let Some(org) = org_id {
+        labels.insert(LABEL_ORG_ID.to_owned(), org.to_string());
+    }
+    labels
+}
+
+/// The container's arguments: the spec's command (the image's entry point is the agent
+/// server, as in OpenHands' Docker preset) + `--host 0.0.0.0 --port <container port>` on a
+/// bridge, or `--host 127.0.0.1 --port <host port>` with host networking. The agent server
+/// takes the last `--host` and `--port` it is given.
+pub fn command(launch: &LaunchSpec, config: &DockerConfig, host_port: u16) -> Vec<String> {
+    let (host, port) = match config.network {
+        DockerNetwork::Bridge => ("0.0.0.0".to_owned(), config.container_port),
+        DockerNetwork::Host => (config.publish_address.to_string(), host_port),
+    };
+    let mut command = launch.spec.command.clone();
+    command.extend([
+        "--host".to_owned(),
+        host,
+        "--port".to_owned(),
+        port.to_string(),
+    ]);
+    command
+}
+
+/// The container's working directory: the spec's, an absolute path inside the container, or
+/// `None` (the image's own) for `.`, the default of a spec that names none.
+///
+/// # Errors
+/// [`RuntimeError::InvalidSpec`] for any other relative path.
+pub fn working_dir(spec_working_dir: &str) -> Result<Option<String>, RuntimeError> {
+    if spec_working_dir == "." {
+        Ok(None)
+    } else if Path::new(spec_working_dir).is_absolute() {
+        Ok(Some(spec_working_dir.to_owned()))
+    } else {
+        Err(RuntimeError::InvalidSpec(format!(
+            "working_dir {spec_working_dir:?}: the Docker runtime needs an absolute path inside \
+             the container (or `.` for the image's own)"
+        )))
+    }
+}
+
+/// The request body creating the container of `launch`, its agent server on `host_port` of
+/// the Docker host (published from [`DockerConfig::container_port`] on a bridge).
+///
+/// The environment is exactly [`launch::environment`] (the passthrough variables, the spec's
+/// `initial_env`, the session key and the webhook URL), on top of the image's own; nothing of
+/// Switchboard's own environment is added.
+///
+/// # Errors
+/// [`RuntimeError::InvalidSpec`] for a working directory or variable that cannot be used.
+pub fn container_body(
+    launch: &LaunchSpec,
+    config: &DockerConfig,
+    labels: HashMap<String, String>,
+    host_port: u16,
+) -> Result<ContainerCreateBody, RuntimeError> {
+    let env = launch::environment(launch)?
+        .into_iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let limits = &launch.spec.limits;
+    let memory = limits
+        .memory_bytes()
+        .map(|bytes| i64::try_from(bytes).unwrap_or(i64::MAX));
+    let nano_cpus = limits
+        .cpus
+        .map(|c| i64::try_from(c.nano_cpus()).unwrap_or(i64::MAX));
+    let mut host_config = HostConfig {
+        init: Some(true),
+        extra_hosts: Some(vec![HOST_GATEWAY_ENTRY.to_owned()]),
+        memory,
+        // Swap limited to the memory limit: the limit is the real one (no swap on top).
+        memory_swap: memory,
+        nano_cpus,
+        mounts: Some(vec![Mount {
+            typ: Some(MountType::VOLUME),
+            source: Some(volume_name(launch)),
+            target: Some(config.workspace_mount.clone()),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    };
+    let exposed_ports = match config.network {
+        DockerNetwork::Bridge => {
+            let port_key = format!("{}/tcp", config.container_port);
+            host_config.network_mode = Some("bridge".to_owned());
+            host_config.port_bindings = Some(HashMap::from([(
+                port_key.clone(),
+                Some(vec![PortBinding {
+                    host_ip: Some(config.publish_address.to_string()),
+                    host_port: Some(host_port.to_string()),
+                }]),
+            )]));
+            Some(vec![port_key])
+        }
+        DockerNetwork::Host => {
+            host_config.network_mode = Some("host".to_owned());
+            None
+        }
+    };
+    Ok(ContainerCreateBody {
+        image: Some(launch.spec.id.clone()),
+        cmd: Some(command(launch, config, host_port)),
+        env: Some(env),
+        working_dir: working_dir(&launch.spec.working_dir)?,
+        labels: Some(labels),
+        exposed_ports,
+        host_config: Some(host_config),
+        ..Default::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_domain::SandboxId;
+    use switchboard_domain::sandboxes::limits::{Cpus, ResourceLimits};
+    use switchboard_domain::sandboxes::runtime::SessionKey;
+    use switchboard_domain::sandboxes::specs::SandboxSpec;
+
+    fn launch(working_dir: &str, limits: ResourceLimits) -> LaunchSpec {
+        LaunchSpec {
+            sandbox_id: SandboxId::new_random(),
+            spec: SandboxSpec {
+                id: "switchboard/agent-server:local".into(),
+                command: vec!["--port".into(), "8000".into()],
+                initial_env: [("A".to_owned(), "1".to_owned())].into(),
+                working_dir: working_dir.into(),
+                limits,
+                created_at: time::OffsetDateTime::UNIX_EPOCH,
+                runtime: None,
+            },
+            session_key: SessionKey::new("secret"),
+            webhook_base_url: "http://host.docker.internal:3000/api/v1/webhooks".into(),
+            passthrough_env: vec![("LLM_API_KEY".into(), "k".into())],
+        }
+    }
+
+    #[test]
+    fn a_bridged_container_publishes_on_loopback_only() {
+        let limits = ResourceLimits {
+            memory_mb: Some(512),
+            cpus: Some(Cpus::from_cpus(1.5).unwrap()),
+        };
+        let l = launch("/workspace/project", limits);
+        let config = DockerConfig::new("inst");
+        let body = container_body(&l, &config, labels(&config, &l, None), 41234).unwrap();
+        assert_eq!(
+            body.image.as_deref(),
+            Some("switchboard/agent-server:local")
+        );
+        assert_eq!(
+            body.cmd.unwrap(),
+            ["--port", "8000", "--host", "0.0.0.0", "--port", "8000"]
+        );
+        assert_eq!(
+            body.env.unwrap(),
+            [
+                "A=1",
+                "LLM_API_KEY=k",
+                "OH_SESSION_API_KEYS_0=secret",
+                "OH_WEBHOOKS_0_BASE_URL=http://host.docker.internal:3000/api/v1/webhooks",
+            ]
+        );
+        assert_eq!(body.working_dir.as_deref(), Some("/workspace/project"));
+        assert_eq!(body.exposed_ports.unwrap(), ["8000/tcp"]);
+        let labels = body.labels.unwrap();
+        assert_eq!(labels[LABEL_INSTALLATION], "inst");
+        assert_eq!(labels[LABEL_SANDBOX_ID], l.sandbox_id.to_string());
+        assert_eq!(labels[LABEL_SPEC_ID], "switchboard/agent-server:local");
+        assert!(!labels.contains_key(LABEL_ORG_ID));
+        let host = body.host_config.unwrap();
+        assert_eq!(host.init, Some(true));
+        assert_eq!(host.network_mode.as_deref(), Some("bridge"));
+        assert_eq!(
+            host.extra_hosts.unwrap(),
+            ["host.docker.internal:host-gateway"]
+        );
+        let bindings = host.port_bindings.unwrap();
+        let binding = bindings["8000/tcp"].as_ref().unwrap();
+        assert_eq!(binding.len(), 1);
+        assert_eq!(binding[0].host_ip.as_deref(), Some("127.0.0.1"));
+        assert_eq!(binding[0].host_port.as_deref(), Some("41234"));
+        assert_eq!(host.memory, Some(512 * 1024 * 1024));
+        assert_eq!(host.memory_swap, Some(512 * 1024 * 1024));
+        assert_eq!(host.nano_cpus, Some(1_500_000_000));
+        let mount = &host.mounts.unwrap()[0];
+        assert_eq!(
+            mount.source.as_deref(),
+            Some(format!("switchboard-workspace-{}", l.sandbox_id).as_str())
+        );
+        assert_eq!(mount.target.as_deref(), Some("/workspace"));
+        assert_eq!(mount.typ, Some(MountType::VOLUME));
+    }
+
+    #[test]
+    fn host_networking_listens_on_loopback_and_publishes_nothing() {
+        let l = launch(".", ResourceLimits::default());
+        let config = DockerConfig::new("inst").with_network(DockerNetwork::Host);
+        let org = OrgId::new_random();
+        let body = container_body(&l, &config, labels(&config, &l, Some(&org)), 41234).unwrap();
+        assert_eq!(
+            body.cmd.unwrap(),
+            ["--port", "8000", "--host", "127.0.0.1", "--port", "41234"]
+        );
+        assert_eq!(body.working_dir, None, "`.`: the image's own");
+        assert_eq!(body.exposed_ports, None);
+        assert_eq!(body.labels.unwrap()[LABEL_ORG_ID], org.to_string());
+        let host = body.host_config.unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("host"));
+        assert_eq!(host.port_bindings, None);
+        assert_eq!(
+            (host.memory, host.memory_swap, host.nano_cpus),
+            (None, None, None)
+        );
+    }
+
+    #[test]
+    fn relative_working_dirs_are_refused() {
+        let l = launch("work", ResourceLimits::default());
+        let config = DockerConfig::new("inst");
+        let e = container_body(&l, &config, HashMap::new(), 1).unwrap_err();
+        assert!(matches!(e, RuntimeError::InvalidSpec(_)), "{e}");
+        assert!(e.to_string().contains("absolute path"), "{e}");
+    }
+}

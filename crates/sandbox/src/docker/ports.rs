@@ -1,0 +1,64 @@
+//! Host ports for agent servers: chosen by this runtime (not left to Docker), so a container
+//! keeps its port when it is started again after it stopped, and the handle's URL stays
+//! true. A port is free when it can be bound on the publish address now and no start of this
+//! runtime holds it; a clash with another process at start is retried by the caller.
+
+use std::collections::HashSet;
+use std::net::{Ipv4Addr, TcpListener};
+use std::sync::Mutex;
+
+use switchboard_domain::sandboxes::runtime::RuntimeError;
+
+/// Ports handed out by one runtime and not yet released.
+#[derive(Debug, Default)]
+pub struct PortPool {
+    reserved: Mutex<HashSet<u16>>,
+}
+
+impl PortPool {
+    /// A port on `address` that nothing listens on and this pool has not handed out.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Launch`] when no port can be bound.
+    pub fn reserve(&self, address: Ipv4Addr) -> Result<u16, RuntimeError> {
+        let mut reserved = self.reserved.lock().expect("port set poisoned");
+        for _ in 0..64 {
+            let port = TcpListener::bind((address, 0))
+                .and_then(|listener| listener.local_addr())
+                .map_err(|e| RuntimeError::Launch(format!("no free port on {address}: {e}")))?
+                .port();
+            if reserved.insert(port) {
+                return Ok(port);
+            }
+        }
+        Err(RuntimeError::Launch(format!(
+            "no free port on {address} after 64 tries"
+        )))
+    }
+
+    /// Gives `port` back (after a failed start, or a delete).
+    pub fn release(&self, port: u16) {
+        self.reserved
+            .lock()
+            .expect("port set poisoned")
+            .remove(&port);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reserved_ports_are_distinct_until_released() {
+        let pool = PortPool::default();
+        let ports: HashSet<u16> = (0..50)
+            .map(|_| pool.reserve(Ipv4Addr::LOCALHOST).unwrap())
+            .collect();
+        assert_eq!(ports.len(), 50);
+        for port in &ports {
+            pool.release(*port);
+        }
+        assert!(pool.reserved.lock().unwrap().is_empty());
+    }
+}

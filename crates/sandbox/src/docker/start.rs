@@ -1,0 +1,178 @@
+//! Starting a sandbox's container: the image checked (never pulled), the workspace volume,
+//! the container created and started on a free host port, and the handle that finds it again.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use bollard::models::VolumeCreateRequest;
+use bollard::query_parameters::{CreateContainerOptionsBuilder, RemoveVolumeOptions};
+use switchboard_domain::OrgId;
+use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError, RuntimeHandle};
+
+use crate::docker::config::{DockerNetwork, RUNTIME_NAME};
+use crate::docker::error::{is_not_found, is_port_clash, words};
+use crate::docker::{ContainerIdentity, DockerRuntime, create};
+
+/// How many host ports a start tries when the chosen one is taken in the meantime.
+const PORT_ATTEMPTS: usize = 5;
+
+impl DockerRuntime {
+    /// Starts a sandbox as [`SandboxRuntime::start`](switchboard_domain::sandboxes::runtime::SandboxRuntime::start) does, with the org in the container's
+    /// [`LABEL_ORG_ID`](crate::docker::LABEL_ORG_ID) label when it is known at start (not for a warm-pool sandbox).
+    ///
+    /// # Errors
+    /// [`RuntimeError::InvalidSpec`] for a relative working directory or a bad variable;
+    /// [`RuntimeError::Launch`] when the image is not on the Docker host ("never pulled on
+    /// the request path"), or the daemon refuses to create or start the container (its
+    /// words). Nothing is left behind on error.
+    pub fn start_for_org(
+        &self,
+        launch: &LaunchSpec,
+        org_id: Option<&OrgId>,
+    ) -> Result<RuntimeHandle, RuntimeError> {
+        let labels = create::labels(&self.config, launch, org_id);
+        // Checked before anything is created.
+        let working_dir = create::working_dir(&launch.spec.working_dir)?;
+        crate::launch::environment(launch)?;
+        self.block_on(self.start_async(launch, labels, working_dir))
+    }
+
+    async fn start_async(
+        &self,
+        launch: &LaunchSpec,
+        labels: HashMap<String, String>,
+        working_dir: Option<String>,
+    ) -> Result<RuntimeHandle, RuntimeError> {
+        let image_dir = self.image_working_dir(&launch.spec.id).await?;
+        let volume = create::volume_name(launch);
+        self.create_volume(&volume, &labels, launch).await?;
+        let started = self.create_and_start(launch, &labels).await;
+        let (container_id, port) = match started {
+            Ok(ok) => ok,
+            Err(e) => {
+                let _ = self
+                    .docker
+                    .remove_volume(&volume, None::<RemoveVolumeOptions>)
+                    .await;
+                return Err(e);
+            }
+        };
+        let address = self.config.publish_address;
+        let sandbox_port = match self.config.network {
+            DockerNetwork::Bridge => self.config.container_port,
+            DockerNetwork::Host => port,
+        };
+        let identity = ContainerIdentity {
+            container_id,
+            container_name: create::container_name(launch),
+            volume,
+            installation: self.config.installation.clone(),
+            sandbox_id: launch.sandbox_id.to_string(),
+        };
+        Ok(RuntimeHandle {
+            runtime: RUNTIME_NAME.to_owned(),
+            agent_server_url: format!("http://{address}:{port}"),
+            host_port: port,
+            sandbox_port,
+            // For containers: the working directory inside the container.
+            working_dir: PathBuf::from(working_dir.or(image_dir).unwrap_or_else(|| "/".into())),
+            data: serde_json::to_value(identity).expect("an identity always serializes"),
+        })
+    }
+
+    /// The image's working directory; a clear error when the image is not on the host.
+    async fn image_working_dir(&self, image: &str) -> Result<Option<String>, RuntimeError> {
+        match self.docker.inspect_image(image).await {
+            Ok(inspect) => Ok(inspect
+                .config
+                .and_then(|c| c.working_dir)
+                .filter(|d| !d.is_empty())),
+            Err(e) if is_not_found(&e) => Err(missing_image(image)),
+            Err(e) => Err(RuntimeError::Launch(format!(
+                "Docker: inspecting image {image}: {}",
+                words(&e)
+            ))),
+        }
+    }
+
+    /// Creates the workspace volume (the daemon answers with the existing one when the name
+    /// is taken: it must then be this sandbox's).
+    async fn create_volume(
+        &self,
+        volume: &str,
+        labels: &HashMap<String, String>,
+        launch: &LaunchSpec,
+    ) -> Result<(), RuntimeError> {
+        let request = VolumeCreateRequest {
+            name: Some(volume.to_owned()),
+            labels: Some(labels.clone()),
+            ..Default::default()
+        };
+        let created = self.docker.create_volume(request).await.map_err(|e| {
+            RuntimeError::Launch(format!("Docker: creating volume {volume}: {}", words(&e)))
+        })?;
+        if self.ours(Some(&created.labels), &launch.sandbox_id.to_string()) {
+            Ok(())
+        } else {
+            Err(RuntimeError::Launch(format!(
+                "volume {volume} already exists and is not this sandbox's"
+            )))
+        }
+    }
+
+    /// Creates and starts the container on a free host port, trying another port when the
+    /// chosen one was taken in the meantime. Returns the container's id and the port.
+    async fn create_and_start(
+        &self,
+        launch: &LaunchSpec,
+        labels: &HashMap<String, String>,
+    ) -> Result<(String, u16), RuntimeError> {
+        let name = create::container_name(launch);
+        let mut last_clash = String::new();
+        for _ in 0..PORT_ATTEMPTS {
+            let port = self.ports.reserve(self.config.publish_address)?;
+            let body = create::container_body(launch, &self.config, labels.clone(), port)
+                .inspect_err(|_| self.ports.release(port))?;
+            let options = CreateContainerOptionsBuilder::default().name(&name).build();
+            let id = match self.docker.create_container(Some(options), body).await {
+                Ok(created) => created.id,
+                Err(e) => {
+                    self.ports.release(port);
+                    return Err(match e {
+                        e if is_not_found(&e) => missing_image(&launch.spec.id),
+                        e => RuntimeError::Launch(format!(
+                            "Docker: creating container {name}: {}",
+                            words(&e)
+                        )),
+                    });
+                }
+            };
+            match self.docker.start_container(&id, None).await {
+                Ok(()) => return Ok((id, port)),
+                Err(e) => {
+                    self.remove_container(&id).await.ok();
+                    self.ports.release(port);
+                    if !is_port_clash(&e) {
+                        return Err(RuntimeError::Launch(format!(
+                            "Docker: starting container {name}: {}",
+                            words(&e)
+                        )));
+                    }
+                    last_clash = words(&e);
+                }
+            }
+        }
+        Err(RuntimeError::Launch(format!(
+            "Docker: starting container {name}: no free host port after {PORT_ATTEMPTS} \
+             tries: {last_clash}"
+        )))
+    }
+}
+
+/// The error of a start whose image is not on the Docker host.
+fn missing_image(image: &str) -> RuntimeError {
+    RuntimeError::Launch(format!(
+        "the image {image} is not on the Docker host; images are never pulled when a sandbox \
+         starts: pull it first (`switchboard specs pull`, or `docker pull {image}`)"
+    ))
+}
