@@ -138,6 +138,60 @@ diesel::table! {
         created_at -> Timestamp,
         /// Last change, UTC.
         updated_at -> Timestamp,
+        /// The repository cloned for it (`owner/repo`, a URL or a local path), if any.
+        selected_repository -> Nullable<Text>,
+        /// Its branch.
+        selected_branch -> Nullable<Text>,
+        /// `github`, `gitlab`, … (OpenHands' `ProviderType`).
+        git_provider -> Nullable<Text>,
+        /// What started it (OpenHands' `trigger`: `gui`, `openhands_api`, `resolver`, …).
+        conversation_trigger -> Nullable<Text>,
+        /// Pull request numbers, a JSON array of integers.
+        pr_number -> Text,
+        /// The LLM model it runs with.
+        llm_model -> Nullable<Text>,
+        /// `openhands` (or `acp`).
+        agent_kind -> Text,
+        /// The conversation it is a sub-conversation of.
+        parent_conversation_id -> Nullable<Text>,
+        /// Whether it is shared publicly.
+        public -> Nullable<Bool>,
+        /// Tags, a JSON object of strings.
+        tags -> Text,
+        /// The latest cost and token metrics, JSON (from `stats` updates).
+        metrics -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    /// Start tasks: one start of an app conversation, step by step (reference app-server
+    /// §5.3); every step is written before it runs.
+    start_tasks (id) {
+        /// UUID.
+        id -> Text,
+        /// The organization it starts the conversation in.
+        org_id -> Text,
+        /// Who asked.
+        created_by_user_id -> Text,
+        /// `WORKING`, `WAITING_FOR_SANDBOX`, …, `READY`, `ERROR`.
+        status -> Text,
+        /// What went wrong (no secret in it), for `ERROR`.
+        detail -> Nullable<Text>,
+        /// The conversation it starts (chosen up front; shown as `app_conversation_id` once
+        /// `READY`).
+        conversation_id -> Text,
+        /// The sandbox it runs in, once chosen.
+        sandbox_id -> Nullable<Text>,
+        /// The agent server's URL, once known.
+        agent_server_url -> Nullable<Text>,
+        /// The start request, JSON, without its secrets.
+        request -> Text,
+        /// The request's secrets, sealed (XChaCha20-Poly1305), if any.
+        secrets_sealed -> Nullable<Text>,
+        /// Creation time, UTC.
+        created_at -> Timestamp,
+        /// Last step's time, UTC.
+        updated_at -> Timestamp,
     }
 }
 
@@ -174,5 +228,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     api_keys,
     sandboxes,
     conversations,
+    start_tasks,
     events
 );

@@ -1,0 +1,20 @@
+DROP TABLE start_tasks;
+CREATE INDEX conversations_org ON conversations (org_id, created_at);
+DROP INDEX conversations_org_created;
+DROP INDEX conversations_org_updated;
+DROP INDEX conversations_owner_created;
+DROP INDEX conversations_owner_updated;
+DROP INDEX conversations_sandbox;
+DROP INDEX conversations_parent;
+ALTER TABLE conversations
+    DROP COLUMN selected_repository,
+    DROP COLUMN selected_branch,
+    DROP COLUMN git_provider,
+    DROP COLUMN conversation_trigger,
+    DROP COLUMN pr_number,
+    DROP COLUMN llm_model,
+    DROP COLUMN agent_kind,
+    DROP COLUMN parent_conversation_id,
+    DROP COLUMN public,
+    DROP COLUMN tags,
+    DROP COLUMN metrics;
