@@ -129,9 +129,41 @@ pub enum DomainError {
     /// Something to be created exists already.
     #[error("{0}")]
     AlreadyExists(String),
+    /// A batch get of start tasks asked for more than 100 ids (issue 10: 400).
+    #[error("Cannot request more than 100 start tasks at once, got {0}")]
+    TooManyStartTaskIds(usize),
+    /// A start request that is well formed but cannot be started (issue 10: 400, where
+    /// OpenHands answers 500): a `suggested_task` with an `initial_message`, an unknown
+    /// parent conversation, a conversation id already in use.
+    #[error("{0}")]
+    BadStartRequest(String),
     /// The storage failed.
     #[error("storage failure: {0}")]
     Storage(#[from] StorageError),
+    /// A batch get of app conversations asked for too many ids (reference app-server §5.2).
+    #[error("Cannot request more than {max} app conversations at once, got {0}", max = crate::app_conversations::MAX_APP_CONVERSATION_BATCH)]
+    TooManyAppConversationIds(usize),
+    /// The conversation's sandbox is gone (`MISSING`, or deleted): nothing can reach its
+    /// agent server again (reference app-server §5.2: 410).
+    #[error("Sandbox is MISSING: the conversation's agent server is gone")]
+    ConversationSandboxMissing,
+    /// The conversation's sandbox cannot take calls now: `ERROR`, not started again in
+    /// time, or an agent server Switchboard has no URL or key for (reference app-server §5.2:
+    /// 503).
+    #[error("Sandbox is {0}: the conversation's agent server cannot be reached")]
+    ConversationSandboxUnavailable(String),
+    /// The conversation's sandbox is one Switchboard does not run (registered with
+    /// `sandboxes register`: no agent server URL or session key), so Switchboard cannot send
+    /// it anything: 409, a lasting state of the conversation, not a passing outage (API.md,
+    /// App conversations).
+    #[error(
+        "The conversation's sandbox is not run by Switchboard (no agent server URL or key): messages cannot be sent through Switchboard"
+    )]
+    ConversationSandboxNotManaged,
+    /// The agent server failed a call (reference app-server §5.2: 502); the text names what
+    /// failed, never a key.
+    #[error("The agent server failed: {0}")]
+    AgentServerFailed(String),
 }
 
 impl From<ValidationError> for DomainError {

@@ -40,6 +40,9 @@ pub struct AppendOutcome {
     pub stored: usize,
     /// Events skipped because their id was already stored in the conversation.
     pub skipped: usize,
+    /// Events the conversation has after the append: the last event's position plus one
+    /// (API.md, Live delivery).
+    pub event_count: i64,
 }
 
 /// Sort order of a search (spec §4.1).
@@ -117,6 +120,17 @@ pub struct StoredEvent {
     pub payload: String,
 }
 
+/// An event with its position in its conversation (API.md, Live delivery).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PositionedEvent {
+    /// Dense 0-based position in the conversation.
+    pub position: i64,
+    /// Instant.
+    pub ts: OffsetDateTime,
+    /// Canonical JSON.
+    pub payload: String,
+}
+
 /// A page of search results: canonical JSON items and the cursor of the next page.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventPageOut {
@@ -157,7 +171,8 @@ pub struct PreparedBatch {
 
 /// Validates a webhook batch (a JSON array of events) and prepares it for storage: the whole
 /// batch or nothing (API.md). `StreamingDeltaEvent`s are dropped (never stored); every other
-/// event's timestamp must be an ISO-8601 date-time.
+/// event's timestamp must be an ISO-8601 date-time and its id must hold no NUL (the id is a
+/// column; NUL anywhere else in an event is kept: API.md, NUL characters).
 ///
 /// # Errors
 /// The first invalid event, as a 422 entry at `["body", <index>, …]`.
@@ -175,6 +190,8 @@ pub fn prepare_batch(body: &str) -> Result<PreparedBatch, ValidationError> {
         if event.kind() == EventKind::StreamingDeltaEvent {
             continue;
         }
+        // The id is a column (a text column cannot hold NUL; the payload keeps any other NUL).
+        validation::refuse_nul(|| vec!["body".into(), i.into(), "id".into()], &event.id)?;
         let Some(ts) = event.timestamp_instant() else {
             return Err(validation::datetime_parsing(
                 vec!["body".into(), i.into(), "timestamp".into()],
@@ -258,5 +275,10 @@ mod tests {
         assert_eq!(e.loc, [LocItem::from("body"), 1.into(), "timestamp".into()]);
         let e = prepare_batch(r#"[{"kind":"PauseEvent","x":1}]"#).unwrap_err();
         assert_eq!(e.loc, [LocItem::from("body"), 0.into(), "x".into()]);
+        let nul =
+            r#"[{"kind":"PauseEvent","parent_id":"\u0000"},{"id":"a\u0000","kind":"PauseEvent"}]"#;
+        let e = prepare_batch(nul).unwrap_err();
+        assert_eq!(e.loc, [LocItem::from("body"), 1.into(), "id".into()]);
+        assert_eq!(e.error_type.as_str(), "string_pattern_mismatch");
     }
 }

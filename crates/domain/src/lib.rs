@@ -14,12 +14,14 @@
 //! [`DomainError`]s, mapped to HTTP by the API crate alone. The domain starts no thread and
 //! no task: background work is the binary's.
 
+pub mod app_conversations;
 pub mod conversations;
 pub mod cursor;
 mod error;
 pub mod events;
 pub mod identity;
 mod ids;
+pub mod live_frames;
 mod permissions;
 pub mod ports;
 pub mod sandboxes;

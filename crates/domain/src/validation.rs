@@ -135,6 +135,46 @@ pub fn less_than_equal(loc: Vec<LocItem>, le: i64, input: &Value) -> ValidationE
     .with_ctx(json!({ "le": le }))
 }
 
+/// The pattern of a string that holds no NUL (U+0000): what a text column can store
+/// (PostgreSQL's `TEXT` cannot hold the NUL byte; API.md, NUL characters). Written as JSON
+/// Schema and Python's `re` both read it.
+pub const NO_NUL_PATTERN: &str = r"^[^\x00]*$";
+
+/// `string_pattern_mismatch`: a string that does not match `pattern`.
+pub fn string_pattern_mismatch(loc: Vec<LocItem>, pattern: &str, input: &str) -> ValidationError {
+    ValidationError::new(
+        ErrorType::StringPatternMismatch,
+        loc,
+        format!("String should match pattern '{pattern}'"),
+    )
+    .with_input(Value::String(input.to_owned()))
+    .with_ctx(json!({ "pattern": pattern }))
+}
+
+/// Refuses a string with a NUL where it would be stored in a text column: a 422
+/// `string_pattern_mismatch` (pattern [`NO_NUL_PATTERN`]) at `loc` (API.md, NUL characters).
+///
+/// # Errors
+/// The entry above, when `value` holds a NUL.
+pub fn refuse_nul(loc: impl FnOnce() -> Vec<LocItem>, value: &str) -> Result<(), ValidationError> {
+    if value.contains('\0') {
+        Err(string_pattern_mismatch(loc(), NO_NUL_PATTERN, value))
+    } else {
+        Ok(())
+    }
+}
+
+/// `value` for a text column that only mirrors a JSON document kept whole beside it (e.g. a
+/// conversation's title next to its metadata): each NUL replaced by U+FFFD, the original
+/// staying in the JSON (API.md, NUL characters).
+pub fn nul_replaced(value: String) -> String {
+    if value.contains('\0') {
+        value.replace('\0', "\u{FFFD}")
+    } else {
+        value
+    }
+}
+
 /// `json_invalid` at `["body", offset]`: the body is not JSON (or not UTF-8); `offset` counts
 /// characters, as Python's `json` module reports it; `error` is the parser's message.
 pub fn json_invalid(offset: usize, error: &str) -> ValidationError {
@@ -176,6 +216,15 @@ mod tests {
         );
         let e = missing(loc(["query", "id"]), Value::Null);
         assert_eq!(e.input.as_deref(), Some(&Value::Null));
+        let e = refuse_nul(|| loc(["body", "name"]), "a\0b").unwrap_err();
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"type": "string_pattern_mismatch", "loc": ["body", "name"],
+                   "msg": "String should match pattern '^[^\\x00]*$'", "input": "a\u{0}b",
+                   "ctx": {"pattern": "^[^\\x00]*$"}})
+        );
+        assert!(refuse_nul(|| loc(["body"]), "ab").is_ok());
+        assert_eq!(nul_replaced("\0a\0".into()), "\u{FFFD}a\u{FFFD}");
         assert_eq!(
             less_than_equal(loc(["query", "limit"]), 100, &json!("101")).msg,
             "Input should be less than or equal to 100"

@@ -125,8 +125,10 @@ impl FromJson for i64 {
                     ));
                 }
                 let f = n.as_f64().unwrap_or(f64::NAN);
-                if f.fract() == 0.0
-                    && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
+                // Only an integral float strictly inside the 64-bit range: an integer literal
+                // just below i64::MIN rounds to -2^63 as a float and is refused like one above
+                // i64::MAX, so the accepted integers are exactly i64's.
+                if f.fract() == 0.0 && f > -9.223_372_036_854_776e18 && f < 9.223_372_036_854_776e18
                 {
                     // An integral float is an integer in JSON terms (pydantic agrees).
                     Ok(f as i64)

@@ -90,6 +90,9 @@ pub enum ErrorType {
     IntParsing,
     /// A number not above its exclusive lower bound (`greater_than`).
     GreaterThan,
+    /// A string that does not match its pattern (`string_pattern_mismatch`; used by the HTTP
+    /// layer, e.g. a NUL where a column cannot hold one).
+    StringPatternMismatch,
 }
 
 impl ErrorType {
@@ -120,6 +123,7 @@ impl ErrorType {
             ErrorType::UuidParsing => "uuid_parsing",
             ErrorType::IntParsing => "int_parsing",
             ErrorType::GreaterThan => "greater_than",
+            ErrorType::StringPatternMismatch => "string_pattern_mismatch",
         }
     }
 }

@@ -313,3 +313,19 @@ fn a_null_state_value_is_written_and_reloads_as_null() {
     );
     assert_eq!(Event::from_json_str(&out).unwrap(), e);
 }
+
+/// Integers are exactly 64-bit: a literal just outside either end is refused, although the one
+/// below `i64::MIN` rounds to `-2^63` as a float.
+#[test]
+fn integers_are_exactly_64_bit() {
+    let token = |ids: &str| {
+        switchboard_model::Event::from_json_str(&format!(
+            r#"{{"id":"t","timestamp":"2026-01-01T00:00:00","source":"agent","prompt_token_ids":[],"response_token_ids":[{ids}],"kind":"TokenEvent"}}"#
+        ))
+    };
+    assert!(token("-9223372036854775808").is_ok());
+    assert!(token("9223372036854775807").is_ok());
+    assert!(token("9223372036854775808").is_err());
+    assert!(token("-9223372036854775809").is_err());
+    assert!(token("1e3").is_ok(), "an integral float is an integer");
+}

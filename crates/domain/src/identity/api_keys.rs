@@ -23,8 +23,23 @@ pub const DISPLAY_PREFIX_CHARS: usize = 8;
 pub const MAX_KEY_NAME_CHARS: usize = 100;
 
 /// The SHA-256 of an API key, hex encoded: the only form in which keys are stored.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Equality is constant-time ([`subtle`]): comparing a stored hash with a presented one takes
+/// the same time wherever they differ (API.md, Reliability and security).
+#[derive(Debug, Clone, Eq)]
 pub struct ApiKeyHash(pub String);
+
+impl PartialEq for ApiKeyHash {
+    fn eq(&self, other: &Self) -> bool {
+        crate::identity::secrets::ct_eq(&self.0, &other.0)
+    }
+}
+
+impl std::hash::Hash for ApiKeyHash {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 /// A newly generated key: the secret (shown once) and what is stored.
 #[derive(Debug, Clone)]
@@ -164,7 +179,8 @@ pub struct NewKeyRequest {
 }
 
 /// Validates a `POST /api/keys` body (already parsed as JSON): an object with `name` (a
-/// string of 1 to [`MAX_KEY_NAME_CHARS`] characters once trimmed) and an optional
+/// string of 1 to [`MAX_KEY_NAME_CHARS`] characters, not all white space, no NUL: API.md,
+/// NUL characters) and an optional
 /// `expires_at` (a date-time as `last_known_updated_at` takes, or `null`).
 ///
 /// # Errors
@@ -178,6 +194,7 @@ pub fn parse_new_key(body: &Value) -> Result<NewKeyRequest, switchboard_model::V
         Some(Value::String(s))
             if !s.trim().is_empty() && s.chars().count() <= MAX_KEY_NAME_CHARS =>
         {
+            validation::refuse_nul(|| field(&root, "name"), s)?;
             s.trim().to_owned()
         }
         Some(v @ Value::String(_)) => {
@@ -254,6 +271,7 @@ mod tests {
             (json!({"name": 1}), "string_type"),
             (json!({"name": " "}), "value_error"),
             (json!({"name": "x".repeat(101)}), "value_error"),
+            (json!({"name": "x\u{0}"}), "string_pattern_mismatch"),
             (
                 json!({"name": "x", "expires_at": "soon"}),
                 "datetime_from_date_parsing",

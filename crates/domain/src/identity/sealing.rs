@@ -30,6 +30,7 @@ pub enum SealError {
 #[derive(Clone)]
 pub struct Sealer {
     cipher: XChaCha20Poly1305,
+    key_id: String,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -41,9 +42,23 @@ impl std::fmt::Debug for Sealer {
 impl Sealer {
     /// A sealer over a 256-bit key.
     pub fn new(key: &[u8; SECRET_KEY_BYTES]) -> Self {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(b"switchboard key id\0")
+            .chain_update(key)
+            .finalize();
         Sealer {
             cipher: XChaCha20Poly1305::new(Key::from_slice(key)),
+            key_id: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
         }
+    }
+
+    /// A public name of the key: 16 lowercase hex digits of SHA-256 over a fixed prefix and
+    /// the key. It reveals nothing of the key, is the same wherever the same key is used
+    /// (replicas sharing a database share the key), and differs between keys. The Docker
+    /// runtime's default installation id is derived from it (API.md, "Docker runtime").
+    pub fn key_id(&self) -> &str {
+        &self.key_id
     }
 
     /// A fresh random key from the operating system's CSPRNG.
@@ -121,6 +136,17 @@ pub fn from_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn key_ids_name_keys_without_revealing_them() {
+        let key = [7u8; SECRET_KEY_BYTES];
+        let a = Sealer::new(&key);
+        assert_eq!(a.key_id(), Sealer::new(&key).key_id());
+        assert_eq!(a.key_id().len(), 16);
+        assert!(a.key_id().chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(!a.key_id().contains("0707"));
+        assert_ne!(a.key_id(), Sealer::new(&[8u8; SECRET_KEY_BYTES]).key_id());
+    }
 
     #[test]
     fn seals_and_opens_only_for_the_same_key_and_record() {

@@ -36,3 +36,25 @@ pub(crate) fn sha256_hex(secret: &str) -> String {
     }
     hex
 }
+
+/// Whether two secrets (or hashes of secrets) are equal, in time that depends only on their
+/// lengths, never on where they differ (`subtle`). Every in-process comparison of a secret
+/// goes through this; the database compares only SHA-256 digests (API.md, Reliability and
+/// security).
+pub fn ct_eq(a: &str, b: &str) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+#[cfg(test)]
+mod ct_tests {
+    use super::ct_eq;
+
+    #[test]
+    fn constant_time_equality_is_equality() {
+        assert!(ct_eq("sb_abc", "sb_abc"));
+        assert!(!ct_eq("sb_abc", "sb_abd"));
+        assert!(!ct_eq("sb_abc", "sb_ab"));
+        assert!(ct_eq("", ""));
+    }
+}

@@ -10,8 +10,23 @@ pub const SESSION_KEY_PREFIX: &str = "sbs_";
 pub const SESSION_KEY_RANDOM_CHARS: usize = 43;
 
 /// The SHA-256 of a session key, hex encoded: the only form in which session keys are stored.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Equality is constant-time ([`subtle`]): comparing a stored hash with a presented one takes
+/// the same time wherever they differ (API.md, Reliability and security).
+#[derive(Debug, Clone, Eq)]
 pub struct SessionKeyHash(pub String);
+
+impl PartialEq for SessionKeyHash {
+    fn eq(&self, other: &Self) -> bool {
+        crate::identity::secrets::ct_eq(&self.0, &other.0)
+    }
+}
+
+impl std::hash::Hash for SessionKeyHash {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
 
 impl SessionKeyHash {
     /// The hash of a presented session key.

@@ -4,7 +4,9 @@ use time::OffsetDateTime;
 
 use crate::conversations::{Conversation, ExecutionStatus};
 use crate::error::StorageError;
-use crate::events::{AppendOutcome, EventFilter, NewEvent, SearchQuery, StoredEvent};
+use crate::events::{
+    AppendOutcome, EventFilter, NewEvent, PositionedEvent, SearchQuery, StoredEvent,
+};
 use crate::ids::ConversationId;
 
 /// One batch to append to a conversation's events.
@@ -56,4 +58,27 @@ pub trait EventStore: Send + Sync {
         conversation: ConversationId,
         ids: &[String],
     ) -> Result<Vec<EventPayload>, StorageError>;
+    /// Up to `limit` events of the conversation with a position greater than `after`, in
+    /// position order (API.md, Live delivery); `after = -1` starts at the first event. With
+    /// `since`, only events whose instant is at or after it (`resend_mode=since`).
+    fn events_after(
+        &self,
+        conversation: ConversationId,
+        after: i64,
+        since: Option<OffsetDateTime>,
+        limit: u32,
+    ) -> Result<Vec<PositionedEvent>, StorageError>;
+    /// How many events the conversation has (its next event's position); 0 when unknown.
+    /// One row read.
+    fn event_count(&self, conversation: ConversationId) -> Result<i64, StorageError>;
+}
+
+/// Told after an append commits which conversations gained events, so that live subscribers
+/// wake up (API.md, Live delivery). Implementations must not block.
+pub trait AppendObserver: Send + Sync {
+    /// `conversation` now has `event_count` events.
+    fn appended(&self, conversation: ConversationId, event_count: i64);
+    /// Notifications may have been lost (a reconnected listener): every subscriber should
+    /// re-read from its last position.
+    fn resync(&self);
 }

@@ -2,27 +2,37 @@
 //! its test double) implements only what it uses. Implemented by the storage crate for SQLite
 //! and PostgreSQL; calls block, so async callers run them on a blocking pool.
 
+pub mod app_conversations;
 pub mod conversations;
 pub mod events;
 pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
+pub mod start_tasks;
 
+pub use app_conversations::{AppConversationStore, DeletedConversation};
 pub use conversations::ConversationStore;
-pub use events::{Append, EventPayload, EventStore};
+pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
 pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartSandbox,
     StartedSandbox, WarmClaim,
 };
+pub use start_tasks::{StartTaskQuery, StartTaskStore, StartedConversation};
 
 use crate::error::StorageError;
 
 /// Everything the domain needs of storage, in one object (what the binary wires in; each
 /// service takes only the ports it uses).
 pub trait Store:
-    IdentityStore + OrgSettingsStore + SandboxStore + ConversationStore + EventStore
+    IdentityStore
+    + OrgSettingsStore
+    + SandboxStore
+    + ConversationStore
+    + EventStore
+    + StartTaskStore
+    + AppConversationStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

@@ -218,6 +218,86 @@ pub trait AgentServerClient: Send + Sync {
     /// # Errors
     /// Why it did not.
     fn alive(&self, base_url: &str, timeout: Duration) -> Result<(), AgentServerError>;
+
+    /// `POST {base_url}/api/conversations` with header `X-Session-API-Key` and `body` (the
+    /// agent server's `StartConversationRequest`, reference agent-server-webhooks §1 "Create
+    /// body"); 200 (an existing id reused) or 201 answers the `ConversationInfo`, returned as
+    /// given. `body` holds the LLM key: it is never logged or put in an error.
+    ///
+    /// # Errors
+    /// Transport failures, a timeout, or any other status ([`AgentServerError::BadAnswer`]
+    /// names the status and at most 200 characters of the answer, never the request).
+    fn create_conversation(
+        &self,
+        base_url: &str,
+        session_key: &SessionKey,
+        body: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<serde_json::Value, AgentServerError>;
+
+    /// `POST {base_url}/api/bash/execute_bash_command` (`ExecuteBashRequest`: `command`,
+    /// `cwd`, `timeout` in seconds) with header `X-Session-API-Key`: runs `command` to its end
+    /// in the sandbox and answers its [`BashOutcome`]. The HTTP call waits up to the command's
+    /// timeout plus a margin.
+    ///
+    /// # Errors
+    /// Transport failures, a timeout, or a status other than 200.
+    fn execute_bash(
+        &self,
+        base_url: &str,
+        session_key: &SessionKey,
+        command: &BashCommand,
+    ) -> Result<BashOutcome, AgentServerError>;
+
+    /// `POST {base_url}/api/conversations/{conversation}/events` with `X-Session-API-Key`
+    /// and `message` (a `SendMessageRequest`: `{"role":"user","content":[…],"run":…}`,
+    /// reference agent-server-webhooks §2): the message joins the conversation and, with
+    /// `run`, the agent runs. Any 2xx answer is success.
+    ///
+    /// # Errors
+    /// Unreachable, timed out, or any other answer (its status and the start of its body).
+    fn send_message(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: crate::ids::ConversationId,
+        message: &serde_json::Value,
+    ) -> Result<(), AgentServerError>;
+
+    /// `DELETE {base_url}/api/conversations/{conversation}` with `X-Session-API-Key`
+    /// (reference agent-server-webhooks §2). A 2xx answer, and 404 (the agent server does not
+    /// know it: nothing to delete), are success.
+    ///
+    /// # Errors
+    /// As [`AgentServerClient::send_message`].
+    fn delete_conversation(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: crate::ids::ConversationId,
+    ) -> Result<(), AgentServerError>;
+}
+
+/// A shell command for an agent server's bash endpoint (its `ExecuteBashRequest`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashCommand {
+    /// The command line, run by `bash -c` semantics in the sandbox.
+    pub command: String,
+    /// The directory it runs in; `None` for the agent server's own.
+    pub cwd: Option<String>,
+    /// The longest it may run, in seconds.
+    pub timeout_secs: u64,
+}
+
+/// What an agent server's bash command ended with (its `BashOutput`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashOutcome {
+    /// The exit code; `None` when the command did not finish (timed out).
+    pub exit_code: Option<i64>,
+    /// Standard output (the agent server may truncate it).
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
 }
 
 /// A sandbox's status (reference app-server §3.1; serialized in these uppercase names).

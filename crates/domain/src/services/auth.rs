@@ -74,9 +74,14 @@ impl AuthService {
             KeyRejection::Expired => DomainError::ApiKeyExpired,
             KeyRejection::Revoked => DomainError::ApiKeyRevoked,
         })?;
-        if found.key.needs_touch(now) {
-            self.identity
-                .touch_api_key(found.key.id, now, now - LAST_USED_DEBOUNCE)?;
+        // Recording the use is best effort: a database that cannot take writes (disk full)
+        // must not turn a read into a 503 (API.md, Reliability and security).
+        if found.key.needs_touch(now)
+            && let Err(e) = self
+                .identity
+                .touch_api_key(found.key.id, now, now - LAST_USED_DEBOUNCE)
+        {
+            tracing::warn!(error = %e, "could not record an API key's last use");
         }
         let principal = Principal {
             user_id: found.key.user_id,

@@ -6,6 +6,7 @@ use crate::conversations::{Conversation, ExecutionStatus, parse_conversation_inf
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::ids::ConversationId;
+use crate::permissions::Permission;
 use crate::ports::ConversationStore;
 use crate::sandboxes::Sandbox;
 use crate::time_input::now_micros;
@@ -24,7 +25,8 @@ impl ConversationService {
 
     /// Applies the agent server's `ConversationInfo` (a JSON object with `id`; `title` and
     /// `execution_status` when present): creates or updates the conversation and keeps the
-    /// whole object as metadata. A `deleting` status is ignored, as OpenHands does; a status
+    /// whole object as metadata (unchanged, NUL included; the title column gets U+FFFD for each
+    /// NUL). A `deleting` status is ignored, as OpenHands does; a status
     /// OpenHands does not define leaves the run state as it is.
     ///
     /// # Errors
@@ -41,7 +43,9 @@ impl ConversationService {
         }
         let now = now_micros();
         let mut conv = Conversation::in_sandbox(sandbox, parsed.id, now);
-        conv.title = parsed.title;
+        // The title column mirrors the metadata, which keeps the original (API.md, NUL
+        // characters).
+        conv.title = parsed.title.map(crate::validation::nul_replaced);
         conv.execution_status = parsed.execution_status;
         if self
             .conversations
@@ -53,17 +57,26 @@ impl ConversationService {
         }
     }
 
-    /// The conversation `id` when it belongs to the caller's organization.
+    /// The conversation `id` when the caller sees it: it belongs to the caller's organization
+    /// and the caller owns it or holds `view_org_conversations` (admins and owners; the
+    /// project's conversation visibility rule).
     ///
     /// # Errors
-    /// [`DomainError::ConversationNotFound`] for an unknown conversation or another org's.
+    /// [`DomainError::ConversationNotFound`] for an unknown conversation, another org's, or
+    /// another member's for a member (never 403: ids do not leak).
     pub fn visible_conversation(
         &self,
         ctx: &OrgContext,
         id: ConversationId,
     ) -> Result<Conversation, DomainError> {
         match self.conversations.conversation(id)? {
-            Some(c) if c.org_id == ctx.org.id => Ok(c),
+            Some(c)
+                if c.org_id == ctx.org.id
+                    && (c.owner_id == ctx.principal.user_id
+                        || ctx.role.grants(Permission::ViewOrgConversations)) =>
+            {
+                Ok(c)
+            }
             _ => Err(DomainError::ConversationNotFound),
         }
     }

@@ -8,8 +8,8 @@ use crate::conversations::Conversation;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::events::{
-    AppendOutcome, EventCursor, EventFilter, EventPageOut, MAX_BATCH_GET, SearchQuery,
-    prepare_batch,
+    AppendOutcome, EventCursor, EventFilter, EventPageOut, MAX_BATCH_GET, PositionedEvent,
+    SearchQuery, prepare_batch,
 };
 use crate::identity::OrgContext;
 use crate::ids::ConversationId;
@@ -41,7 +41,8 @@ impl EventService {
     ///
     /// # Errors
     /// [`DomainError::Invalid`] (422 at `["body", i, …]`), [`DomainError::ConversationNotFound`]
-    /// when the conversation belongs to another organization.
+    /// when the conversation belongs to another organization or another user (a sandbox
+    /// writes only its owner's conversations).
     pub fn ingest_events(
         &self,
         sandbox: &Sandbox,
@@ -106,7 +107,8 @@ impl EventService {
         Ok(self.events.count_events(conversation, filter)?)
     }
 
-    /// The events with these ids, in request order, `None` for unknown ids (API.md).
+    /// The events with these ids, in request order, `None` for unknown ids (API.md) and for
+    /// ids holding a NUL (API.md, NUL characters).
     ///
     /// # Errors
     /// [`DomainError::TooManyIds`] over [`MAX_BATCH_GET`] ids; as
@@ -121,12 +123,129 @@ impl EventService {
             return Err(DomainError::TooManyIds(ids.len()));
         }
         self.conversations.visible_conversation(ctx, conversation)?;
+        // No stored id holds a NUL (`prepare_batch` refuses them), and a text column cannot be
+        // compared with one: such an id finds nothing without asking the store.
+        let lookup: Vec<String> = ids.iter().filter(|i| !i.contains('\0')).cloned().collect();
         let found: HashMap<String, String> = self
             .events
-            .get_events(conversation, ids)?
+            .get_events(conversation, &lookup)?
             .into_iter()
             .map(|e| (e.event_id, e.payload))
             .collect();
         Ok(ids.iter().map(|id| found.get(id).cloned()).collect())
+    }
+
+    /// Whether `ctx` may watch the conversation live (API.md, Live delivery): the same rule as
+    /// reading its events.
+    ///
+    /// # Errors
+    /// As [`EventService::search_events`].
+    pub fn check_watch(
+        &self,
+        ctx: &OrgContext,
+        conversation: ConversationId,
+    ) -> Result<(), DomainError> {
+        self.conversations.visible_conversation(ctx, conversation)?;
+        Ok(())
+    }
+
+    /// Up to `limit` events after position `after` in position order (`since`: only those at
+    /// or after that instant), for a subscriber whose access was checked with
+    /// [`EventService::check_watch`].
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn events_after(
+        &self,
+        conversation: ConversationId,
+        after: i64,
+        since: Option<time::OffsetDateTime>,
+        limit: u32,
+    ) -> Result<Vec<PositionedEvent>, DomainError> {
+        Ok(self
+            .events
+            .events_after(conversation, after, since, limit)?)
+    }
+
+    /// How many events the conversation has (its next position).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn event_count(&self, conversation: ConversationId) -> Result<i64, DomainError> {
+        Ok(self.events.event_count(conversation)?)
+    }
+
+    /// The conversation's state as a `ConversationStateUpdateEvent` with `key: "full_state"`
+    /// (reference app-server §7: the first frame of every subscriber), built from what is
+    /// stored: the latest stored `full_state` value with every later per-field update
+    /// (`key` other than `full_state`) applied over it; without a stored snapshot, the
+    /// conversation's id and run state with the field updates. A fresh event id, `source`
+    /// `environment`, the current time.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn full_state(&self, conversation: ConversationId) -> Result<String, DomainError> {
+        use serde_json::{Map, Value};
+        let mut fields: Map<String, Value> = Map::new();
+        let mut snapshot: Option<Map<String, Value>> = None;
+        let mut after = None;
+        'pages: loop {
+            let query = SearchQuery {
+                filter: EventFilter {
+                    kind: Some(switchboard_model::EventKind::ConversationStateUpdateEvent),
+                    ..EventFilter::default()
+                },
+                sort: crate::events::SortOrder::TimestampDesc,
+                after,
+                limit: crate::events::MAX_PAGE_LIMIT,
+            };
+            let rows = self.events.search_events(conversation, &query)?;
+            let more = rows.len() > query.limit as usize;
+            for r in rows.iter().take(query.limit as usize) {
+                let Ok(Value::Object(mut e)) = serde_json::from_str::<Value>(&r.payload) else {
+                    continue;
+                };
+                let Some(Value::String(key)) = e.remove("key") else {
+                    continue;
+                };
+                let value = e.remove("value").unwrap_or(Value::Null);
+                if key == "full_state" {
+                    if let Value::Object(v) = value {
+                        snapshot = Some(v);
+                        break 'pages;
+                    }
+                } else if !fields.contains_key(&key) {
+                    fields.insert(key, value);
+                }
+            }
+            if !more {
+                break;
+            }
+            after = rows.get(query.limit as usize - 1).map(|r| EventCursor {
+                ts: r.ts,
+                seq: r.seq,
+            });
+        }
+        let mut state = match snapshot {
+            Some(s) => s,
+            None => {
+                let mut s = Map::new();
+                s.insert("id".into(), Value::String(conversation.to_string()));
+                s
+            }
+        };
+        for (k, v) in fields {
+            state.insert(k, v);
+        }
+        let now = now_micros();
+        let event = serde_json::json!({
+            "id": uuid::Uuid::new_v4().to_string(),
+            "timestamp": crate::time_input::format_rfc3339_micros(now).trim_end_matches('Z'),
+            "source": "environment",
+            "key": "full_state",
+            "value": Value::Object(state),
+            "kind": "ConversationStateUpdateEvent",
+        });
+        Ok(event.to_string())
     }
 }

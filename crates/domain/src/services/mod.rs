@@ -3,31 +3,38 @@
 //! command calls the service of its resource. Every method blocks on storage.
 
 mod api_keys;
+mod app_conversations;
 mod auth;
+mod conversation_start;
 mod conversations;
 mod events;
 mod operator;
 mod org_settings;
 mod sandbox_upkeep;
 mod sandboxes;
+mod start_tasks;
 mod users;
 
 use std::sync::Arc;
 
 pub use api_keys::ApiKeyService;
+pub use app_conversations::{AppConversationService, MessageSent};
 pub use auth::AuthService;
+pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts, redact};
 pub use conversations::ConversationService;
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
 pub use sandboxes::SandboxService;
+pub use start_tasks::StartTaskService;
 pub use users::{MeView, UserService};
 
 use crate::error::DomainError;
 use crate::identity::{Member, require_member};
 use crate::ids::{OrgId, UserId};
 use crate::ports::{
-    ConversationStore, EventStore, IdentityStore, OrgSettingsStore, SandboxStore, Store,
+    AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
+    SandboxStore, StartTaskStore, Store,
 };
 
 /// The domain services over one store.
@@ -42,6 +49,9 @@ pub struct Switchboard {
     sandboxes: SandboxService,
     conversations: ConversationService,
     events: EventService,
+    start_tasks: StartTaskService,
+    conversation_start: ConversationStartService,
+    app_conversations: AppConversationService,
 }
 
 impl Switchboard {
@@ -53,13 +63,24 @@ impl Switchboard {
         let conversations: Arc<dyn ConversationStore> = store.clone();
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
+        let start_store: Arc<dyn StartTaskStore> = store.clone();
+        let sandbox_service = SandboxService::new(identity.clone(), sandboxes);
+        let conversation_start = ConversationStartService::new(
+            start_store.clone(),
+            conversations.clone(),
+            sandbox_service.clone(),
+        );
         let conversations = ConversationService::new(conversations);
+        let app_store: Arc<dyn AppConversationStore> = store.clone();
         Switchboard {
+            app_conversations: AppConversationService::new(app_store, sandbox_service.clone()),
+            start_tasks: StartTaskService::new(start_store),
+            conversation_start,
             auth: AuthService::new(identity.clone()),
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
             operator: OperatorService::new(identity.clone(), api_keys.clone()),
-            sandboxes: SandboxService::new(identity, sandboxes),
+            sandboxes: sandbox_service,
             events: EventService::new(conversations.clone(), events),
             api_keys,
             conversations,
@@ -75,6 +96,25 @@ impl Switchboard {
         managed: crate::sandboxes::settings::ManagedSandboxes,
     ) -> Self {
         self.sandboxes = self.sandboxes.with_managed(managed);
+        self.conversation_start = self
+            .conversation_start
+            .with_sandboxes(self.sandboxes.clone());
+        self.app_conversations =
+            AppConversationService::new(self.store.clone(), self.sandboxes.clone());
+        self
+    }
+
+    /// The same services, starting conversations with this default LLM.
+    #[must_use]
+    pub fn with_llm(mut self, llm: LlmConfig) -> Self {
+        self.conversation_start = self.conversation_start.with_llm(llm);
+        self
+    }
+
+    /// The same services, with these limits on the start pipeline's steps.
+    #[must_use]
+    pub fn with_start_timeouts(mut self, timeouts: StartTimeouts) -> Self {
+        self.conversation_start = self.conversation_start.with_timeouts(timeouts);
         self
     }
 
@@ -121,6 +161,21 @@ impl Switchboard {
     /// Events.
     pub fn events(&self) -> &EventService {
         &self.events
+    }
+
+    /// App conversations: read, change, delete, send a message.
+    pub fn app_conversations(&self) -> &AppConversationService {
+        &self.app_conversations
+    }
+
+    /// Start tasks (reads).
+    pub fn start_tasks(&self) -> &StartTaskService {
+        &self.start_tasks
+    }
+
+    /// The start pipeline.
+    pub fn conversation_start(&self) -> &ConversationStartService {
+        &self.conversation_start
     }
 }
 

@@ -6,7 +6,7 @@
 //! Every status change is a conditional update (on the `updated_at` read), so a pass never
 //! overwrites a pause, resume or delete that happened while it looked.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use time::OffsetDateTime;
 
@@ -197,6 +197,25 @@ impl SandboxService {
             }
         }
         Ok(())
+    }
+
+    /// The ids of every sandbox whose record may still own something in a runtime: live
+    /// sandboxes (launched or not) and deleted ones not yet cleaned up. Read after listing a
+    /// runtime's own inventory, anything there whose sandbox id is not in this set has no
+    /// record (a record is inserted before its sandbox is launched, and outlives it until the
+    /// cleanup removed it): the Docker runtime's orphan containers (issue 12).
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn sandbox_ids_with_records(&self) -> Result<HashSet<SandboxId>, DomainError> {
+        let mut ids: HashSet<SandboxId> = self
+            .sandboxes
+            .live_sandboxes()?
+            .iter()
+            .map(|r| r.id)
+            .collect();
+        ids.extend(self.sandboxes.pending_cleanups()?.iter().map(|r| r.id));
+        Ok(ids)
     }
 
     /// Launches one `STARTING` sandbox; a failure makes it `ERROR`, with the detail logged.

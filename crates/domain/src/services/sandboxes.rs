@@ -449,6 +449,20 @@ impl SandboxService {
         Ok(())
     }
 
+    /// Deletes a sandbox Switchboard itself decided to drop (a start that failed or was cut
+    /// off by a restart), as [`SandboxService::delete_sandbox`] without a caller.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub(super) fn delete_sandbox_internal(&self, id: SandboxId) -> Result<bool, DomainError> {
+        let deleted = self.sandboxes.delete_sandbox(id, now_micros())?;
+        if let Some(m) = &self.managed {
+            m.forget(id);
+            m.wake();
+        }
+        Ok(deleted)
+    }
+
     /// Deletes a sandbox the caller sees: the record becomes a tombstone at once (invisible,
     /// its session key no longer authenticates; conversations keep their `sandbox_id`); the
     /// background cleanup stops its process (SIGTERM, 10 s, SIGKILL) and removes its
@@ -535,6 +549,35 @@ impl SandboxService {
             session_api_key,
             exposed_urls,
             created_at: record.created_at,
+        }
+    }
+}
+
+impl SandboxService {
+    /// The agent server's base URL of a launched managed sandbox (its recorded URL, else its
+    /// handle's); `None` for a registered one or one not launched.
+    pub(super) fn agent_url(&self, record: &SandboxRecord) -> Option<String> {
+        if !record.is_managed() {
+            return None;
+        }
+        record.agent_server_url.clone().or_else(|| {
+            RuntimeHandle::from_json(record.handle.as_deref()?)
+                .ok()
+                .map(|h| h.agent_server_url)
+        })
+    }
+
+    /// The session key of a managed sandbox, unsealed; `None` for a registered one (only its
+    /// hash is stored) or when it does not open (logged).
+    pub(super) fn session_key(&self, record: &SandboxRecord) -> Option<SessionKey> {
+        let m = self.managed.as_ref()?;
+        let sealed = record.session_key_sealed.as_ref()?;
+        match m.m.sealer.open(sealed, &record.id.to_string()) {
+            Ok(k) => Some(SessionKey::new(k)),
+            Err(e) => {
+                tracing::error!(sandbox = %record.id, error = %e, "a session key does not open with the secret key (was --secret-key-file changed?)");
+                None
+            }
         }
     }
 }

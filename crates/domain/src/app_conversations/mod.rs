@@ -1,0 +1,362 @@
+//! App conversations (spec §4.3, reference app-server §5): the conversation as OpenHands' app
+//! server shows it ([`AppConversationInfo`], [`AppConversation`]), the sort orders and filters
+//! of its searches, and the start tasks of the start pipeline ([`start_tasks`]).
+//!
+//! The record is the same `conversations` row the event store keeps (webhooks create or update
+//! it; the start pipeline creates it with the id it hands the agent server), so the ids of
+//! events, webhooks and app conversations always agree.
+
+pub mod start_request;
+pub mod start_tasks;
+
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+
+use crate::conversations::ExecutionStatus;
+use crate::cursor::{Keyset, instant_field, parse_instant_field};
+use crate::identity::session_keys::SessionKey;
+use crate::ids::{ConversationId, OrgId, SandboxId, UserId};
+use crate::sandboxes::runtime::SandboxStatus;
+
+/// The most ids of one batch get of app conversations or start tasks (issue 10: more → 400).
+pub const MAX_APP_CONVERSATION_BATCH: usize = 100;
+/// The largest page of an app-conversation or start-task search, also the default
+/// (reference app-server §5.2: `limit` 1..100, default 100).
+pub const MAX_APP_CONVERSATION_PAGE: u32 = 100;
+/// The `agent_kind` of every conversation Switchboard starts (reference app-server §5.1).
+pub const DEFAULT_AGENT_KIND: &str = "openhands";
+
+/// What started a conversation (reference app-server §5.1 `trigger`; wire names lowercase).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ConversationTrigger {
+    /// An issue resolver.
+    Resolver,
+    /// The web UI.
+    Gui,
+    /// A suggested task.
+    SuggestedTask,
+    /// The public API.
+    OpenhandsApi,
+    /// Slack.
+    Slack,
+    /// Microagent management.
+    MicroagentManagement,
+    /// Jira.
+    Jira,
+    /// Jira Data Center.
+    JiraDc,
+    /// Linear.
+    Linear,
+    /// Bitbucket.
+    Bitbucket,
+    /// An automation.
+    Automation,
+}
+
+impl ConversationTrigger {
+    /// Every value, in OpenHands' declaration order.
+    pub const ALL: [ConversationTrigger; 11] = [
+        ConversationTrigger::Resolver,
+        ConversationTrigger::Gui,
+        ConversationTrigger::SuggestedTask,
+        ConversationTrigger::OpenhandsApi,
+        ConversationTrigger::Slack,
+        ConversationTrigger::MicroagentManagement,
+        ConversationTrigger::Jira,
+        ConversationTrigger::JiraDc,
+        ConversationTrigger::Linear,
+        ConversationTrigger::Bitbucket,
+        ConversationTrigger::Automation,
+    ];
+
+    /// The wire name, e.g. `suggested_task`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConversationTrigger::Resolver => "resolver",
+            ConversationTrigger::Gui => "gui",
+            ConversationTrigger::SuggestedTask => "suggested_task",
+            ConversationTrigger::OpenhandsApi => "openhands_api",
+            ConversationTrigger::Slack => "slack",
+            ConversationTrigger::MicroagentManagement => "microagent_management",
+            ConversationTrigger::Jira => "jira",
+            ConversationTrigger::JiraDc => "jira_dc",
+            ConversationTrigger::Linear => "linear",
+            ConversationTrigger::Bitbucket => "bitbucket",
+            ConversationTrigger::Automation => "automation",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<ConversationTrigger> {
+        ConversationTrigger::ALL
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// The git providers OpenHands names (`ProviderType`; wire names lowercase).
+pub const GIT_PROVIDERS: [&str; 6] = [
+    "github",
+    "gitlab",
+    "bitbucket",
+    "bitbucket_data_center",
+    "forgejo",
+    "azure_devops",
+];
+
+/// A conversation's app-level record: OpenHands' `AppConversationInfo` (reference
+/// app-server §5.1), one row of `conversations` with the columns of migration
+/// `2026-11-23-000004`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConversationInfo {
+    /// Id (the agent server's conversation id).
+    pub id: ConversationId,
+    /// Organization (not on the wire: visibility, spec §4.3).
+    pub org_id: OrgId,
+    /// Its creator (`created_by_user_id`).
+    pub created_by_user_id: UserId,
+    /// The sandbox it runs in; `None` only for rows a webhook created before the sandbox was
+    /// known (never for a conversation the start pipeline created).
+    pub sandbox_id: Option<SandboxId>,
+    /// The repository cloned into the working directory.
+    pub selected_repository: Option<String>,
+    /// Its branch.
+    pub selected_branch: Option<String>,
+    /// The git provider (one of [`GIT_PROVIDERS`]).
+    pub git_provider: Option<String>,
+    /// Title.
+    pub title: Option<String>,
+    /// What started it.
+    pub trigger: Option<ConversationTrigger>,
+    /// Pull requests it worked on.
+    pub pr_number: Vec<i64>,
+    /// The LLM model it was started with.
+    pub llm_model: Option<String>,
+    /// `openhands` (OpenHands also knows `acp`).
+    pub agent_kind: String,
+    /// OpenHands' `MetricsSnapshot`, kept as given.
+    pub metrics: Option<Value>,
+    /// Its parent conversation.
+    pub parent_conversation_id: Option<ConversationId>,
+    /// Its sub-conversations (those naming it as parent), oldest first.
+    pub sub_conversation_ids: Vec<ConversationId>,
+    /// Shared publicly.
+    pub public: Option<bool>,
+    /// Tags (string to string).
+    pub tags: Map<String, Value>,
+    /// The run state the webhooks last reported (not an OpenHands field of the info; the
+    /// source of [`AppConversation::execution_status`], reference §9).
+    pub execution_status: Option<ExecutionStatus>,
+    /// Creation time.
+    pub created_at: OffsetDateTime,
+    /// Last change.
+    pub updated_at: OffsetDateTime,
+}
+
+/// An app conversation as the API shows it to one caller: OpenHands' `AppConversation`
+/// (reference app-server §5.1), [`AppConversationInfo`] plus its sandbox's state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConversation {
+    /// The record.
+    pub info: AppConversationInfo,
+    /// Its sandbox's status (`MISSING` when there is none).
+    pub sandbox_status: SandboxStatus,
+    /// The run state Switchboard stores (no call to the agent server; issue 10).
+    pub execution_status: Option<ExecutionStatus>,
+    /// `{agent server url}/api/conversations/{id.hex}` while the sandbox runs.
+    pub conversation_url: Option<String>,
+    /// The sandbox's session key: to its owner and the organization's admins and owners only.
+    pub session_api_key: Option<SessionKey>,
+}
+
+/// The order of an app-conversation or start-task search (reference app-server §5.2;
+/// default `CREATED_AT_DESC`). Ties are broken by id in the same direction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum SortOrder {
+    /// Oldest first.
+    CreatedAt,
+    /// Newest first (the default).
+    #[default]
+    CreatedAtDesc,
+    /// Least recently changed first.
+    UpdatedAt,
+    /// Most recently changed first.
+    UpdatedAtDesc,
+}
+
+impl SortOrder {
+    /// Every value.
+    pub const ALL: [SortOrder; 4] = [
+        SortOrder::CreatedAt,
+        SortOrder::CreatedAtDesc,
+        SortOrder::UpdatedAt,
+        SortOrder::UpdatedAtDesc,
+    ];
+
+    /// The wire name, e.g. `CREATED_AT_DESC`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortOrder::CreatedAt => "CREATED_AT",
+            SortOrder::CreatedAtDesc => "CREATED_AT_DESC",
+            SortOrder::UpdatedAt => "UPDATED_AT",
+            SortOrder::UpdatedAtDesc => "UPDATED_AT_DESC",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    pub fn parse(s: &str) -> Option<SortOrder> {
+        SortOrder::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Whether the order is by `updated_at` (else `created_at`).
+    pub fn by_updated(self) -> bool {
+        matches!(self, SortOrder::UpdatedAt | SortOrder::UpdatedAtDesc)
+    }
+
+    /// Whether the order is descending.
+    pub fn descending(self) -> bool {
+        matches!(self, SortOrder::CreatedAtDesc | SortOrder::UpdatedAtDesc)
+    }
+}
+
+/// The filters of the app-conversation search and count (reference app-server §5.2).
+/// Instants are compared as stored (UTC); `None` means "no bound".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AppConversationFilter {
+    /// `title__contains`: a case-insensitive substring of the title.
+    pub title_contains: Option<String>,
+    /// `created_at__gte`.
+    pub created_at_gte: Option<OffsetDateTime>,
+    /// `created_at__lt`.
+    pub created_at_lt: Option<OffsetDateTime>,
+    /// `updated_at__gte`.
+    pub updated_at_gte: Option<OffsetDateTime>,
+    /// `updated_at__lt`.
+    pub updated_at_lt: Option<OffsetDateTime>,
+    /// `sandbox_id__eq`.
+    pub sandbox_id_eq: Option<SandboxId>,
+    /// `include_sub_conversations` (default false: only conversations without a parent).
+    pub include_sub_conversations: bool,
+}
+
+/// A keyset position in a search ordered by a [`SortOrder`]: the last item's sort instant and
+/// id, written as an opaque `page_id` by [`Keyset`]. The order is part of the cursor, so a
+/// page id of one order is refused under another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OrderedCursor {
+    /// The order it was issued for.
+    pub order: SortOrder,
+    /// The last item's `created_at` or `updated_at` (per `order`).
+    pub at: OffsetDateTime,
+    /// The last item's id.
+    pub id: uuid::Uuid,
+}
+
+impl Keyset for OrderedCursor {
+    const VERSION: &'static str = "ac1";
+
+    fn to_fields(&self) -> Vec<String> {
+        vec![
+            self.order.as_str().to_owned(),
+            instant_field(self.at),
+            self.id.simple().to_string(),
+        ]
+    }
+
+    fn from_fields(fields: &[&str]) -> Option<Self> {
+        let [order, at, id] = fields else { return None };
+        Some(OrderedCursor {
+            order: SortOrder::parse(order)?,
+            at: parse_instant_field(at)?,
+            id: crate::ids::parse_uuid(id)?,
+        })
+    }
+}
+
+impl OrderedCursor {
+    /// The position of `info` in a search ordered by `order`.
+    pub fn after(order: SortOrder, info: &AppConversationInfo) -> Self {
+        OrderedCursor {
+            order,
+            at: if order.by_updated() {
+                info.updated_at
+            } else {
+                info.created_at
+            },
+            id: info.id.0,
+        }
+    }
+}
+
+/// Which app conversations a search or count reads: one organization's, or one member's
+/// there, filtered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppConversationQuery {
+    /// The organization.
+    pub org: OrgId,
+    /// Only this creator's (callers without `view_org_conversations`).
+    pub owner: Option<UserId>,
+    /// The filters.
+    pub filter: AppConversationFilter,
+    /// The order.
+    pub order: SortOrder,
+    /// Continue after this position (its order is `order`).
+    pub after: Option<OrderedCursor>,
+    /// How many rows to read (callers ask one more than a page to know whether more follow).
+    pub limit: u32,
+}
+
+/// A PATCH (OpenHands' `AppConversationUpdateRequest`, reference app-server §5.1): a field
+/// left `None` is not changed; `Some(None)` clears it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AppConversationPatch {
+    /// `title`.
+    pub title: Option<Option<String>>,
+    /// `public`.
+    pub public: Option<Option<bool>>,
+    /// `selected_repository`.
+    pub selected_repository: Option<Option<String>>,
+    /// `selected_branch`.
+    pub selected_branch: Option<Option<String>>,
+    /// `git_provider` (one of [`GIT_PROVIDERS`]).
+    pub git_provider: Option<Option<String>>,
+}
+
+/// A message for a conversation (OpenHands' `SendMessageRequest`, reference app-server §5.2
+/// and agent-server-webhooks §2): the role is `user`; `content` holds the content items as
+/// sent (text or image objects, at least one); `run` starts the agent when it is idle.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SendMessage {
+    /// The content items (JSON objects with a `type`).
+    pub content: Vec<Value>,
+    /// Start a run.
+    pub run: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sort_orders_and_triggers_round_trip_their_wire_names() {
+        for o in SortOrder::ALL {
+            assert_eq!(SortOrder::parse(o.as_str()), Some(o));
+        }
+        assert_eq!(SortOrder::default(), SortOrder::CreatedAtDesc);
+        assert_eq!(SortOrder::parse("created_at"), None);
+        for t in ConversationTrigger::ALL {
+            assert_eq!(ConversationTrigger::parse(t.as_str()), Some(t));
+        }
+    }
+
+    #[test]
+    fn ordered_cursor_round_trips_and_keeps_its_order() {
+        let c = OrderedCursor {
+            order: SortOrder::UpdatedAt,
+            at: OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap(),
+            id: uuid::Uuid::new_v4(),
+        };
+        let back = OrderedCursor::decode(&c.encode()).unwrap();
+        assert_eq!(back, c);
+    }
+}

@@ -1,0 +1,78 @@
+//! Start tasks, and the conversation row a start creates.
+
+use time::OffsetDateTime;
+
+use crate::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
+use crate::app_conversations::{OrderedCursor, SortOrder};
+use crate::conversations::Conversation;
+use crate::error::StorageError;
+use crate::ids::{OrgId, UserId};
+
+/// Which start tasks a search or count sees: one organization, and one creator unless the
+/// caller sees the organization's conversations (spec §4.3 visibility).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartTaskQuery {
+    /// The organization.
+    pub org: OrgId,
+    /// Only this creator's tasks, when set.
+    pub creator: Option<UserId>,
+    /// The filters.
+    pub filter: StartTaskFilter,
+    /// The order.
+    pub order: SortOrder,
+    /// Continue after this position (same order).
+    pub after: Option<OrderedCursor>,
+    /// At most this many rows.
+    pub limit: u32,
+}
+
+/// The app-level fields a start writes on the conversation row (migration `…000004`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartedConversation {
+    /// The conversation (id, org, owner, sandbox, title, times).
+    pub conversation: Conversation,
+    /// `selected_repository`.
+    pub selected_repository: Option<String>,
+    /// `selected_branch`.
+    pub selected_branch: Option<String>,
+    /// `git_provider`.
+    pub git_provider: Option<String>,
+    /// `trigger` wire name.
+    pub trigger: Option<&'static str>,
+    /// `pr_number`, JSON array text.
+    pub pr_number: String,
+    /// `llm_model`.
+    pub llm_model: Option<String>,
+    /// `parent_conversation_id`.
+    pub parent_conversation_id: Option<String>,
+    /// `public`.
+    pub public: Option<bool>,
+    /// `tags`, JSON object text.
+    pub tags: String,
+}
+
+/// Start tasks.
+pub trait StartTaskStore: Send + Sync {
+    /// Inserts a new task.
+    fn insert_start_task(&self, task: &StartTask) -> Result<(), StorageError>;
+    /// Writes a task's `status`, `detail`, `sandbox_id`, `agent_server_url` and `updated_at`;
+    /// `Ok(false)` when it does not exist (deleted meanwhile).
+    fn update_start_task(&self, task: &StartTask) -> Result<bool, StorageError>;
+    /// The tasks with these ids (any order; unknown ids left out).
+    fn start_tasks_by_ids(&self, ids: &[StartTaskId]) -> Result<Vec<StartTask>, StorageError>;
+    /// One page of a search, in `query.order` then id in the same direction.
+    fn search_start_tasks(&self, query: &StartTaskQuery) -> Result<Vec<StartTask>, StorageError>;
+    /// How many tasks the query's filters match (cursor and limit ignored).
+    fn count_start_tasks(&self, query: &StartTaskQuery) -> Result<u64, StorageError>;
+    /// Every task not `READY` or `ERROR` (for the recovery at server start).
+    fn unfinished_start_tasks(&self) -> Result<Vec<StartTask>, StorageError>;
+    /// Creates the conversation row a start runs, with its app fields, unless a row with that
+    /// id exists: then its app fields and sandbox are set when it is in the same organization
+    /// (a webhook came first; `Ok(true)`), and nothing is written when it is in another one
+    /// (`Ok(false)`).
+    fn create_started_conversation(
+        &self,
+        started: &StartedConversation,
+        now: OffsetDateTime,
+    ) -> Result<bool, StorageError>;
+}
