@@ -134,9 +134,13 @@ impl DatabaseUrl {
 
 /// Set on every SQLite connection (ARCHITECTURE.md, Storage): WAL so readers never wait for
 /// the writer, a busy timeout so writers queue instead of failing, foreign keys on, and
-/// `synchronous=NORMAL` (durable across application crashes; in WAL mode a power loss can
-/// lose the last transactions but never corrupts the file).
-pub const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;";
+/// `synchronous=FULL`: each commit syncs the write-ahead log before it returns, so a write the
+/// server acknowledged survives a power loss or an operating-system crash, not only a crash of
+/// the process (`NORMAL` in WAL mode syncs only at checkpoints: a power loss could undo the
+/// last acknowledged transactions, though never corrupt the file). Chosen deliberately
+/// (docs/API.md, Reliability and security): one log sync per transaction, which the event
+/// store's group commit shares among concurrent webhook batches.
+pub const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;";
 
 /// Creates pool connections.
 #[derive(Debug, Clone)]
@@ -167,9 +171,24 @@ impl ManageConnection for ConnectionManager {
         conn.batch_execute("SELECT 1").map_err(DbError::Query)
     }
 
+    /// A connection is dropped instead of returned to the pool when a query on it just failed
+    /// because the connection was lost (`mark_broken`); the pool opens a new one when the
+    /// database is back, with no probe on every checkout.
     fn has_broken(&self, _conn: &mut DbConnection) -> bool {
-        false
+        BROKEN.with(|b| b.replace(false))
     }
+}
+
+thread_local! {
+    /// Set by [`mark_broken`] on the thread that saw a lost connection; read and cleared by
+    /// `has_broken` when that thread gives the connection back (a pooled connection is used
+    /// and returned on one blocking thread).
+    static BROKEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the connection in use on this thread as lost: the pool drops it when it comes back.
+pub(crate) fn mark_broken() {
+    BROKEN.with(|b| b.set(true));
 }
 
 /// The pool.

@@ -9,6 +9,7 @@
 //! the SQLite WAL checkpoint is [`DieselStore::checkpoint`], called by its owner.
 
 pub mod connection;
+pub mod listen;
 pub mod schema;
 mod store;
 
@@ -16,4 +17,4 @@ pub use connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, has_pending_migrations,
     revert_all_migrations, run_migrations,
 };
-pub use store::{DieselStore, PoolUsage};
+pub use store::{Checkpoint, DieselStore, NOTIFY_CHANNEL, PoolUsage, WAL_TRUNCATE_FRAMES};

@@ -160,6 +160,8 @@ diesel::table! {
         tags -> Text,
         /// The latest cost and token metrics, JSON (from `stats` updates).
         metrics -> Nullable<Text>,
+        /// How many events it has (the next event's position).
+        event_count -> BigInt,
     }
 }
 
@@ -214,6 +216,9 @@ diesel::table! {
         ts -> Timestamp,
         /// Canonical JSON of the event (the SDK's persisted form).
         payload -> Text,
+        /// Dense 0-based position in its conversation, assigned at append under the append
+        /// lock (the session socket's `seq`, API.md, Live delivery).
+        position -> BigInt,
     }
 }
 

@@ -109,6 +109,26 @@ fn run(backend: Backend) {
             12 * 10 * 5,
             "{backend}: conversation {c}"
         );
+        // Positions are dense from 0, in append order, whatever the concurrency.
+        let mut positions = Vec::new();
+        let mut after = -1;
+        loop {
+            let page = store.events_after(id, after, None, 97).unwrap();
+            let Some(last) = page.last() else { break };
+            after = last.position;
+            positions.extend(page.iter().map(|e| e.position));
+        }
+        assert_eq!(
+            positions,
+            (0..12 * 10 * 5).collect::<Vec<i64>>(),
+            "{backend}: conversation {c} positions"
+        );
+        assert_eq!(store.event_count(id).unwrap(), 12 * 10 * 5);
+        let by_kind = switchboard_domain::events::EventFilter {
+            kind: Some(switchboard_model::EventKind::PauseEvent),
+            ..Default::default()
+        };
+        assert_eq!(store.count_events(id, &by_kind).unwrap(), 12 * 10 * 5);
         assert_eq!(
             store
                 .conversation(id)

@@ -60,9 +60,9 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
         columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at),
-        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics),
+        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count),
         columns!(start_tasks: id, org_id, created_by_user_id, status, detail, conversation_id, sandbox_id, agent_server_url, request, secrets_sealed, created_at, updated_at),
-        columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload),
+        columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload, position),
     ]
 }
 
@@ -282,4 +282,105 @@ fn sqlite_sandboxes_migration_keeps_data() {
 #[test]
 fn postgres_sandboxes_migration_keeps_data() {
     check_sandboxes_migration_keeps_data(Backend::Postgres);
+}
+
+/// The event positions migration numbers existing events per conversation from 0 in append
+/// order and sets each conversation's event count.
+fn check_positions_backfill(backend: Backend) {
+    use diesel::connection::SimpleConnection;
+    use diesel_migrations::MigrationHarness;
+    use switchboard_storage::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+    let db = TestDatabase::new(backend);
+    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
+    loop {
+        let version = match &mut conn {
+            DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
+            DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
+        }
+        .unwrap()
+        .to_string();
+        if version.replace('-', "").starts_with("20261123000002") {
+            break;
+        }
+    }
+    let mut sql = String::from(
+        "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \
+           VALUES ('o1', 'A', TRUE, '[]', '2026-01-01 00:00:00', '2026-01-01 00:00:00'); \
+         INSERT INTO users (id, email, created_at) VALUES ('u1', 'a@x', '2026-01-01 00:00:00'); \
+         INSERT INTO conversations (id, org_id, owner_id, created_at, updated_at) VALUES \
+           ('c1', 'o1', 'u1', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), \
+           ('c2', 'o1', 'u1', '2026-01-01 00:00:00', '2026-01-01 00:00:00'), \
+           ('c3', 'o1', 'u1', '2026-01-01 00:00:00', '2026-01-01 00:00:00');",
+    );
+    // Interleaved: c1, c2, c1, c2, c1 ... with timestamps out of order.
+    for i in 0..7 {
+        let conv = if i % 2 == 0 { "c1" } else { "c2" };
+        sql.push_str(&format!(
+            " INSERT INTO events (conversation_id, event_id, kind, source, timestamp, ts, payload) \
+              VALUES ('{conv}', 'e{i}', 'PauseEvent', 'user', 't', '2026-01-01 00:00:0{}', '{{}}');",
+            9 - i
+        ));
+    }
+    conn.batch_execute(&sql).unwrap();
+    run_migrations(&mut conn).unwrap();
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        conversation_id: String,
+        #[diesel(sql_type = Text)]
+        event_id: String,
+        #[diesel(sql_type = BigInt)]
+        position: i64,
+    }
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT conversation_id, event_id, position FROM events ORDER BY conversation_id, position",
+    )
+    .load(&mut conn)
+    .unwrap();
+    let got: Vec<(String, String, i64)> = rows
+        .into_iter()
+        .map(|r| (r.conversation_id, r.event_id, r.position))
+        .collect();
+    let want: Vec<(String, String, i64)> = [
+        ("c1", "e0", 0),
+        ("c1", "e2", 1),
+        ("c1", "e4", 2),
+        ("c1", "e6", 3),
+        ("c2", "e1", 0),
+        ("c2", "e3", 1),
+        ("c2", "e5", 2),
+    ]
+    .iter()
+    .map(|(c, e, p)| (c.to_string(), e.to_string(), *p))
+    .collect();
+    assert_eq!(got, want, "{backend}");
+    #[derive(QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = Text)]
+        id: String,
+        #[diesel(sql_type = BigInt)]
+        event_count: i64,
+    }
+    let counts: Vec<(String, i64)> =
+        diesel::sql_query("SELECT id, event_count FROM conversations ORDER BY id")
+            .load::<Count>(&mut conn)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id, c.event_count))
+            .collect();
+    assert_eq!(
+        counts,
+        vec![("c1".into(), 4), ("c2".into(), 3), ("c3".into(), 0)],
+        "{backend}"
+    );
+}
+
+#[test]
+fn sqlite_positions_backfill() {
+    check_positions_backfill(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_positions_backfill() {
+    check_positions_backfill(Backend::Postgres);
 }

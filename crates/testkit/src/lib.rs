@@ -39,7 +39,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use database::{PG_DATABASE_PREFIX, SQLITE_FILE_NAME, TestDatabase};
-pub use postgres::{DEFAULT_PG_URL, PG_URL_ENV, postgres_server_url};
+pub use postgres::{DEFAULT_PG_URL, OwnedCluster, PG_URL_ENV, postgres_server_url};
 
 /// Which database engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -165,9 +165,8 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Stops the server at once and removes its data directory. Only the self-test stops
-    /// a cluster: the ones tests use are left running for later test processes.
-    #[cfg_attr(not(test), expect(dead_code))]
+    /// Stops the server at once and removes its data directory. The shared clusters tests
+    /// use are left running for later test processes; [`OwnedCluster`]s are stopped.
     fn stop(self) -> Result<(), String> {
         let mut stop = pg_command(&self.pg_ctl, self.as_postgres);
         stop.arg("-D")
@@ -177,6 +176,99 @@ impl Cluster {
         fs::remove_dir_all(&self.dir)
             .map_err(|e| format!("cannot remove {}: {e}", self.dir.display()))
     }
+}
+
+/// A PostgreSQL cluster of one test's own (`initdb` and `pg_ctl` on a free port of 127.0.0.1,
+/// run as user `postgres` through `runuser` when the test runs as root), for tests that stop
+/// and restart the server under load; never the shared server of the other tests. Stopped and
+/// removed on drop.
+#[derive(Debug)]
+pub struct OwnedCluster {
+    cluster: Option<Cluster>,
+    port: u16,
+}
+
+impl OwnedCluster {
+    /// Creates and starts the cluster.
+    ///
+    /// # Errors
+    /// No `initdb`/`pg_ctl`, or they failed (the message says which, with the server log).
+    pub fn start() -> Result<OwnedCluster, String> {
+        let cluster = start_cluster("switchboard-owned-pg-")?;
+        let port = cluster
+            .url
+            .rsplit_once(':')
+            .and_then(|(_, rest)| rest.split('/').next()?.parse().ok())
+            .ok_or("no port in the cluster's URL")?;
+        Ok(OwnedCluster {
+            cluster: Some(cluster),
+            port,
+        })
+    }
+
+    /// Its maintenance database's URL (`postgres://postgres@127.0.0.1:PORT/postgres`).
+    pub fn url(&self) -> &str {
+        &self.cluster().url
+    }
+
+    fn cluster(&self) -> &Cluster {
+        self.cluster.as_ref().expect("cluster present until drop")
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: like a crash, recovery runs at
+    /// the next start); the data directory stays.
+    ///
+    /// # Errors
+    /// `pg_ctl` failed.
+    pub fn kill(&self) -> Result<(), String> {
+        let c = self.cluster();
+        let mut stop = pg_command(&c.pg_ctl, c.as_postgres);
+        stop.arg("-D")
+            .arg(&c.dir)
+            .args(["-m", "immediate", "-w", "stop"]);
+        run(stop, "pg_ctl stop")
+    }
+
+    /// Starts the server again on the same port and data directory, waiting until it accepts
+    /// connections.
+    ///
+    /// # Errors
+    /// `pg_ctl` failed (the message has the server log).
+    pub fn restart(&self) -> Result<(), String> {
+        let c = self.cluster();
+        let mut start = pg_command(&c.pg_ctl, c.as_postgres);
+        start
+            .arg("-D")
+            .arg(&c.dir)
+            .arg("-o")
+            .arg(server_options(self.port, &c.dir))
+            .arg("-l")
+            .arg(c.dir.join("server.log"))
+            .args(["-w", "start"]);
+        run(start, "pg_ctl start").map_err(|e| {
+            let log = fs::read_to_string(c.dir.join("server.log")).unwrap_or_default();
+            format!("{e}; server log:\n{log}")
+        })
+    }
+}
+
+impl Drop for OwnedCluster {
+    fn drop(&mut self) {
+        if let Some(c) = self.cluster.take() {
+            let dir = c.dir.clone();
+            if c.stop().is_err() {
+                let _ = fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+/// The server options of a throwaway cluster on `port` with its socket in `dir`.
+fn server_options(port: u16, dir: &Path) -> String {
+    format!(
+        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
+        dir.display()
+    )
 }
 
 /// Starts a new cluster with `initdb` and `pg_ctl` on a free port of 127.0.0.1, with
@@ -218,10 +310,7 @@ fn start_cluster(prefix: &str) -> Result<Cluster, String> {
     ]);
     run(init, "initdb")?;
 
-    let options = format!(
-        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
-        dir.display()
-    );
+    let options = server_options(port, &dir);
     let mut start = pg_command(&pg_ctl, as_postgres);
     start
         .arg("-D")

@@ -47,26 +47,26 @@ impl ConversationRow {
 }
 
 #[derive(QueryableByName)]
-struct ReturnedOrg {
-    #[diesel(sql_type = diesel::sql_types::Text)]
-    #[allow(dead_code)]
-    org_id: String,
+struct ReturnedCount {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    event_count: i64,
 }
 
 /// Creates the conversation if unknown, else sets its run state (when given) and activity
-/// time, unless it belongs to another organization: `false` then (nothing written). One
-/// upsert statement; concurrent first appends to a new conversation both succeed.
+/// time, unless it belongs to another organization: `None` then (nothing written), else how
+/// many events it has (the next event's position). One upsert statement; concurrent first
+/// appends to a new conversation both succeed.
 pub(super) fn touch_conversation(
     conn: &mut DbConnection,
     conv: &Conversation,
     status: Option<ExecutionStatus>,
     now: OffsetDateTime,
-) -> Result<bool, StorageError> {
+) -> Result<Option<i64>, StorageError> {
     use diesel::sql_types::{Nullable, Text, Timestamp};
     const UPSERT: &str = "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at) \
         VALUES (?1, ?2, ?3, ?4, NULL, ?5, NULL, ?6, ?6) \
         ON CONFLICT (id) DO UPDATE SET execution_status = COALESCE(excluded.execution_status, conversations.execution_status), \
-        updated_at = excluded.updated_at WHERE conversations.org_id = excluded.org_id RETURNING org_id";
+        updated_at = excluded.updated_at WHERE conversations.org_id = excluded.org_id AND conversations.owner_id = excluded.owner_id RETURNING event_count";
     let sql = match conn {
         DbConnection::Sqlite(_) => UPSERT.to_owned(),
         DbConnection::Postgres(_) => UPSERT.replace('?', "$"),
@@ -78,16 +78,19 @@ pub(super) fn touch_conversation(
         .bind::<Nullable<Text>, _>(conv.sandbox_id.map(|s| s.to_string()))
         .bind::<Nullable<Text>, _>(status.map(ExecutionStatus::as_str))
         .bind::<Timestamp, _>(to_db(now));
-    let rows: Vec<ReturnedOrg> = native!(conn, |c| q.load(c)).map_err(db_err)?;
-    Ok(!rows.is_empty())
+    let rows: Vec<ReturnedCount> = native!(conn, |c| q.load(c)).map_err(db_err)?;
+    Ok(rows.first().map(|r| r.event_count))
 }
 
-/// The org of a conversation, if it exists.
-fn conversation_org(conn: &mut DbConnection, id: &str) -> Result<Option<String>, StorageError> {
+/// The org and owner of a conversation, if it exists.
+fn conversation_org(
+    conn: &mut DbConnection,
+    id: &str,
+) -> Result<Option<(String, String)>, StorageError> {
     native!(conn, |c| conversations::table
         .filter(conversations::id.eq(id))
-        .select(conversations::org_id)
-        .get_result::<String>(c)
+        .select((conversations::org_id, conversations::owner_id))
+        .get_result::<(String, String)>(c)
         .optional())
     .map_err(db_err)
 }
@@ -138,7 +141,13 @@ impl ConversationStore for DieselStore {
     ) -> Result<bool, StorageError> {
         let conv_id = conversation.id.to_string();
         self.write(|conn| match conversation_org(conn, &conv_id)? {
-            Some(org) if org != conversation.org_id.to_string() => Ok(false),
+            // A sandbox writes only its owner's conversations of its organization.
+            Some((org, owner))
+                if org != conversation.org_id.to_string()
+                    || owner != conversation.owner_id.to_string() =>
+            {
+                Ok(false)
+            }
             Some(_) => {
                 let target = conversations::table.filter(conversations::id.eq(&conv_id));
                 diesel::update(target)

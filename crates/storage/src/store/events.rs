@@ -2,15 +2,17 @@
 //! search, count and batch get.
 
 use diesel::prelude::*;
-use switchboard_domain::events::{AppendOutcome, EventFilter, SearchQuery, SortOrder, StoredEvent};
+use switchboard_domain::events::{
+    AppendOutcome, EventFilter, PositionedEvent, SearchQuery, SortOrder, StoredEvent,
+};
 use switchboard_domain::ports::{Append, EventPayload, EventStore};
 use switchboard_domain::{ConversationId, StorageError};
-use time::PrimitiveDateTime;
+use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
 use super::rows::{db_err, from_db, to_db};
 use crate::connection::DbConnection;
-use crate::schema::events;
+use crate::schema::{conversations, events};
 
 /// Ids per `IN (…)` list.
 pub(super) const ID_CHUNK: usize = 500;
@@ -101,6 +103,10 @@ impl EventStore for DieselStore {
         conversation: ConversationId,
         filter: &EventFilter,
     ) -> Result<i64, StorageError> {
+        if filter.kind.is_none() && filter.timestamp_gte.is_none() && filter.timestamp_lt.is_none()
+        {
+            return self.event_count(conversation);
+        }
         let mut conn = self.conn()?;
         let conv = conversation.to_string();
         native!(&mut *conn, |c| matching!(
@@ -135,5 +141,50 @@ impl EventStore for DieselStore {
             );
         }
         Ok(out)
+    }
+
+    fn events_after(
+        &self,
+        conversation: ConversationId,
+        after: i64,
+        since: Option<OffsetDateTime>,
+        limit: u32,
+    ) -> Result<Vec<PositionedEvent>, StorageError> {
+        let mut conn = self.conn()?;
+        let conv = conversation.to_string();
+        let rows: Vec<(i64, PrimitiveDateTime, String)> = native!(&mut *conn, |c| {
+            let mut q = events::table
+                .filter(events::conversation_id.eq(&conv))
+                .filter(events::position.gt(after))
+                .select((events::position, events::ts, events::payload))
+                .into_boxed();
+            if let Some(t) = since {
+                q = q.filter(events::ts.ge(to_db(t)));
+            }
+            q.order(events::position.asc())
+                .limit(i64::from(limit))
+                .load(c)
+        })
+        .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .map(|(position, ts, payload)| PositionedEvent {
+                position,
+                ts: from_db(ts),
+                payload,
+            })
+            .collect())
+    }
+
+    fn event_count(&self, conversation: ConversationId) -> Result<i64, StorageError> {
+        let mut conn = self.conn()?;
+        let conv = conversation.to_string();
+        let count: Option<i64> = native!(&mut *conn, |c| conversations::table
+            .filter(conversations::id.eq(&conv))
+            .select(conversations::event_count)
+            .get_result(c)
+            .optional())
+        .map_err(db_err)?;
+        Ok(count.unwrap_or(0))
     }
 }

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use diesel::prelude::*;
 use switchboard_domain::StorageError;
 use switchboard_domain::conversations::ExecutionStatus;
-use switchboard_domain::events::AppendOutcome;
+use switchboard_domain::events::{AppendOutcome, NewEvent};
 use switchboard_domain::ports::Append;
 use time::PrimitiveDateTime;
 
@@ -16,7 +16,7 @@ use super::conversations::touch_conversation;
 use super::events::ID_CHUNK;
 use super::rows::{db_err, to_db};
 use crate::connection::DbConnection;
-use crate::schema::events;
+use crate::schema::{conversations, events};
 
 /// The advisory lock every append transaction takes on PostgreSQL, so that transactions commit
 /// in `seq` order (a reader following `seq` never skips an event committed late).
@@ -35,6 +35,7 @@ struct EventRow<'a> {
     timestamp: &'a str,
     ts: PrimitiveDateTime,
     payload: &'a str,
+    position: i64,
 }
 
 type AppendResult = Result<Option<AppendOutcome>, StorageError>;
@@ -89,6 +90,15 @@ impl AppendCombiner {
                         continue;
                     }
                     let results = commit_group(store, &group);
+                    if let Some(observer) = store.observer.get() {
+                        for ((_, pending), (_, result)) in group.iter().zip(&results) {
+                            if let Ok(Some(o)) = result
+                                && o.stored > 0
+                            {
+                                observer.appended(pending.conversation.id, o.event_count);
+                            }
+                        }
+                    }
                     self.lock_queue().done.extend(results);
                     self.finished.notify_all();
                 }
@@ -130,11 +140,16 @@ fn commit_group(store: &DieselStore, group: &[(u64, Append)]) -> Vec<(u64, Appen
     }
 }
 
-/// Appends a group in the current transaction, with a fixed number of statements whatever its
-/// size: the append lock, one upsert per distinct conversation (its last run state in group
-/// order), and one multi-row insert (PostgreSQL; SQLite inserts row by row in process). An
-/// event id repeated within an append or across the group's appends to one conversation counts
-/// for its first occurrence; ids already stored are skipped by the unique index.
+/// Appends a group in the current transaction, with a bounded number of statements whatever
+/// its size: the append lock, one upsert per distinct conversation (its last run state in group
+/// order; it returns the conversation's event count), one look-up of the ids already stored per
+/// conversation, the inserts (one multi-row insert per chunk on PostgreSQL; row by row in
+/// process on SQLite), and per conversation that gained events the new count and, on
+/// PostgreSQL, a `NOTIFY` (API.md, Live delivery). An event id repeated within an append or
+/// across the group's appends to one conversation counts for its first occurrence; ids already
+/// stored are skipped. Each stored event gets the next dense position of its conversation:
+/// under the append lock (PostgreSQL) or the single writer (SQLite) no other append runs, so
+/// positions have no gap.
 fn append_all(
     conn: &mut DbConnection,
     appends: &[&Append],
@@ -144,10 +159,12 @@ fn append_all(
         .iter()
         .map(|p| p.conversation.id.to_string())
         .collect();
-    // One touch per conversation, in first-appearance order, with the last status and time.
-    let mut allowed: HashMap<&str, bool> = HashMap::new();
+    // One touch per conversation, in first-appearance order, with the last status and time;
+    // `next` holds the next position of each conversation that accepted the append.
+    let mut next: HashMap<&str, Option<i64>> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
     for (i, p) in appends.iter().enumerate() {
-        if allowed.contains_key(ids[i].as_str()) {
+        if next.contains_key(ids[i].as_str()) {
             continue;
         }
         let same = || {
@@ -159,78 +176,142 @@ fn append_all(
         };
         let status: Option<ExecutionStatus> = same().filter_map(|q| q.status).next_back();
         let now = same().map(|q| q.now).max().unwrap_or(p.now);
-        allowed.insert(
+        next.insert(
             &ids[i],
             touch_conversation(conn, &p.conversation, status, now)?,
         );
+        order.push(&ids[i]);
     }
+    // The candidates: first occurrence of each (conversation, id) in group order.
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
-    let mut rows: Vec<EventRow<'_>> = Vec::new();
-    let mut owner: Vec<usize> = Vec::new();
+    let mut candidates: Vec<(usize, &NewEvent)> = Vec::new();
     for (i, p) in appends.iter().enumerate() {
-        if !allowed[ids[i].as_str()] {
+        if next[ids[i].as_str()].is_none() {
             continue;
         }
         for e in &p.events {
             if seen.insert((ids[i].as_str(), e.event_id.as_str())) {
-                rows.push(EventRow {
-                    conversation_id: &ids[i],
-                    event_id: &e.event_id,
-                    kind: e.kind.as_str(),
-                    source: e.source.as_str(),
-                    timestamp: &e.timestamp,
-                    ts: to_db(e.ts),
-                    payload: &e.payload,
-                });
-                owner.push(i);
+                candidates.push((i, e));
             }
         }
     }
+    let stored_ids = already_stored(conn, &order, &seen)?;
+    let first_count: HashMap<&str, i64> = next
+        .iter()
+        .filter_map(|(c, n)| n.map(|n| (*c, n)))
+        .collect();
+    let mut rows: Vec<EventRow<'_>> = Vec::new();
     let mut stored = vec![0usize; appends.len()];
+    for (i, e) in candidates {
+        let conv = ids[i].as_str();
+        if stored_ids.contains(&(conv.to_owned(), e.event_id.clone())) {
+            continue;
+        }
+        let slot = next.get_mut(conv).and_then(Option::as_mut);
+        let Some(position) = slot else { continue };
+        rows.push(EventRow {
+            conversation_id: conv,
+            event_id: &e.event_id,
+            kind: e.kind.as_str(),
+            source: e.source.as_str(),
+            timestamp: &e.timestamp,
+            ts: to_db(e.ts),
+            payload: &e.payload,
+            position: *position,
+        });
+        *position += 1;
+        stored[i] += 1;
+    }
     match conn {
         DbConnection::Postgres(c) => {
-            for (chunk, owners) in rows.chunks(ID_CHUNK).zip(owner.chunks(ID_CHUNK)) {
-                let inserted: Vec<(String, String)> = diesel::insert_into(events::table)
+            for chunk in rows.chunks(ID_CHUNK) {
+                diesel::insert_into(events::table)
                     .values(chunk)
-                    .on_conflict((events::conversation_id, events::event_id))
-                    .do_nothing()
-                    .returning((events::conversation_id, events::event_id))
-                    .get_results(c)
+                    .execute(c)
                     .map_err(db_err)?;
-                let inserted: HashSet<(&str, &str)> = inserted
-                    .iter()
-                    .map(|(c, e)| (c.as_str(), e.as_str()))
-                    .collect();
-                for (row, &i) in chunk.iter().zip(owners) {
-                    if inserted.contains(&(row.conversation_id, row.event_id)) {
-                        stored[i] += 1;
-                    }
-                }
             }
         }
         // diesel runs a SQLite batch insert in a transaction of its own, which cannot nest in
         // ours: one cached single-row INSERT per event instead (in process, no round trips).
         DbConnection::Sqlite(c) => {
-            for (row, &i) in rows.iter().zip(&owner) {
-                stored[i] += diesel::insert_into(events::table)
+            for row in &rows {
+                diesel::insert_into(events::table)
                     .values(row)
-                    .on_conflict((events::conversation_id, events::event_id))
-                    .do_nothing()
                     .execute(c)
                     .map_err(db_err)?;
             }
         }
     }
+    for conv in &order {
+        let (Some(Some(count)), Some(before)) = (next.get(conv), first_count.get(conv)) else {
+            continue;
+        };
+        if count == before {
+            continue;
+        }
+        native!(&mut *conn, |c| diesel::update(
+            conversations::table.filter(conversations::id.eq(*conv))
+        )
+        .set(conversations::event_count.eq(*count))
+        .execute(c))
+        .map_err(db_err)?;
+        notify_appended(conn, conv, *count)?;
+    }
     Ok(appends
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            allowed[ids[i].as_str()].then(|| AppendOutcome {
+            next[ids[i].as_str()].map(|count| AppendOutcome {
                 stored: stored[i],
                 skipped: p.events.len() - stored[i],
+                event_count: count,
             })
         })
         .collect())
+}
+
+/// The (conversation, event id) pairs among `wanted` that are already stored: one query per
+/// conversation and chunk of ids.
+fn already_stored(
+    conn: &mut DbConnection,
+    conversations: &[&str],
+    wanted: &HashSet<(&str, &str)>,
+) -> Result<HashSet<(String, String)>, StorageError> {
+    let mut found = HashSet::new();
+    for conv in conversations {
+        let ids: Vec<&str> = wanted
+            .iter()
+            .filter(|(c, _)| c == conv)
+            .map(|(_, e)| *e)
+            .collect();
+        for chunk in ids.chunks(ID_CHUNK) {
+            let rows: Vec<String> = native!(&mut *conn, |c| events::table
+                .filter(events::conversation_id.eq(*conv))
+                .filter(events::event_id.eq_any(chunk))
+                .select(events::event_id)
+                .load(c))
+            .map_err(db_err)?;
+            found.extend(rows.into_iter().map(|e| ((*conv).to_owned(), e)));
+        }
+    }
+    Ok(found)
+}
+
+/// The channel of the append notifications on PostgreSQL (API.md, Live delivery).
+pub const NOTIFY_CHANNEL: &str = "switchboard_events";
+
+/// On PostgreSQL, `NOTIFY switchboard_events, '<conversation id>:<last position>'`, delivered
+/// to every listener when the transaction commits; nothing on SQLite (one process: the
+/// in-process observer wakes subscribers).
+fn notify_appended(conn: &mut DbConnection, conv: &str, count: i64) -> Result<(), StorageError> {
+    if let DbConnection::Postgres(c) = conn {
+        diesel::sql_query("SELECT pg_notify($1, $2)")
+            .bind::<diesel::sql_types::Text, _>(NOTIFY_CHANNEL)
+            .bind::<diesel::sql_types::Text, _>(format!("{conv}:{}", count - 1))
+            .execute(c)
+            .map_err(db_err)?;
+    }
+    Ok(())
 }
 
 /// On PostgreSQL, the advisory lock that makes appends of all processes commit in `seq` order

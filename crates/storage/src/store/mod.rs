@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod app_conversations;
 mod conversations;
 mod events;
 mod group_commit;
@@ -23,16 +24,18 @@ mod identity;
 mod org_settings;
 mod rows;
 mod sandboxes;
+mod start_tasks;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
 use switchboard_domain::StorageError;
-use switchboard_domain::ports::Store;
+use switchboard_domain::ports::{AppendObserver, Store};
 
 use crate::connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, build_pool,
 };
 use group_commit::AppendCombiner;
+pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
 
 /// The store: a pool over one database.
@@ -45,6 +48,8 @@ pub struct DieselStore {
     sqlite_writer: std::sync::Arc<std::sync::Mutex<()>>,
     /// Appends waiting to be committed together.
     appends: std::sync::Arc<AppendCombiner>,
+    /// Told after each commit which conversations gained events (API.md, Live delivery).
+    observer: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn AppendObserver>>>,
 }
 
 /// Pool usage, for metrics.
@@ -81,9 +86,17 @@ impl DieselStore {
                 kind,
                 sqlite_writer: Default::default(),
                 appends: Default::default(),
+                observer: Default::default(),
             },
             applied,
         ))
+    }
+
+    /// Sets the observer told after each append commits (once; later calls are ignored), so
+    /// that live subscribers of this process wake up without a round trip through the
+    /// database (API.md, Live delivery).
+    pub fn observe_appends(&self, observer: std::sync::Arc<dyn AppendObserver>) {
+        let _ = self.observer.set(observer);
     }
 
     /// The backend.
@@ -140,21 +153,50 @@ impl DieselStore {
         }
     }
 
-    /// Checkpoints SQLite's write-ahead log (PASSIVE: copies what it can without waiting for
-    /// readers or the writer, never blocks them); a no-op on PostgreSQL. Called periodically
-    /// when the store was opened with [`PoolConfig::manual_checkpoints`].
+    /// Checkpoints SQLite's write-ahead log; a no-op on PostgreSQL. Called each second when
+    /// the store was opened with [`PoolConfig::manual_checkpoints`] (ARCHITECTURE.md, Storage).
+    ///
+    /// First PASSIVE: copies what it can without waiting for readers or the writer. That
+    /// alone never shortens the log while readers keep coming: SQLite starts the log over
+    /// only when a writer finds it wholly copied and no reader on it, which a server under
+    /// steady reads and writes never offers (a 2-minute soak grew a 64 MB database's log to
+    /// 1.9 GB, and its index, mapped in memory, with it). So when the log holds
+    /// [`WAL_TRUNCATE_FRAMES`] or more, a TRUNCATE checkpoint follows: it waits (up to the
+    /// busy timeout) for the readers on the log to finish, with writers held back meanwhile,
+    /// copies the rest and empties the log file.
     ///
     /// # Errors
     /// [`StorageError::Unavailable`] when no connection is free in time, or the checkpoint's
-    /// failure.
-    pub fn checkpoint(&self) -> Result<(), StorageError> {
+    /// failure. A TRUNCATE that could not finish (`busy`) is not an error: the next call
+    /// tries again.
+    pub fn checkpoint(&self) -> Result<Checkpoint, StorageError> {
+        self.checkpoint_with(WAL_TRUNCATE_FRAMES)
+    }
+
+    /// [`DieselStore::checkpoint`] with another truncation threshold, in log frames.
+    ///
+    /// # Errors
+    /// As [`DieselStore::checkpoint`].
+    pub fn checkpoint_with(&self, truncate_from_frames: i64) -> Result<Checkpoint, StorageError> {
         if self.kind != BackendKind::Sqlite {
-            return Ok(());
+            return Ok(Checkpoint::default());
         }
-        use diesel::connection::SimpleConnection;
-        self.conn()?
-            .batch_execute("PRAGMA wal_checkpoint(PASSIVE);")
-            .map_err(db_err)
+        let mut conn = self.conn()?;
+        let passive = wal_checkpoint(&mut conn, "PASSIVE")?;
+        if passive.log_frames < truncate_from_frames {
+            return Ok(passive);
+        }
+        let truncated = wal_checkpoint(&mut conn, "TRUNCATE")?;
+        if truncated.busy {
+            tracing::debug!(
+                log_frames = passive.log_frames,
+                "the write-ahead log could not be truncated: readers or the writer stayed busy"
+            );
+        }
+        Ok(Checkpoint {
+            truncated: !truncated.busy,
+            ..truncated
+        })
     }
 
     /// A pooled connection.
@@ -169,6 +211,50 @@ impl DieselStore {
             .get()
             .map_err(|e| StorageError::Unavailable(e.to_string()))
     }
+}
+
+/// Frames in SQLite's write-ahead log (4 KiB pages: 64 MiB) from which
+/// [`DieselStore::checkpoint`] truncates it.
+pub const WAL_TRUNCATE_FRAMES: i64 = 16_384;
+
+/// What a checkpoint found and did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The checkpoint could not finish (readers or the writer were busy).
+    pub busy: bool,
+    /// Frames in the log when it ran (`-1` on a database not in WAL mode).
+    pub log_frames: i64,
+    /// Frames copied to the database file.
+    pub checkpointed_frames: i64,
+    /// The log was emptied (a TRUNCATE checkpoint finished).
+    pub truncated: bool,
+}
+
+#[derive(diesel::QueryableByName)]
+struct CheckpointRow {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    busy: i32,
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    log: i32,
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    checkpointed: i32,
+}
+
+/// `PRAGMA wal_checkpoint(mode)` on a SQLite connection.
+fn wal_checkpoint(
+    conn: &mut crate::connection::DbConnection,
+    mode: &str,
+) -> Result<Checkpoint, StorageError> {
+    use diesel::RunQueryDsl;
+    let row: CheckpointRow = diesel::sql_query(format!("PRAGMA wal_checkpoint({mode})"))
+        .get_result(conn)
+        .map_err(db_err)?;
+    Ok(Checkpoint {
+        busy: row.busy != 0,
+        log_frames: row.log.into(),
+        checkpointed_frames: row.checkpointed.into(),
+        truncated: false,
+    })
 }
 
 /// A storage error inside a diesel transaction (which needs `From<diesel::result::Error>`).
@@ -198,7 +284,12 @@ impl Store for DieselStore {
         match crate::connection::has_pending_migrations(&mut conn) {
             Ok(false) => Ok(()),
             Ok(true) => Err(StorageError::Unavailable("migrations are pending".into())),
-            Err(e) => Err(StorageError::Other(Box::new(e))),
+            // Not ready whatever the failure (a lost connection most of all): 503, and the
+            // connection leaves the pool.
+            Err(e) => {
+                crate::connection::mark_broken();
+                Err(StorageError::Unavailable(e.to_string()))
+            }
         }
     }
 }

@@ -13,8 +13,41 @@ pub(crate) fn db_err(e: DieselError) -> StorageError {
         DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, info) => {
             StorageError::ForeignKeyViolation(info.message().to_owned())
         }
+        DieselError::DatabaseError(kind, info) if unavailable(&kind, info.message()) => {
+            // A lost connection is useless; one that hit a full disk may be left inside a
+            // transaction SQLite could not finish: both are replaced.
+            crate::connection::mark_broken();
+            StorageError::Unavailable(info.message().to_owned())
+        }
         other => StorageError::Other(Box::new(other)),
     }
+}
+
+/// Whether an error says the database cannot be reached or cannot take writes now, rather
+/// than that the query was wrong: the connection was closed or lost (PostgreSQL stopped or
+/// restarted: SQLSTATE classes 08 and 57P0x, whose messages libpq gives), the server is
+/// starting or shutting down, or SQLite's disk is full (`SQLITE_FULL`). These answer 503
+/// (API.md, Reliability and security), and the connection leaves the pool.
+fn unavailable(kind: &DatabaseErrorKind, message: &str) -> bool {
+    const LOST: [&str; 9] = [
+        "terminating connection",
+        "server closed the connection",
+        "no connection to the server",
+        "connection to server",
+        "could not receive data",
+        "could not send data",
+        "the database system is starting up",
+        "the database system is shutting down",
+        "the database system is in recovery mode",
+    ];
+    matches!(kind, DatabaseErrorKind::ClosedConnection)
+        || LOST.iter().any(|m| message.contains(m))
+        || is_disk_full(message)
+}
+
+/// SQLite's `SQLITE_FULL` message.
+fn is_disk_full(message: &str) -> bool {
+    message.contains("database or disk is full")
 }
 
 /// UTC instant → the naive UTC value stored.

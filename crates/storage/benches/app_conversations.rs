@@ -1,0 +1,256 @@
+//! App-conversation search benchmark (`just bench-app-conversations`; results in
+//! docs/benchmarks.md, "App conversations: search"). Not a CI test.
+//!
+//! For each backend (a fresh SQLite file and a fresh PostgreSQL database from the testkit):
+//! one organization with an owner and a member, 50 registered sandboxes and
+//! `SB_BENCH_APP_CONVS` conversations (default 100,000; 10% the member's; every 5th created in
+//! the same microsecond as the previous one, so the id tie-break is exercised; `updated_at` a
+//! permutation of the creation times). Then, through the domain service as the API calls it
+//! (store query with limit + 1, sub-conversation lookup, sandbox batch read, views), times
+//! pages of 100 (p50/p99 over `SB_BENCH_ITERS` calls, default 300): the first page and pages
+//! deep in the list (cursors taken from a full walk) in each order, a member's search (owner
+//! filter), `sandbox_id__eq`, `title__contains` and the count.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use switchboard_domain::app_conversations::{AppConversationFilter, OrderedCursor, SortOrder};
+use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
+use switchboard_storage::DieselStore;
+use switchboard_testkit::{Backend, TestDatabase};
+
+/// 2026-11-01T00:00:00Z in Unix seconds.
+const BASE_SECS: i64 = 1_793_491_200;
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn stamp(micros: i64) -> String {
+    let t = time::OffsetDateTime::from_unix_timestamp_nanos(
+        (i128::from(BASE_SECS) * 1_000_000 + i128::from(micros)) * 1_000,
+    )
+    .unwrap();
+    // The form diesel writes on SQLite (a fraction without trailing zeros, none for a whole
+    // second): SQLite compares these texts, so rows must be in the form the server writes.
+    let frac = format!("{:06}", t.microsecond());
+    let frac = frac.trim_end_matches('0');
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}{}{}",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        if frac.is_empty() { "" } else { "." },
+        frac
+    )
+}
+
+/// p50 and p99 of `samples`, in milliseconds.
+fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
+        samples[i].as_secs_f64() * 1e3
+    };
+    (at(0.50), at(0.99))
+}
+
+fn time_it(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
+    for i in 0..10 {
+        f(i);
+    }
+    let samples = (0..iters)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed()
+        })
+        .collect();
+    percentiles(samples)
+}
+
+fn run(backend: Backend, n: u64, iters: u64) {
+    let db = TestDatabase::new(backend);
+    let (store, _) = DieselStore::open(db.url(), None).unwrap();
+    let store = Arc::new(store);
+    let services = Switchboard::new(store.clone());
+    let boot = services
+        .operator()
+        .bootstrap("Bench", "owner@bench.example")
+        .unwrap();
+    let member = services
+        .operator()
+        .create_user("member@bench.example", None)
+        .unwrap()
+        .id;
+    services
+        .operator()
+        .add_member(boot.org_id, member, Role::Member)
+        .unwrap();
+    let member_key = services
+        .operator()
+        .operator_create_key(member, None, "bench".into(), None)
+        .unwrap()
+        .secret;
+    let sandboxes: Vec<SandboxId> = (0..50)
+        .map(|_| {
+            let key = services
+                .sandboxes()
+                .register_sandbox(boot.org_id, boot.user_id)
+                .unwrap();
+            key.sandbox_id
+        })
+        .collect();
+
+    let load = Instant::now();
+    let mut created = 0i64;
+    let mut i = 0u64;
+    while i < n {
+        let mut sql = String::from(
+            "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, title, execution_status, created_at, updated_at) VALUES ",
+        );
+        for j in 0..1000.min(n - i) {
+            let k = i + j;
+            if k % 5 != 4 {
+                created += 1_000; // 1 ms apart, every 5th a tie
+            }
+            let owner = if k % 10 == 3 { member } else { boot.user_id };
+            let updated = (k * 7_919) % n; // a permutation of the creation order
+            if j > 0 {
+                sql.push(',');
+            }
+            sql.push_str(&format!(
+                "('{}', '{}', '{}', '{}', 'Conversation {k:06}', 'finished', '{}', '{}')",
+                uuid::Uuid::new_v4(),
+                boot.org_id,
+                owner,
+                sandboxes[(k % 50) as usize],
+                stamp(created),
+                stamp(updated as i64 * 1_000 + 500),
+            ));
+        }
+        store
+            .write(|c| {
+                use diesel::RunQueryDsl;
+                diesel::sql_query(&sql)
+                    .execute(c)
+                    .map(|_| ())
+                    .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
+            })
+            .unwrap();
+        i += 1000.min(n - i);
+    }
+    if backend == Backend::Postgres {
+        use diesel::connection::SimpleConnection;
+        store
+            .conn()
+            .unwrap()
+            .batch_execute("ANALYZE conversations")
+            .unwrap();
+    }
+    let load = load.elapsed();
+
+    let auth = services.auth();
+    let owner_ctx: OrgContext = auth
+        .authenticate_in(&boot.api_key, Some(boot.org_id))
+        .unwrap();
+    let member_ctx: OrgContext = auth
+        .authenticate_in(&member_key, Some(boot.org_id))
+        .unwrap();
+    let svc = services.app_conversations();
+    let all = AppConversationFilter::default;
+
+    println!(
+        "## {} — {n} conversations in one org (loaded in {:.1} s), pages of 100, {iters} calls each",
+        backend.name(),
+        load.as_secs_f64()
+    );
+    println!("| query | p50 ms | p99 ms |");
+    println!("|---|---|---|");
+    for order in SortOrder::ALL {
+        // A full walk gives cursors at every depth.
+        let mut cursors: Vec<OrderedCursor> = Vec::new();
+        let walk = Instant::now();
+        let mut after = None;
+        let mut seen = 0usize;
+        loop {
+            let page = svc.search(&owner_ctx, all(), order, after, 100).unwrap();
+            seen += page.items.len();
+            let Some(next) = page.next_page_id else { break };
+            let c = <OrderedCursor as switchboard_domain::cursor::Keyset>::decode(&next).unwrap();
+            cursors.push(c);
+            after = Some(c);
+        }
+        let walk = walk.elapsed();
+        assert_eq!(
+            seen as u64, n,
+            "{order:?}: the walk saw every conversation once"
+        );
+        let (p50, p99) = time_it(iters, |_| {
+            svc.search(&owner_ctx, all(), order, None, 100).unwrap();
+        });
+        println!("| {} first page | {p50:.2} | {p99:.2} |", order.as_str());
+        let (p50, p99) = time_it(iters, |k| {
+            let c = cursors[(k as usize * 37) % cursors.len()];
+            svc.search(&owner_ctx, all(), order, Some(c), 100).unwrap();
+        });
+        println!(
+            "| {} page at any depth (cursor) | {p50:.2} | {p99:.2} |",
+            order.as_str()
+        );
+        println!(
+            "| {} full walk, {} pages | {:.0} ms total | {:.2} per page |",
+            order.as_str(),
+            cursors.len() + 1,
+            walk.as_secs_f64() * 1e3,
+            walk.as_secs_f64() * 1e3 / (cursors.len() + 1) as f64
+        );
+    }
+    let (p50, p99) = time_it(iters, |_| {
+        svc.search(&member_ctx, all(), SortOrder::CreatedAtDesc, None, 100)
+            .unwrap();
+    });
+    println!("| member (own 10%) first page | {p50:.2} | {p99:.2} |");
+    let (p50, p99) = time_it(iters, |k| {
+        let filter = AppConversationFilter {
+            sandbox_id_eq: Some(sandboxes[(k % 50) as usize]),
+            ..all()
+        };
+        svc.search(&owner_ctx, filter, SortOrder::CreatedAtDesc, None, 100)
+            .unwrap();
+    });
+    println!("| sandbox_id__eq first page | {p50:.2} | {p99:.2} |");
+    let (p50, p99) = time_it(iters.min(50), |k| {
+        let filter = AppConversationFilter {
+            title_contains: Some(format!("{:06}", (k * 997) % n)),
+            ..all()
+        };
+        svc.search(&owner_ctx, filter, SortOrder::CreatedAtDesc, None, 100)
+            .unwrap();
+    });
+    println!("| title__contains (one match: a scan) | {p50:.2} | {p99:.2} |");
+    let (p50, p99) = time_it(iters.min(50), |_| {
+        svc.count(&owner_ctx, all()).unwrap();
+    });
+    println!("| count, whole org | {p50:.2} | {p99:.2} |");
+    println!();
+}
+
+fn main() {
+    let n = env_num("SB_BENCH_APP_CONVS", 100_000);
+    let iters = env_num("SB_BENCH_ITERS", 300);
+    let backends = std::env::var("SB_BENCH_BACKENDS").unwrap_or_else(|_| "sqlite postgres".into());
+    for b in backends.split_whitespace() {
+        match b {
+            "sqlite" => run(Backend::Sqlite, n, iters),
+            "postgres" => run(Backend::Postgres, n, iters),
+            other => panic!("unknown backend {other}"),
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! App conversations ([`AppConversationStore`], reference app-server §5): the
+//! `conversations` rows searched (keyset, four orders), counted, read by id, patched and
+//! deleted with their events and start tasks in one transaction.
+
+use std::collections::HashMap;
+
+use diesel::prelude::*;
+use switchboard_domain::app_conversations::{
+    AppConversationFilter, AppConversationInfo, AppConversationPatch, AppConversationQuery,
+    ConversationTrigger, SortOrder,
+};
+use switchboard_domain::conversations::ExecutionStatus;
+use switchboard_domain::ports::sandboxes::later;
+use switchboard_domain::ports::{AppConversationStore, DeletedConversation};
+use switchboard_domain::{ConversationId, SandboxId, StorageError};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use super::DieselStore;
+use super::events::ID_CHUNK;
+use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use crate::connection::DbConnection;
+use crate::schema::{conversations, events, start_tasks};
+
+diesel::define_sql_function! {
+    /// SQL `lower` of a nullable text (ASCII on SQLite, Unicode on PostgreSQL).
+    fn lower(a: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
+}
+
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = conversations)]
+struct AppConversationRow {
+    id: String,
+    org_id: String,
+    owner_id: String,
+    sandbox_id: Option<String>,
+    title: Option<String>,
+    execution_status: Option<String>,
+    created_at: PrimitiveDateTime,
+    updated_at: PrimitiveDateTime,
+    selected_repository: Option<String>,
+    selected_branch: Option<String>,
+    git_provider: Option<String>,
+    conversation_trigger: Option<String>,
+    pr_number: String,
+    llm_model: Option<String>,
+    agent_kind: String,
+    parent_conversation_id: Option<String>,
+    public: Option<bool>,
+    tags: String,
+    metrics: Option<String>,
+}
+
+impl AppConversationRow {
+    fn info(self) -> Result<AppConversationInfo, StorageError> {
+        let json_err = |what: &str, e: serde_json::Error| {
+            StorageError::Other(format!("stored {what}: {e}").into())
+        };
+        Ok(AppConversationInfo {
+            id: parse_id(&self.id, "conversation")?,
+            org_id: parse_id(&self.org_id, "org")?,
+            created_by_user_id: parse_id(&self.owner_id, "user")?,
+            sandbox_id: parse_opt_id(self.sandbox_id.as_deref(), "sandbox")?,
+            selected_repository: self.selected_repository,
+            selected_branch: self.selected_branch,
+            git_provider: self.git_provider,
+            title: self.title,
+            // A trigger OpenHands does not define (written by a newer version) reads as none.
+            trigger: self
+                .conversation_trigger
+                .as_deref()
+                .and_then(ConversationTrigger::parse),
+            pr_number: serde_json::from_str(&self.pr_number)
+                .map_err(|e| json_err("pr_number", e))?,
+            llm_model: self.llm_model,
+            agent_kind: self.agent_kind,
+            metrics: self
+                .metrics
+                .as_deref()
+                .map(serde_json::from_str)
+                .transpose()
+                .map_err(|e| json_err("metrics", e))?,
+            parent_conversation_id: parse_opt_id(
+                self.parent_conversation_id.as_deref(),
+                "conversation",
+            )?,
+            sub_conversation_ids: Vec::new(),
+            public: self.public,
+            tags: serde_json::from_str(&self.tags).map_err(|e| json_err("tags", e))?,
+            execution_status: self
+                .execution_status
+                .as_deref()
+                .and_then(ExecutionStatus::parse),
+            created_at: from_db(self.created_at),
+            updated_at: from_db(self.updated_at),
+        })
+    }
+}
+
+/// `title__contains` as a `LIKE` pattern on the lowercased title: ASCII-lowercased, with
+/// `\`, `%` and `_` escaped so they match themselves.
+fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for ch in text.to_ascii_lowercase().chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            p.push('\\');
+        }
+        p.push(ch);
+    }
+    p.push('%');
+    p
+}
+
+/// Narrows a boxed query of conversations to one organization (and owner) and an
+/// [`AppConversationFilter`]: the one place the filters are written, for search and count.
+macro_rules! matching {
+    ($q:expr, $org:expr, $owner:expr, $filter:expr, $pattern:expr) => {{
+        let filter: &AppConversationFilter = $filter;
+        let mut q = $q.filter(conversations::org_id.eq($org));
+        if let Some(owner) = $owner {
+            q = q.filter(conversations::owner_id.eq(owner));
+        }
+        if let Some(p) = $pattern {
+            q = q.filter(lower(conversations::title).like(p).escape('\\'));
+        }
+        if let Some(t) = filter.created_at_gte {
+            q = q.filter(conversations::created_at.ge(to_db(t)));
+        }
+        if let Some(t) = filter.created_at_lt {
+            q = q.filter(conversations::created_at.lt(to_db(t)));
+        }
+        if let Some(t) = filter.updated_at_gte {
+            q = q.filter(conversations::updated_at.ge(to_db(t)));
+        }
+        if let Some(t) = filter.updated_at_lt {
+            q = q.filter(conversations::updated_at.lt(to_db(t)));
+        }
+        if let Some(s) = filter.sandbox_id_eq {
+            q = q.filter(conversations::sandbox_id.eq(s.to_string()));
+        }
+        if !filter.include_sub_conversations {
+            q = q.filter(conversations::parent_conversation_id.is_null());
+        }
+        q
+    }};
+}
+
+/// Fills `sub_conversation_ids` (oldest first) of `infos`.
+fn with_children(
+    conn: &mut DbConnection,
+    mut infos: Vec<AppConversationInfo>,
+) -> Result<Vec<AppConversationInfo>, StorageError> {
+    if infos.is_empty() {
+        return Ok(infos);
+    }
+    let ids: Vec<String> = infos.iter().map(|i| i.id.to_string()).collect();
+    let mut children: HashMap<String, Vec<ConversationId>> = HashMap::new();
+    for chunk in ids.chunks(ID_CHUNK) {
+        let rows: Vec<(String, Option<String>)> = native!(&mut *conn, |c| conversations::table
+            .filter(conversations::parent_conversation_id.eq_any(chunk))
+            .order((conversations::created_at.asc(), conversations::id.asc()))
+            .select((conversations::id, conversations::parent_conversation_id))
+            .load(c))
+        .map_err(db_err)?;
+        for (id, parent) in rows {
+            if let Some(parent) = parent {
+                children
+                    .entry(parent)
+                    .or_default()
+                    .push(parse_id(&id, "conversation")?);
+            }
+        }
+    }
+    for info in &mut infos {
+        if let Some(c) = children.remove(&info.id.to_string()) {
+            info.sub_conversation_ids = c;
+        }
+    }
+    Ok(infos)
+}
+
+/// A patch field as a change: `None` leaves the column, `Some(None)` clears it.
+fn text(f: &Option<Option<String>>) -> Option<Option<&str>> {
+    f.as_ref().map(|v| v.as_deref())
+}
+
+fn load_one(
+    conn: &mut DbConnection,
+    id: &str,
+) -> Result<Option<AppConversationInfo>, StorageError> {
+    let row = native!(&mut *conn, |c| conversations::table
+        .filter(conversations::id.eq(id))
+        .select(AppConversationRow::as_select())
+        .get_result(c)
+        .optional())
+    .map_err(db_err)?;
+    match row {
+        Some(r) => Ok(with_children(conn, vec![r.info()?])?.pop()),
+        None => Ok(None),
+    }
+}
+
+#[derive(AsChangeset)]
+#[diesel(table_name = conversations)]
+struct PatchChanges<'a> {
+    title: Option<Option<&'a str>>,
+    public: Option<Option<bool>>,
+    selected_repository: Option<Option<&'a str>>,
+    selected_branch: Option<Option<&'a str>>,
+    git_provider: Option<Option<&'a str>>,
+    updated_at: PrimitiveDateTime,
+}
+
+impl AppConversationStore for DieselStore {
+    fn search_app_conversations(
+        &self,
+        query: &AppConversationQuery,
+    ) -> Result<Vec<AppConversationInfo>, StorageError> {
+        let org = query.org.to_string();
+        let owner = query.owner.map(|o| o.to_string());
+        let pattern = query.filter.title_contains.as_deref().map(contains_pattern);
+        let after = query.after.map(|a| (to_db(a.at), a.id.to_string()));
+        let order = query.order;
+        let limit = i64::from(query.limit);
+        let mut conn = self.conn()?;
+        let rows: Vec<AppConversationRow> = native!(&mut *conn, |c| {
+            let mut q = matching!(
+                conversations::table
+                    .select(AppConversationRow::as_select())
+                    .into_boxed(),
+                &org,
+                owner.as_ref(),
+                &query.filter,
+                pattern.as_ref()
+            );
+            // The redundant `>=` / `<=` bound gives the planner an index range (the OR alone
+            // may be a full scan on PostgreSQL).
+            use SortOrder as O;
+            if let Some((t, id)) = &after {
+                q = match order {
+                    O::CreatedAt => q.filter(conversations::created_at.ge(*t)).filter(
+                        conversations::created_at
+                            .gt(*t)
+                            .or(conversations::created_at
+                                .eq(*t)
+                                .and(conversations::id.gt(id))),
+                    ),
+                    O::CreatedAtDesc => q.filter(conversations::created_at.le(*t)).filter(
+                        conversations::created_at
+                            .lt(*t)
+                            .or(conversations::created_at
+                                .eq(*t)
+                                .and(conversations::id.lt(id))),
+                    ),
+                    O::UpdatedAt => q.filter(conversations::updated_at.ge(*t)).filter(
+                        conversations::updated_at
+                            .gt(*t)
+                            .or(conversations::updated_at
+                                .eq(*t)
+                                .and(conversations::id.gt(id))),
+                    ),
+                    O::UpdatedAtDesc => q.filter(conversations::updated_at.le(*t)).filter(
+                        conversations::updated_at
+                            .lt(*t)
+                            .or(conversations::updated_at
+                                .eq(*t)
+                                .and(conversations::id.lt(id))),
+                    ),
+                };
+            }
+            q = match order {
+                O::CreatedAt => q.order((conversations::created_at.asc(), conversations::id.asc())),
+                O::CreatedAtDesc => {
+                    q.order((conversations::created_at.desc(), conversations::id.desc()))
+                }
+                O::UpdatedAt => q.order((conversations::updated_at.asc(), conversations::id.asc())),
+                O::UpdatedAtDesc => {
+                    q.order((conversations::updated_at.desc(), conversations::id.desc()))
+                }
+            };
+            q.limit(limit).load(c)
+        })
+        .map_err(db_err)?;
+        let infos = rows
+            .into_iter()
+            .map(AppConversationRow::info)
+            .collect::<Result<Vec<_>, _>>()?;
+        with_children(&mut conn, infos)
+    }
+
+    fn count_app_conversations(&self, query: &AppConversationQuery) -> Result<u64, StorageError> {
+        let org = query.org.to_string();
+        let owner = query.owner.map(|o| o.to_string());
+        let pattern = query.filter.title_contains.as_deref().map(contains_pattern);
+        let mut conn = self.conn()?;
+        let n: i64 = native!(&mut *conn, |c| matching!(
+            conversations::table.into_boxed(),
+            &org,
+            owner.as_ref(),
+            &query.filter,
+            pattern.as_ref()
+        )
+        .count()
+        .get_result(c))
+        .map_err(db_err)?;
+        Ok(n.max(0) as u64)
+    }
+
+    fn app_conversations_by_ids(
+        &self,
+        ids: &[ConversationId],
+    ) -> Result<Vec<AppConversationInfo>, StorageError> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        let mut conn = self.conn()?;
+        let mut infos = Vec::with_capacity(ids.len());
+        for chunk in ids.chunks(ID_CHUNK) {
+            let rows: Vec<AppConversationRow> = native!(&mut *conn, |c| conversations::table
+                .filter(conversations::id.eq_any(chunk))
+                .select(AppConversationRow::as_select())
+                .load(c))
+            .map_err(db_err)?;
+            for r in rows {
+                infos.push(r.info()?);
+            }
+        }
+        with_children(&mut conn, infos)
+    }
+
+    fn patch_app_conversation(
+        &self,
+        id: ConversationId,
+        patch: &AppConversationPatch,
+        now: OffsetDateTime,
+    ) -> Result<Option<AppConversationInfo>, StorageError> {
+        let id = id.to_string();
+        self.write(|conn| {
+            let current: Option<PrimitiveDateTime> = native!(&mut *conn, |c| conversations::table
+                .filter(conversations::id.eq(&id))
+                .select(conversations::updated_at)
+                .get_result(c)
+                .optional())
+            .map_err(db_err)?;
+            let Some(current) = current else {
+                return Ok(None);
+            };
+            let changes = PatchChanges {
+                title: text(&patch.title),
+                public: patch.public,
+                selected_repository: text(&patch.selected_repository),
+                selected_branch: text(&patch.selected_branch),
+                git_provider: text(&patch.git_provider),
+                updated_at: to_db(later(from_db(current), now)),
+            };
+            diesel::update(conversations::table.filter(conversations::id.eq(&id)))
+                .set(&changes)
+                .execute(conn)
+                .map_err(db_err)?;
+            load_one(conn, &id)
+        })
+    }
+
+    fn delete_app_conversation(
+        &self,
+        id: ConversationId,
+    ) -> Result<Option<DeletedConversation>, StorageError> {
+        let id = id.to_string();
+        self.write(|conn| {
+            let events = diesel::delete(events::table.filter(events::conversation_id.eq(&id)))
+                .execute(conn)
+                .map_err(db_err)?;
+            let tasks =
+                diesel::delete(start_tasks::table.filter(start_tasks::conversation_id.eq(&id)))
+                    .execute(conn)
+                    .map_err(db_err)?;
+            let rows = diesel::delete(conversations::table.filter(conversations::id.eq(&id)))
+                .execute(conn)
+                .map_err(db_err)?;
+            if rows == 0 {
+                // Nothing of an unknown conversation is deleted (events without their
+                // conversation row cannot exist: the row is written with the first event).
+                return Ok(None);
+            }
+            Ok(Some(DeletedConversation {
+                events: events as u64,
+                start_tasks: tasks as u64,
+            }))
+        })
+    }
+
+    fn conversations_in_sandbox(&self, sandbox: SandboxId) -> Result<u64, StorageError> {
+        let sandbox = sandbox.to_string();
+        let mut conn = self.conn()?;
+        let n: i64 = native!(&mut *conn, |c| conversations::table
+            .filter(conversations::sandbox_id.eq(&sandbox))
+            .count()
+            .get_result(c))
+        .map_err(db_err)?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_pattern;
+
+    #[test]
+    fn contains_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("Ab"), "%ab%");
+        assert_eq!(contains_pattern("5%_\\"), "%5\\%\\_\\\\%");
+    }
+}

@@ -1,0 +1,2 @@
+-- Nothing to undo on SQLite (see up.sql).
+SELECT 1;
