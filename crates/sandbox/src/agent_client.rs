@@ -5,10 +5,22 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use switchboard_domain::sandboxes::runtime::{AgentServerClient, AgentServerError};
+use switchboard_domain::ConversationId;
+use switchboard_domain::identity::session_keys::SessionKey;
+use switchboard_domain::sandboxes::runtime::{
+    AgentServerClient, AgentServerError, BashCommand, BashOutcome,
+};
 
 /// The most bytes read from an answer of the health probe.
 const PROBE_BODY_LIMIT: u64 = 4096;
+/// The most bytes read from an answer of a conversation or bash call.
+const CALL_BODY_LIMIT: u64 = 4 << 20;
+/// The header carrying a sandbox's session key (brief: cross-cutting decisions).
+const SESSION_HEADER: &str = "X-Session-API-Key";
+/// How long a send-message or conversation delete may take.
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// Time allowed on top of a bash command's own timeout for the HTTP round trip.
+const BASH_MARGIN: Duration = Duration::from_secs(10);
 
 /// An [`AgentServerClient`] over HTTP/1.1 with a connection pool; cheap to share (`Sync`).
 #[derive(Debug, Clone)]
@@ -70,6 +82,148 @@ impl AgentServerClient for HttpAgentServerClient {
                 ),
             })
         }
+    }
+
+    fn create_conversation(
+        &self,
+        base_url: &str,
+        session_key: &SessionKey,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<Value, AgentServerError> {
+        let url = format!("{}/api/conversations", base_url.trim_end_matches('/'));
+        let (status, text) = self.post_json(&url, session_key, body, timeout)?;
+        if status != 200 && status != 201 {
+            return Err(bad_answer(&url, status, &text));
+        }
+        serde_json::from_str::<Value>(&text)
+            .ok()
+            .filter(Value::is_object)
+            .ok_or_else(|| bad_answer(&url, status, &text))
+    }
+
+    fn execute_bash(
+        &self,
+        base_url: &str,
+        session_key: &SessionKey,
+        command: &BashCommand,
+    ) -> Result<BashOutcome, AgentServerError> {
+        let url = format!(
+            "{}/api/bash/execute_bash_command",
+            base_url.trim_end_matches('/')
+        );
+        let body = serde_json::json!({
+            "command": command.command,
+            "cwd": command.cwd,
+            "timeout": command.timeout_secs,
+        });
+        let timeout = Duration::from_secs(command.timeout_secs) + BASH_MARGIN;
+        let (status, text) = self.post_json(&url, session_key, &body, timeout)?;
+        if status != 200 {
+            return Err(bad_answer(&url, status, &text));
+        }
+        let v: Value = serde_json::from_str(&text).map_err(|_| bad_answer(&url, status, &text))?;
+        let text_of = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        Ok(BashOutcome {
+            exit_code: v.get("exit_code").and_then(Value::as_i64),
+            stdout: text_of("stdout"),
+            stderr: text_of("stderr"),
+        })
+    }
+
+    fn send_message(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: ConversationId,
+        message: &Value,
+    ) -> Result<(), AgentServerError> {
+        let url = format!("{}/events", conversation_url(base_url, conversation));
+        let (status, text) = self.post_json(&url, key, message, CALL_TIMEOUT)?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(bad_answer(&url, status, &text))
+        }
+    }
+
+    fn delete_conversation(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: ConversationId,
+    ) -> Result<(), AgentServerError> {
+        let url = conversation_url(base_url, conversation);
+        let answer = self
+            .agent
+            .delete(&url)
+            .config()
+            .timeout_global(Some(CALL_TIMEOUT))
+            .build()
+            .header(SESSION_HEADER, key.expose())
+            .call();
+        let mut response = answer.map_err(|e| transport_error(&url, CALL_TIMEOUT, e))?;
+        let status = response.status().as_u16();
+        // 404: the agent server does not know it (nothing to delete there).
+        if (200..300).contains(&status) || status == 404 {
+            return Ok(());
+        }
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(CALL_BODY_LIMIT)
+            .read_to_string()
+            .unwrap_or_default();
+        Err(bad_answer(&url, status, &text))
+    }
+}
+
+/// `{base_url}/api/conversations/{id as 32 hex}` (the form OpenHands' app server uses).
+fn conversation_url(base_url: &str, conversation: ConversationId) -> String {
+    format!(
+        "{}/api/conversations/{}",
+        base_url.trim_end_matches('/'),
+        conversation.0.simple()
+    )
+}
+
+impl HttpAgentServerClient {
+    /// POSTs `body` to `url` with the session key; answers the status and the body text.
+    fn post_json(
+        &self,
+        url: &str,
+        session_key: &SessionKey,
+        body: &Value,
+        timeout: Duration,
+    ) -> Result<(u16, String), AgentServerError> {
+        let answer = self
+            .agent
+            .post(url)
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header(SESSION_HEADER, session_key.expose())
+            .header("Content-Type", "application/json")
+            .send(body.to_string().as_bytes());
+        let mut response = answer.map_err(|e| transport_error(url, timeout, e))?;
+        let status = response.status().as_u16();
+        let text = response
+            .body_mut()
+            .with_config()
+            .limit(CALL_BODY_LIMIT)
+            .read_to_string()
+            .map_err(|e| transport_error(url, timeout, e))?;
+        Ok((status, text))
+    }
+}
+
+fn bad_answer(url: &str, status: u16, body: &str) -> AgentServerError {
+    AgentServerError::BadAnswer {
+        url: url.to_owned(),
+        detail: format!(
+            "HTTP {status}: {}",
+            body.chars().take(200).collect::<String>()
+        ),
     }
 }
 

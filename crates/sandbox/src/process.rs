@@ -50,6 +50,12 @@ pub const LISTEN_HOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long delete waits for a group to vanish after SIGKILL.
 const KILL_WAIT: Duration = Duration::from_secs(5);
+/// Stack of a child's waiting thread. 64 KiB was too little: when a paused or deleted
+/// sandbox's child ended, freeing memory on that thread ran jemalloc's deallocation paths past
+/// the end of the stack and Switchboard died of SIGSEGV (found by the generated-input run,
+/// issue 13; `sandbox_waiter_survives_many_exits` in tests/process_runtime). Reserved address
+/// space only: pages are touched as used.
+const WAITER_STACK: usize = 512 * 1024;
 /// How long pause and resume wait for the group to show its new state.
 const SIGNAL_WAIT: Duration = Duration::from_secs(2);
 /// How long [`ProcessRuntime::observe`] waits for an ended child to be reaped, to tell its
@@ -246,7 +252,7 @@ impl ProcessRuntime {
         let children = Arc::clone(&self.children);
         thread::Builder::new()
             .name("sandbox-wait".into())
-            .stack_size(64 * 1024)
+            .stack_size(WAITER_STACK)
             .spawn(move || {
                 let Ok((mut child, identity)) = receive.recv() else {
                     return; // the launch failed before spawning

@@ -106,6 +106,11 @@ pub struct DockerConfig {
     pub workspace_mount: String,
     /// How long delete lets a container stop before it is killed ([`DEFAULT_STOP_TIMEOUT`]).
     pub stop_timeout: Duration,
+    /// The webhook base URL given to containers (`OH_WEBHOOKS_0_BASE_URL`) in place of the
+    /// launch's, which is Switchboard's URL as the host reaches it: a bridged container
+    /// reaches the host through `host.docker.internal` (the bridge gateway), not through the
+    /// host's loopback. `None`: the launch's URL (host networking).
+    pub webhook_base_url: Option<String>,
 }
 
 impl DockerConfig {
@@ -119,7 +124,15 @@ impl DockerConfig {
             publish_address: Ipv4Addr::LOCALHOST,
             workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
+            webhook_base_url: None,
         }
+    }
+
+    /// Sets the webhook base URL containers are given (see [`DockerConfig::webhook_base_url`]).
+    #[must_use]
+    pub fn with_webhook_base_url(mut self, url: Option<String>) -> Self {
+        self.webhook_base_url = url;
+        self
     }
 
     /// Sets the network mode.
@@ -162,6 +175,13 @@ impl DockerConfig {
             return Err(DockerError::Config(format!(
                 "publish address {}: agent servers are published on a loopback address only",
                 self.publish_address
+            )));
+        }
+        if let Some(url) = &self.webhook_base_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(DockerError::Config(format!(
+                "webhook base URL {url:?}: expected an http:// or https:// URL"
             )));
         }
         if !self.workspace_mount.starts_with('/') || self.workspace_mount.contains('\0') {
@@ -207,6 +227,8 @@ mod tests {
         let mut relative = DockerConfig::new("x");
         relative.workspace_mount = "workspace".into();
         assert!(relative.validate().is_err());
+        let bad_url = DockerConfig::new("x").with_webhook_base_url(Some("host:1/x".into()));
+        assert!(bad_url.validate().is_err());
         let mut zero = DockerConfig::new("x");
         zero.container_port = 0;
         assert!(zero.validate().is_err());

@@ -174,8 +174,10 @@ impl DockerRuntime {
 
     /// The IPv4 gateway of Docker's default `bridge` network (`172.17.0.1` by default): the
     /// address of the Docker host that `host.docker.internal` names inside a bridged
-    /// container, where Switchboard must listen for webhooks (`docs/docker.md`). `None` when
-    /// the network has no IPv4 gateway configured.
+    /// container, where Switchboard must listen for webhooks (`docs/docker.md`). The default
+    /// bridge often names only its subnet (`172.17.0.0/16`), the gateway then being the
+    /// subnet's first address, as the engine assigns it. `None` when the network has no IPv4
+    /// gateway or subnet.
     ///
     /// # Errors
     /// [`DockerError::Api`] when the daemon fails to answer or has no `bridge` network.
@@ -193,7 +195,12 @@ impl DockerRuntime {
                 .and_then(|ipam| ipam.config)
                 .unwrap_or_default()
                 .into_iter()
-                .filter_map(|c| c.gateway?.parse::<Ipv4Addr>().ok())
+                .filter_map(|c| {
+                    c.gateway
+                        .as_deref()
+                        .and_then(|g| g.parse::<Ipv4Addr>().ok())
+                        .or_else(|| first_host(c.subnet.as_deref()?))
+                })
                 .next())
         })
     }
@@ -207,6 +214,30 @@ impl DockerRuntime {
     }
 }
 
+/// The first host address of an IPv4 subnet `a.b.c.d/len` (`172.17.0.0/16` → `172.17.0.1`).
+fn first_host(subnet: &str) -> Option<Ipv4Addr> {
+    let (address, len) = subnet.split_once('/')?;
+    let address: Ipv4Addr = address.parse().ok()?;
+    let len: u32 = len.parse().ok().filter(|l| *l <= 30)?;
+    let mask = u32::MAX.checked_shl(32 - len).unwrap_or(0);
+    Some(Ipv4Addr::from((u32::from(address) & mask) + 1))
+}
+
 fn runtime_to_docker(e: RuntimeError) -> DockerError {
     DockerError::Api(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::first_host;
+
+    #[test]
+    fn a_subnets_first_host_is_its_gateway() {
+        assert_eq!(first_host("172.17.0.0/16"), Some([172, 17, 0, 1].into()));
+        assert_eq!(first_host("10.1.2.128/25"), Some([10, 1, 2, 129].into()));
+        assert_eq!(first_host("10.1.2.3/24"), Some([10, 1, 2, 1].into()));
+        assert_eq!(first_host("fd00::/64"), None);
+        assert_eq!(first_host("10.0.0.0/31"), None);
+        assert_eq!(first_host("10.0.0.0"), None);
+    }
 }

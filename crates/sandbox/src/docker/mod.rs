@@ -60,6 +60,7 @@ pub use config::{
 pub use error::DockerError;
 pub use images::normalize_reference;
 pub use inventory::SandboxContainer;
+pub use start::HOST_ONLY_VARIABLES;
 pub use state::exit_reason;
 
 use error::{io, is_not_found, is_port_clash, words};

@@ -13,6 +13,11 @@ use crate::docker::config::{DockerNetwork, RUNTIME_NAME};
 use crate::docker::error::{is_not_found, is_port_clash, words};
 use crate::docker::{ContainerIdentity, DockerRuntime, create};
 
+/// Passthrough variables a container never gets: the host's `PATH`, `HOME` and `LANG` (which
+/// the process runtime always passes) name the host's files, not the image's; the image sets
+/// its own. A spec's `initial_env` can still set them.
+pub const HOST_ONLY_VARIABLES: [&str; 3] = ["PATH", "HOME", "LANG"];
+
 /// How many host ports a start tries when the chosen one is taken in the meantime.
 const PORT_ATTEMPTS: usize = 5;
 
@@ -30,11 +35,26 @@ impl DockerRuntime {
         launch: &LaunchSpec,
         org_id: Option<&OrgId>,
     ) -> Result<RuntimeHandle, RuntimeError> {
+        let launch = &self.for_container(launch);
         let labels = create::labels(&self.config, launch, org_id);
         // Checked before anything is created.
         let working_dir = create::working_dir(&launch.spec.working_dir)?;
         crate::launch::environment(launch)?;
         self.block_on(self.start_async(launch, labels, working_dir))
+    }
+
+    /// `launch` as a container gets it: the configured webhook URL in place of the
+    /// launch's ([`DockerConfig::webhook_base_url`](crate::docker::DockerConfig::webhook_base_url)),
+    /// and without the passthrough variables that describe the host rather than the image
+    /// ([`HOST_ONLY_VARIABLES`]).
+    fn for_container(&self, launch: &LaunchSpec) -> LaunchSpec {
+        let mut l = launch.clone();
+        if let Some(url) = &self.config.webhook_base_url {
+            l.webhook_base_url.clone_from(url);
+        }
+        l.passthrough_env
+            .retain(|(name, _)| !HOST_ONLY_VARIABLES.contains(&name.as_str()));
+        l
     }
 
     async fn start_async(
