@@ -28,6 +28,21 @@ pub enum ApiError {
     /// Reading the request failed (client went away, broken chunking).
     #[error("Could not read the request body: {0}")]
     BadBody(String),
+    /// The body did not arrive within the read timeout or above the minimum rate (API.md,
+    /// Request bodies): 408, and the connection is closed.
+    #[error("Request body not received in time")]
+    BodyTimeout,
+    /// No room among the body bytes in flight came within the read timeout (API.md, Request
+    /// bodies): 503 with `Retry-After`.
+    #[error("Too many request bodies in flight, retry later")]
+    BodiesInFlight,
+    /// The client address or credential is over its request rate (API.md, Reliability and
+    /// security): 429 with `Retry-After`.
+    #[error("Too many requests, retry later")]
+    RateLimited {
+        /// Seconds until a request would be admitted (at least 1).
+        retry_after_secs: u64,
+    },
     /// Something that should not happen; logged, never shown.
     #[error("internal error: {0}")]
     Internal(String),
@@ -76,14 +91,26 @@ impl ApiError {
                     D::SandboxNotManaged | D::SandboxNotRunnable(_) => StatusCode::CONFLICT,
                     D::SandboxesDisabled => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
-                    D::DuplicateMarketplaceNames(_) => StatusCode::BAD_REQUEST,
+                    D::DuplicateMarketplaceNames(_)
+                    | D::TooManyStartTaskIds(_)
+                    | D::BadStartRequest(_) => StatusCode::BAD_REQUEST,
                     D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
                     D::Storage(StorageError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
                     D::Storage(_) | D::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
+                    D::TooManyAppConversationIds(_) => StatusCode::BAD_REQUEST,
+                    D::ConversationSandboxMissing => StatusCode::GONE,
+                    D::ConversationSandboxUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+                    D::ConversationSandboxNotManaged => StatusCode::CONFLICT,
+                    D::AgentServerFailed(_) => StatusCode::BAD_GATEWAY,
                 };
                 let message = match status {
                     StatusCode::INTERNAL_SERVER_ERROR => "Internal server error".to_owned(),
-                    StatusCode::SERVICE_UNAVAILABLE if !matches!(d, D::SandboxesDisabled) => {
+                    StatusCode::SERVICE_UNAVAILABLE
+                        if !matches!(
+                            d,
+                            D::SandboxesDisabled | D::ConversationSandboxUnavailable(_)
+                        ) =>
+                    {
                         "Service unavailable, retry later".to_owned()
                     }
                     _ => d.to_string(),
@@ -93,6 +120,9 @@ impl ApiError {
             ApiError::Validation(_) => (StatusCode::UNPROCESSABLE_ENTITY, String::new()),
             ApiError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string()),
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, self.to_string()),
+            ApiError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, self.to_string()),
+            ApiError::BodiesInFlight => (StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
+            ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string()),
             ApiError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Internal server error".to_owned(),
@@ -115,6 +145,19 @@ impl ResponseError for ApiError {
         let mut resp = HttpResponse::build(status);
         if status == StatusCode::UNAUTHORIZED {
             resp.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        match self {
+            // The rest of a body that came too slowly is not waited for.
+            ApiError::BodyTimeout => {
+                resp.force_close();
+            }
+            ApiError::BodiesInFlight => {
+                resp.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+            }
+            ApiError::RateLimited { retry_after_secs } => {
+                resp.insert_header((header::RETRY_AFTER, HeaderValue::from(*retry_after_secs)));
+            }
+            _ => {}
         }
         match self {
             ApiError::Validation(entries) => resp.json(json!({ "detail": entries })),

@@ -18,6 +18,7 @@ use crate::AppState;
 use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, path_uuid};
+use crate::openapi::params::{InstantParam, PageLimit};
 use crate::responses::ConversationErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -32,24 +33,35 @@ fn limit_description() -> String {
     format!("1..={MAX_PAGE_LIMIT}, default {MAX_PAGE_LIMIT}")
 }
 
-/// The schema of the `limit` parameter: an integer from 1 to [`MAX_PAGE_LIMIT`], by default
-/// [`MAX_PAGE_LIMIT`].
-struct PageLimit;
+/// The schema of `kind__eq`: one of the event kinds ([`EventKind::NAMES`]).
+struct EventKindName;
 
-impl utoipa::PartialSchema for PageLimit {
+impl utoipa::PartialSchema for EventKindName {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
         ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-            .minimum(Some(1))
-            .maximum(Some(MAX_PAGE_LIMIT))
-            .default(Some(MAX_PAGE_LIMIT.into()))
+            .schema_type(Type::String)
+            .enum_values(Some(EventKind::NAMES.iter().copied()))
             .into()
     }
 }
 
-impl utoipa::ToSchema for PageLimit {}
+impl utoipa::ToSchema for EventKindName {}
+
+/// The schema of `sort_order`: `TIMESTAMP` or `TIMESTAMP_DESC`.
+struct SortOrderName;
+
+impl utoipa::PartialSchema for SortOrderName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .enum_values(Some(SORT_ORDERS.map(|(n, _)| n)))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for SortOrderName {}
 
 /// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
 pub(crate) fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
@@ -173,12 +185,12 @@ fn page_json(page: &EventPageOut) -> String {
 /// Searches a conversation's events (spec §4.1).
 #[utoipa::path(tag = "Events",
     params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
-        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
-        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
-        ("sort_order" = Option<String>, Query, description = "TIMESTAMP (default) or TIMESTAMP_DESC"),
-        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation UUID (dashed or 32 hex)"),
+        ("kind__eq" = inline(Option<EventKindName>), Query, description = "Only this event kind"),
+        ("timestamp__gte" = inline(Option<InstantParam>), Query, description = "Only events at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
+        ("timestamp__lt" = inline(Option<InstantParam>), Query, description = "Only events before"),
+        ("sort_order" = inline(Option<SortOrderName>), Query, description = "TIMESTAMP (default) or TIMESTAMP_DESC"),
+        ("page_id" = Option<String>, Query, description = "The `next_page_id` of the previous page (opaque; any other value is 422)"),
         ("limit" = inline(Option<PageLimit>), Query, description = limit_description()),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
@@ -207,14 +219,14 @@ pub async fn search_events(
 /// Counts a conversation's events matching the filters of search: a bare integer.
 #[utoipa::path(tag = "Events",
     params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("kind__eq" = Option<String>, Query, description = "Only this event kind"),
-        ("timestamp__gte" = Option<String>, Query, description = "Only events at or after"),
-        ("timestamp__lt" = Option<String>, Query, description = "Only events before"),
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation UUID (dashed or 32 hex)"),
+        ("kind__eq" = inline(Option<EventKindName>), Query, description = "Only this event kind"),
+        ("timestamp__gte" = inline(Option<InstantParam>), Query, description = "Only events at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
+        ("timestamp__lt" = inline(Option<InstantParam>), Query, description = "Only events before"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses((status = 200, body = i64), ConversationErrors))]
+    responses((status = 200, body = i64, content_type = "application/json"), ConversationErrors))]
 #[get("/api/v1/conversation/{conversation_id}/events/count")]
 pub async fn count_events(
     state: web::Data<AppState>,
@@ -233,8 +245,8 @@ pub async fn count_events(
 /// Gets events by id (`?id=…&id=…`, at most 100), in request order, `null` for unknown ids.
 #[utoipa::path(tag = "Events",
     params(
-        ("conversation_id" = String, Path, description = "Conversation UUID"),
-        ("id" = Vec<String>, Query, description = "Event ids (repeat the parameter)"),
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation UUID (dashed or 32 hex)"),
+        ("id" = Vec<String>, Query, min_items = 1, max_items = 100, description = "Event ids (repeat the parameter), 1 to 100; an unknown id (or one with NUL) gives null"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),

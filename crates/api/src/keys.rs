@@ -8,8 +8,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::dto::{ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ErrorDetail, HTTPValidationError};
 use crate::error::ApiResult;
-use crate::extract::{Caller, DEFAULT_BODY_LIMIT, RawBody, path_uuid};
-use crate::responses::{ApiKeyErrors, too_large};
+use crate::extract::{Caller, RawBody, path_uuid};
+use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -22,11 +22,11 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// (`manage_api_keys`). The key is in the response, once; only its SHA-256 is stored.
 #[utoipa::path(tag = "Keys",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization to bind the key to (UUID)")),
-    request_body = crate::dto::ApiKeyCreate,
+    request_body(content = Object, description = "The key to create (`ApiKeyCreate`)", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ApiKeyCreated),
-        (status = 413, description = too_large(DEFAULT_BODY_LIMIT), body = ErrorDetail),
+        BodyErrors,
         ApiKeyErrors,
         (status = 422, description = "Bad name or an expiry in the past", body = HTTPValidationError),
     ))]
@@ -36,9 +36,12 @@ pub async fn create_api_key(
     caller: Caller,
     body: RawBody,
 ) -> ApiResult<web::Json<ApiKeyCreated>> {
-    let issued = caller
-        .run(state, move |s, ctx| {
-            ctx.require(Permission::ManageApiKeys)?;
+    let ctx = caller.authenticate(&state).await?;
+    ctx.require(Permission::ManageApiKeys)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let issued = state
+        .blocking(move || {
             let request = parse_new_key(&body.json()?)?;
             Ok(s.services
                 .api_keys()
@@ -71,7 +74,7 @@ pub async fn list_api_keys(
 
 /// Revokes one of the caller's keys (`manage_api_keys`); another user's key is 404.
 #[utoipa::path(tag = "Keys",
-    params(("id" = String, Path, description = "Key id (UUID)"), ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    params(("id" = uuid::Uuid, Path, description = "Key id (UUID)"), ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ApiKeyRevoked),

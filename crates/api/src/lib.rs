@@ -4,9 +4,10 @@
 //! services, metrics, pool statistics), so tests and the binary run the same app. One handler
 //! module per resource ([`health`], [`org_settings`], [`keys`], [`users`], [`events`],
 //! [`webhooks`], [`sandbox_specs`], [`sandboxes`]) registers its routes and their OpenAPI paths in one declaration, collected by
-//! [`routes`]. Handlers authenticate first ([`extract::Caller`]: `X-Access-Token` or
-//! `Authorization: Bearer`; [`extract::SandboxCaller`]: `X-Session-API-Key`), resolve the
-//! effective organization, then read and validate bodies; failures map to statuses in one
+//! [`routes`]. Handlers authenticate from the headers first ([`extract::Caller`]:
+//! `X-Access-Token` or `Authorization: Bearer`; [`extract::SandboxCaller`]:
+//! `X-Session-API-Key`) and resolve the effective organization, and only then read bodies
+//! (under [`extract::BodyLimits`]) and validate them; failures map to statuses in one
 //! table ([`error::ApiError`]), 422s in FastAPI's shape. Blocking domain work runs on actix's
 //! blocking pool, never on the async executor.
 
@@ -20,19 +21,23 @@ use utoipa_actix_web::AppExt;
 use switchboard_domain::Switchboard;
 use tokio::sync::Semaphore;
 
+pub mod app_conversations;
 pub mod dto;
 pub mod error;
 pub mod events;
 pub mod extract;
 pub mod health;
 pub mod keys;
+pub mod live;
 pub mod metrics;
 pub mod openapi;
 pub mod org_settings;
+pub mod rate_limit;
 pub mod responses;
 pub mod routes;
 pub mod sandbox_specs;
 pub mod sandboxes;
+pub mod start_tasks;
 pub mod users;
 pub mod webhooks;
 
@@ -51,6 +56,13 @@ pub struct AppState {
     /// requests beyond that wait here (an async wait, no thread) instead of parking blocking
     /// threads on the connection pool (measured: the thread churn cost more than the queries).
     pub db_permits: Arc<Semaphore>,
+    /// The limits on reading request bodies and the room for body bytes in flight, shared by
+    /// every worker (API.md, Request bodies).
+    pub bodies: Arc<extract::BodyGate>,
+    /// Request rate limits (API.md, Reliability and security); `None` when both are off.
+    pub rate_limits: Option<Arc<rate_limit::RateLimits>>,
+    /// Live delivery: the subscribers' hub, limits and shutdown (API.md, Live delivery).
+    pub live: Arc<live::Live>,
 }
 
 /// Default concurrent blocking calls when the pool size is not given.
@@ -75,7 +87,29 @@ impl AppState {
             metrics: Metrics::new(),
             pool_stats,
             db_permits: Arc::new(Semaphore::new(db_concurrency.max(1))),
+            bodies: Arc::new(extract::BodyGate::default()),
+            rate_limits: None,
+            live: Arc::new(live::Live::default()),
         }
+    }
+
+    /// The same state reading bodies under `limits` instead of the defaults.
+    pub fn with_body_limits(mut self, limits: extract::BodyLimits) -> Self {
+        self.bodies = Arc::new(extract::BodyGate::new(limits));
+        self
+    }
+
+    /// The same state limiting request rates by `config` (no limiter when both are 0).
+    pub fn with_rate_limits(mut self, config: rate_limit::RateLimitConfig) -> Self {
+        let limits = rate_limit::RateLimits::new(config);
+        self.rate_limits = limits.enabled().then(|| Arc::new(limits));
+        self
+    }
+
+    /// The same state with live delivery under `config`.
+    pub fn with_live(mut self, config: live::LiveConfig) -> Self {
+        self.live = Arc::new(live::Live::new(config));
+        self
     }
 
     /// Runs blocking domain work on the blocking pool once admitted.
@@ -95,8 +129,8 @@ impl AppState {
     }
 }
 
-/// The app: every route of the route table ([`routes::configure`]), 405 and 404 answers in
-/// FastAPI's shape, and the request-id/metrics middleware.
+/// The app: every route of the route table ([`routes::configure`]), 405 (with `Allow`) and 404
+/// answers in FastAPI's shape, and the request-id/metrics middleware.
 pub fn create_app(
     state: web::Data<AppState>,
 ) -> App<
@@ -113,5 +147,12 @@ pub fn create_app(
         .app_data(state)
         .configure(routes::configure)
         .split_for_parts();
-    routes::fallbacks(app, doc.paths.paths.into_keys()).wrap(from_fn(metrics::observe))
+    let paths = doc
+        .paths
+        .paths
+        .iter()
+        .map(|(path, item)| (path.clone(), routes::allowed_methods(item)));
+    routes::fallbacks(app, paths)
+        .wrap(from_fn(rate_limit::limit))
+        .wrap(from_fn(metrics::observe))
 }

@@ -9,8 +9,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::dto::{ErrorDetail, OrgAppSettingsResponse};
 use crate::error::ApiResult;
-use crate::extract::{Caller, DEFAULT_BODY_LIMIT, RawBody};
-use crate::responses::{ApiKeyErrors, too_large};
+use crate::extract::{Caller, RawBody};
+use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -41,18 +41,19 @@ pub async fn get_org_app_settings(
 }
 
 /// Updates the effective organization's app settings. Checks, in order: API key (401),
-/// `manage_application_settings` in the effective organization (403/404), body (422),
+/// `manage_application_settings` in the effective organization (403/404), body (413, 408,
+/// 503 while reading it; then 422),
 /// `edit_org_settings` when `registered_marketplaces` is sent (403), the version in
 /// `last_known_updated_at` (409), duplicate marketplace names (400).
 #[utoipa::path(tag = "Orgs",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization to act on (UUID)")),
-    request_body = crate::dto::OrgAppSettingsUpdate,
+    request_body(content = Object, description = "The changes (`OrgAppSettingsUpdate`)", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = OrgAppSettingsResponse),
         (status = 400, description = "Duplicate marketplace names", body = ErrorDetail),
         (status = 409, description = "Modified since last_known_updated_at", body = ErrorDetail),
-        (status = 413, description = too_large(DEFAULT_BODY_LIMIT), body = ErrorDetail),
+        BodyErrors,
         ApiKeyErrors,
     ))]
 #[post("/api/organizations/app")]
@@ -61,9 +62,12 @@ pub async fn update_org_app_settings(
     caller: Caller,
     body: RawBody,
 ) -> ApiResult<web::Json<OrgAppSettingsResponse>> {
-    let settings = caller
-        .run(state, move |s, ctx| {
-            ctx.require(Permission::ManageApplicationSettings)?;
+    let ctx = caller.authenticate(&state).await?;
+    ctx.require(Permission::ManageApplicationSettings)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let settings = state
+        .blocking(move || {
             let update = parse_settings_update(&body.json()?)?;
             Ok(s.services
                 .org_settings()

@@ -8,6 +8,7 @@ use utoipa::openapi::{RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, ToSchema};
 
 use crate::dto::{ErrorDetail, HTTPValidationError};
+use crate::extract::DEFAULT_BODY_LIMIT;
 use crate::webhooks::WEBHOOK_BODY_LIMIT;
 
 /// An answer with a JSON body of schema `T`.
@@ -28,6 +29,10 @@ fn answer<T: ToSchema>(description: &str) -> RefOr<Response> {
 pub fn too_large(limit: usize) -> String {
     format!("Body over {} MiB", limit >> 20)
 }
+
+const BODY_TIMEOUT: &str = "The body did not arrive within the read timeout or above the minimum rate; the connection is closed";
+const BODIES_IN_FLIGHT: &str =
+    "No room among the request bodies in flight within the read timeout; retry (Retry-After)";
 
 const UNPROCESSABLE: &str = "A malformed header, path, query or body value: one FastAPI entry each";
 const INTERNAL: &str = "Internal server error (logged with the request id)";
@@ -100,9 +105,26 @@ impl IntoResponses for SandboxErrors {
     }
 }
 
+/// What reading a body of a route with the default limit may answer (API.md, Request
+/// bodies): 408 (read timeout or minimum rate), 413 (over 1 MiB), 503 (no room in time).
+pub struct BodyErrors;
+
+impl IntoResponses for BodyErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        BTreeMap::from([
+            ("408".to_owned(), answer::<ErrorDetail>(BODY_TIMEOUT)),
+            (
+                "413".to_owned(),
+                answer::<ErrorDetail>(&too_large(DEFAULT_BODY_LIMIT)),
+            ),
+            ("503".to_owned(), answer::<ErrorDetail>(BODIES_IN_FLIGHT)),
+        ])
+    }
+}
+
 /// What an agent-server webhook (authenticated by a sandbox session key) may answer besides
-/// its own: 401, 404 (the conversation belongs to another organization), 413 (over
-/// [`WEBHOOK_BODY_LIMIT`]), 422, 500.
+/// its own: 401, 404 (the conversation belongs to another organization), 408, 413 (over
+/// [`WEBHOOK_BODY_LIMIT`]), 422, 500, 503 (as [`BodyErrors`]).
 pub struct WebhookErrors;
 
 impl IntoResponses for WebhookErrors {
@@ -116,10 +138,12 @@ impl IntoResponses for WebhookErrors {
                 "404".to_owned(),
                 answer::<ErrorDetail>("The conversation belongs to another organization"),
             ),
+            ("408".to_owned(), answer::<ErrorDetail>(BODY_TIMEOUT)),
             (
                 "413".to_owned(),
                 answer::<ErrorDetail>(&too_large(WEBHOOK_BODY_LIMIT)),
             ),
+            ("503".to_owned(), answer::<ErrorDetail>(BODIES_IN_FLIGHT)),
             (
                 "422".to_owned(),
                 answer::<HTTPValidationError>(UNPROCESSABLE),

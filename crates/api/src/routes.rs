@@ -1,15 +1,20 @@
 //! The route table: each handler module registers its routes and their OpenAPI paths in one
 //! declaration (its `configure`), collected here in the document's order, so the routes the
 //! app serves and the paths the document lists are the same by construction. After them, a
-//! known path with a method it does not serve answers 405, and anything else 404, both as
-//! FastAPI answers.
+//! known path with a method it does not serve answers 405 with `Allow`, and anything else 404,
+//! both as FastAPI answers.
 
 use actix_web::dev::{ServiceFactory, ServiceRequest};
+use actix_web::http::header;
 use actix_web::{App, HttpResponse, web};
+use utoipa::openapi::PathItem;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
-use crate::{events, health, keys, org_settings, sandbox_specs, sandboxes, users, webhooks};
+use crate::{
+    app_conversations, events, health, keys, live, org_settings, sandbox_specs, sandboxes,
+    start_tasks, users, webhooks,
+};
 
 /// Registers every route and its OpenAPI path, module by module.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -21,6 +26,9 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     webhooks::configure(cfg);
     sandbox_specs::configure(cfg);
     sandboxes::configure(cfg);
+    start_tasks::configure(cfg);
+    app_conversations::configure(cfg);
+    live::sockets::configure(cfg);
 }
 
 /// Every route served, as `(method, path pattern)` in lowercase method names, read from the
@@ -37,23 +45,50 @@ pub fn table() -> Vec<(String, String)> {
     out
 }
 
-/// Adds, after the routes, a 405 for each of `paths` (the routes' patterns) with any other
-/// method, and the 404 for everything else.
-pub(crate) fn fallbacks<T>(mut app: App<T>, paths: impl IntoIterator<Item = String>) -> App<T>
+/// The methods a documented path serves, as an `Allow` header value (`GET, POST`).
+pub(crate) fn allowed_methods(item: &PathItem) -> String {
+    [
+        ("GET", &item.get),
+        ("PUT", &item.put),
+        ("POST", &item.post),
+        ("DELETE", &item.delete),
+        ("OPTIONS", &item.options),
+        ("HEAD", &item.head),
+        ("PATCH", &item.patch),
+        ("TRACE", &item.trace),
+    ]
+    .into_iter()
+    .filter(|(_, op)| op.is_some())
+    .map(|(m, _)| m)
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// Adds, after the routes, a 405 for each of `paths` (the routes' patterns, with the methods
+/// each serves) with any other method, and the 404 for everything else.
+pub(crate) fn fallbacks<T>(
+    mut app: App<T>,
+    paths: impl IntoIterator<Item = (String, String)>,
+) -> App<T>
 where
     T: ServiceFactory<ServiceRequest, Config = (), Error = actix_web::Error, InitError = ()>,
 {
-    for path in paths {
-        app = app.service(web::resource(path).to(method_not_allowed));
+    for (path, allow) in paths {
+        app = app.service(
+            web::resource(path).to(move || std::future::ready(method_not_allowed(&allow))),
+        );
     }
     app.default_service(web::to(not_found))
 }
 
-/// A known path with a method it does not serve: 405 `{"detail": "Method Not Allowed"}`.
-pub async fn method_not_allowed() -> HttpResponse {
-    HttpResponse::MethodNotAllowed().json(ErrorDetail {
-        detail: "Method Not Allowed".into(),
-    })
+/// A known path with a method it does not serve: 405 `{"detail": "Method Not Allowed"}` with
+/// `Allow` naming the methods it serves (RFC 9110 §15.5.6).
+pub fn method_not_allowed(allow: &str) -> HttpResponse {
+    HttpResponse::MethodNotAllowed()
+        .insert_header((header::ALLOW, allow))
+        .json(ErrorDetail {
+            detail: "Method Not Allowed".into(),
+        })
 }
 
 /// Unknown routes: 404 `{"detail": "Not Found"}`, as FastAPI answers.

@@ -9,8 +9,9 @@ use crate::AppState;
 use crate::dto::{ErrorDetail, SandboxSpecInfo, SandboxSpecInfoPage};
 use crate::error::ApiResult;
 use crate::extract::{Caller, QueryPairs};
+use crate::openapi::params::PageLimit;
 use crate::responses::ApiKeyErrors;
-use crate::sandboxes::{SandboxPageLimit, batch_ids, parse_paging};
+use crate::sandboxes::{batch_ids, parse_paging};
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -20,8 +21,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// The sandbox specs, in the configured order (the first is the default of a start).
 #[utoipa::path(tag = "Sandbox specs",
     params(
-        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
-        ("limit" = inline(Option<SandboxPageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
+        ("page_id" = Option<String>, Query, description = "The `next_page_id` of the previous page (opaque; any other value is 422)"),
+        ("limit" = inline(Option<PageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
@@ -47,7 +48,7 @@ pub async fn search_sandbox_specs(
 /// Sandbox specs by id (`?id=…&id=…`, at most 100), in request order, `null` for unknown ids.
 #[utoipa::path(tag = "Sandbox specs",
     params(
-        ("id" = Vec<String>, Query, description = "Spec ids (repeat the parameter; at most 100)"),
+        ("id" = Vec<String>, Query, max_items = 100, description = "Spec ids (repeat the parameter; at most 100)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),

@@ -17,6 +17,7 @@ use crate::AppState;
 use crate::dto::{ErrorDetail, SandboxInfo, SandboxPage, StartSandboxRequest, Success};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, parse_json_body, path_uuid};
+use crate::openapi::params::PageLimit;
 use crate::responses::{ApiKeyErrors, SandboxErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -28,25 +29,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(resume_sandbox)
         .service(delete_sandbox);
 }
-
-/// The schema of a `limit` parameter: an integer from 1 to [`MAX_SANDBOX_PAGE`], by default
-/// [`MAX_SANDBOX_PAGE`] (reference app-server §3.2).
-pub(crate) struct SandboxPageLimit;
-
-impl utoipa::PartialSchema for SandboxPageLimit {
-    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-            .minimum(Some(1))
-            .maximum(Some(MAX_SANDBOX_PAGE))
-            .default(Some(MAX_SANDBOX_PAGE.into()))
-            .into()
-    }
-}
-
-impl utoipa::ToSchema for SandboxPageLimit {}
 
 /// Reads `page_id` (a cursor this service wrote for keyset `C`) and `limit` (1..=100,
 /// default 100); every malformed value is a 422 entry, all reported together.
@@ -108,7 +90,9 @@ pub(crate) fn batch_ids(query: &QueryPairs) -> Result<Vec<String>, ApiError> {
     responses(
         (status = 200, body = SandboxInfo),
         (status = 400, description = "Unknown sandbox spec (named in the detail)", body = ErrorDetail),
-        (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
+        (status = 503, description = "This server runs no sandboxes, or no room among the request bodies in flight in time", body = ErrorDetail),
+        (status = 408, description = "The body did not arrive in time (read timeout or minimum rate)", body = ErrorDetail),
+        (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
         ApiKeyErrors,
     ))]
 #[post("/api/v1/sandboxes")]
@@ -118,10 +102,13 @@ pub async fn start_sandbox(
     query: QueryPairs,
     body: RawBody,
 ) -> ApiResult<web::Json<SandboxInfo>> {
-    let view = caller
-        .run(state, move |s, ctx| {
+    let ctx = caller.authenticate(&state).await?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let view = state
+        .blocking(move || {
             let from_query = query.all("sandbox_spec_id").into_iter().next();
-            let from_body = spec_from_body(&body.bytes()?)?;
+            let from_body = spec_from_body(body.bytes())?;
             let spec = from_query.or(from_body);
             Ok(s.services
                 .sandboxes()
@@ -131,13 +118,17 @@ pub async fn start_sandbox(
     Ok(web::Json(view.into()))
 }
 
-/// The optional body of a start: empty, or an object whose `sandbox_spec_id` is a string or
-/// null (other fields are ignored, as FastAPI does).
+/// The optional body of a start: empty, JSON `null` (the document's `oneOf [null, …]`, as
+/// FastAPI reads an optional body), or an object whose `sandbox_spec_id` is a string or null
+/// (other fields are ignored, as FastAPI does).
 fn spec_from_body(bytes: &[u8]) -> Result<Option<String>, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Ok(None);
     }
     let body = parse_json_body(bytes)?;
+    if body.is_null() {
+        return Ok(None);
+    }
     let Value::Object(obj) = &body else {
         return Err(model_type(loc(["body"]), "StartSandboxRequest", &body).into());
     };
@@ -153,8 +144,8 @@ fn spec_from_body(bytes: &[u8]) -> Result<Option<String>, ApiError> {
 /// no agent server is called.
 #[utoipa::path(tag = "Sandboxes",
     params(
-        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page"),
-        ("limit" = inline(Option<SandboxPageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
+        ("page_id" = Option<String>, Query, description = "The `next_page_id` of the previous page (opaque; any other value is 422)"),
+        ("limit" = inline(Option<PageLimit>), Query, description = format!("1..={MAX_SANDBOX_PAGE}, default {MAX_SANDBOX_PAGE}")),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
@@ -180,7 +171,7 @@ pub async fn search_sandboxes(
 /// or one the caller does not see.
 #[utoipa::path(tag = "Sandboxes",
     params(
-        ("id" = Vec<uuid::Uuid>, Query, description = "Sandbox ids (repeat the parameter; at most 100)"),
+        ("id" = Vec<uuid::Uuid>, Query, max_items = 100, description = "Sandbox ids (repeat the parameter; at most 100)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
@@ -285,10 +276,12 @@ pub async fn resume_sandbox(
 /// at once; its process is stopped (SIGTERM, 10 s, SIGKILL) and its directory removed in the
 /// background. Conversations and events stay. OpenHands clients call
 /// `DELETE /api/v1/sandboxes/<anything>?sandbox_id=<id>` (reference app-server §3.2): when
-/// `sandbox_id` is given, it names the sandbox and the path value is ignored.
+/// `sandbox_id` is given, it names the sandbox and the path value is ignored; without it, a
+/// path value that is not a UUID names no sandbox: 404, like an unknown one (the path is any
+/// string in the document, since clients put anything there).
 #[utoipa::path(tag = "Sandboxes",
     params(
-        ("id" = String, Path, description = "Sandbox id (dashed or 32 hex); ignored when sandbox_id is given"),
+        ("id" = String, Path, description = "Sandbox id (dashed or 32 hex; anything else is 404); ignored when sandbox_id is given"),
         ("sandbox_id" = Option<uuid::Uuid>, Query, description = "Sandbox id, OpenHands' form"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
@@ -308,7 +301,7 @@ pub async fn delete_sandbox(
                 Some(q) => q
                     .parse::<SandboxId>()
                     .map_err(|_| uuid_parsing(QueryPairs::loc("sandbox_id"), &q))?,
-                None => SandboxId(path_uuid(&raw, "id")?),
+                None => SandboxId(path_uuid(&raw, "id").map_err(|_| DomainError::SandboxNotFound)?),
             };
             Ok(s.services.sandboxes().delete_sandbox(&ctx, id)?)
         })

@@ -29,10 +29,10 @@ fn success() -> HttpResponse {
 /// durable.
 #[utoipa::path(tag = "Webhooks",
     params(
-        ("conversation_id" = String, Path, description = "Conversation UUID (dashed or 32 hex)"),
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation UUID (dashed or 32 hex)"),
     ),
     security(("SessionKeyHeader" = [])),
-    request_body(content = Vec<Object>, description = "JSON array of events"),
+    request_body(content = Vec<Object>, description = "JSON array of events (`Event`)", content_type = "application/json"),
     responses(
         (status = 200, description = "{\"success\": true}"),
         WebhookErrors,
@@ -45,12 +45,16 @@ pub async fn webhook_events(
     path: web::Path<String>,
     body: RawBody<WEBHOOK_BODY_LIMIT>,
 ) -> ApiResult<HttpResponse> {
-    let raw = path.into_inner();
-    caller
-        .run(state, move |s, sandbox| {
-            let id = conversation_id(&raw)?;
-            let text = body.text()?;
-            let outcome = s.services.events().ingest_events(&sandbox, id, &text)?;
+    let sandbox = caller.authenticate(&state).await?;
+    let id = conversation_id(&path.into_inner())?;
+    let body = body.read().await?;
+    let s = state.clone();
+    state
+        .blocking(move || {
+            let outcome = s
+                .services
+                .events()
+                .ingest_events(&sandbox, id, body.text()?)?;
             tracing::debug!(stored = outcome.stored, skipped = outcome.skipped, conversation = %id, "events ingested");
             Ok(())
         })
@@ -62,7 +66,7 @@ pub async fn webhook_events(
 /// and metadata (creating the conversation if need be).
 #[utoipa::path(tag = "Webhooks",
     security(("SessionKeyHeader" = [])),
-    request_body(content = Object, description = "The agent server's ConversationInfo"),
+    request_body(content = Object, description = "The agent server's ConversationInfo", content_type = "application/json"),
     responses((status = 200, description = "{\"success\": true}"), WebhookErrors))]
 #[post("/api/v1/webhooks/conversations")]
 pub async fn webhook_conversations(
@@ -70,8 +74,11 @@ pub async fn webhook_conversations(
     caller: SandboxCaller,
     body: RawBody<WEBHOOK_BODY_LIMIT>,
 ) -> ApiResult<HttpResponse> {
-    caller
-        .run(state, move |s, sandbox| {
+    let sandbox = caller.authenticate(&state).await?;
+    let body = body.read().await?;
+    let s = state.clone();
+    state
+        .blocking(move || {
             let info = body.json()?;
             Ok(s.services
                 .conversations()

@@ -4,16 +4,6 @@ use serde::Serialize;
 use switchboard_domain::{ApiKeyView, IssuedKey};
 use utoipa::ToSchema;
 
-/// `POST /api/keys` body.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct ApiKeyCreate {
-    /// 1 to 100 characters.
-    name: String,
-    /// Optional expiry in the future (same forms as `last_known_updated_at`).
-    expires_at: Option<String>,
-}
-
 /// An API key, without its secret.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApiKeyResponse {

@@ -1,19 +1,23 @@
 //! Request and response bodies as the API writes them and the OpenAPI document describes
-//! them: the shared error and status bodies here, one module per resource.
+//! them: the shared error and status bodies here, one module per resource. Request bodies are
+//! described in `openapi::requests` (JSON Schema with every rule the parsers enforce).
 
+mod app_conversations;
 mod keys;
 mod org_settings;
 mod sandboxes;
+mod start_tasks;
 mod users;
 
-pub use keys::{ApiKeyCreate, ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
-pub use org_settings::{
-    MarketplaceRegistration, MarketplaceRegistrationInput, OrgAppSettingsResponse,
-    OrgAppSettingsUpdate,
-};
+pub use app_conversations::{AppConversationOut, AppConversationPage, SendMessageResponse};
+pub use keys::{ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
+pub use org_settings::{MarketplaceRegistration, OrgAppSettingsResponse};
 pub use sandboxes::{
     ExposedUrl, SandboxInfo, SandboxPage, SandboxSpecInfo, SandboxSpecInfoPage, SandboxStatusName,
     StartSandboxRequest, Success,
+};
+pub use start_tasks::{
+    AppConversationStartTask, AppConversationStartTaskPage, StartTaskStatusName,
 };
 pub use users::MeResponse;
 

@@ -64,37 +64,3 @@ impl From<&OrgAppSettings> for OrgAppSettingsResponse {
         }
     }
 }
-
-/// A marketplace entry as sent (unknown keys ignored; `scope` accepted and replaced by `org`).
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct MarketplaceRegistrationInput {
-    /// Required. Trimmed.
-    name: String,
-    /// Required. Trimmed.
-    source: String,
-    /// Optional.
-    #[schema(rename = "ref")]
-    git_ref: Option<String>,
-    /// Optional: relative, no `..`, no `://`.
-    repo_path: Option<String>,
-    /// Default false.
-    auto_load: Option<bool>,
-    /// `instance`, `org` or `personal`; ignored.
-    scope: Option<String>,
-}
-
-/// `OrgAppSettingsUpdate`: every field optional; an absent field is left alone.
-#[derive(Debug, ToSchema)]
-#[allow(dead_code)]
-pub struct OrgAppSettingsUpdate {
-    /// A boolean (`null` is refused).
-    enable_proactive_conversation_starters: Option<bool>,
-    /// A finite number > 0, or `null` to clear.
-    max_budget_per_task: Option<f64>,
-    /// The whole list (replaces it; `null` is refused). Needs `edit_org_settings`.
-    registered_marketplaces: Option<Vec<MarketplaceRegistrationInput>>,
-    /// The `updated_at` last seen: RFC 3339, naive ISO-8601 (UTC), a date, or Unix seconds.
-    /// When given and not equal to the stored version: 409.
-    last_known_updated_at: Option<String>,
-}

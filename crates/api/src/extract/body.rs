@@ -1,62 +1,96 @@
-//! [`RawBody`]: a request body read while the request is in flight, judged only after
-//! authentication.
+//! [`RawBody`]: a request body left unread until the caller is authenticated, then read
+//! ([`RawBody::read`]) under the server's limits (API.md, Request bodies): the route's size
+//! limit (413), room among the body bytes in flight ([`BodyGate`], 503), a read timeout and a
+//! minimum rate (408, connection closed).
+
+use std::sync::Arc;
 
 use actix_web::dev::Payload;
 use actix_web::http::header::CONTENT_LENGTH;
 use actix_web::{FromRequest, HttpRequest, web};
 use futures_util::StreamExt;
-use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
 use switchboard_domain::validation::{json_invalid, loc, missing};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
 
+use super::body_limits::{BodyGate, RATE_CHECK_EVERY};
+use crate::AppState;
 use crate::error::ApiError;
 
 /// 1 MiB: the default body limit (API.md, Conventions).
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 
-/// A request body, read up to `LIMIT` bytes (the route's limit, [`DEFAULT_BODY_LIMIT`] unless
-/// the handler names another) but not yet judged: a body over the limit (413) or unreadable
-/// (400) is reported by [`RawBody::json`], [`RawBody::text`] or [`RawBody::bytes`], which
-/// handlers call only after authentication, so an unauthenticated caller learns nothing from
-/// body errors. Reading it while the request is in flight lets the handler do authentication
-/// and its work in one blocking call.
-pub struct RawBody<const LIMIT: usize = DEFAULT_BODY_LIMIT>(Result<web::Bytes, ApiError>);
+/// A request body, not read yet: handlers authenticate from the headers first (and check the
+/// operation's permission), then call [`RawBody::read`], so an unauthenticated request never
+/// makes the server hold its body (issue 7 §2). `LIMIT` is the route's size limit in bytes,
+/// [`DEFAULT_BODY_LIMIT`] unless the handler names another. Dropped unread, the body is
+/// discarded by the HTTP layer and the connection closed after the response.
+pub struct RawBody<const LIMIT: usize = DEFAULT_BODY_LIMIT> {
+    payload: Payload,
+    declared: Option<usize>,
+    gate: Option<Arc<BodyGate>>,
+}
 
 impl<const LIMIT: usize> RawBody<LIMIT> {
-    /// The body parsed as JSON: 413 over the limit; 422 `missing` at `["body"]` when empty;
-    /// 422 `json_invalid` at `["body", <offset>]` when malformed (FastAPI's shape).
+    /// Reads the body: 413 when its declared length or its bytes exceed `LIMIT` (before
+    /// reading more than `LIMIT`); otherwise it waits for room for its declared length (or
+    /// `LIMIT` without one) among the body bytes in flight (503 after the read timeout), then
+    /// reads it within the read timeout and above the minimum rate (408, connection closed);
+    /// 400 when the stream breaks. The room is held until the returned [`Body`] is dropped.
     ///
     /// # Errors
     /// Those above.
-    pub fn json(self) -> Result<Value, ApiError> {
-        parse_json_body(&self.0?)
-    }
-
-    /// The body's bytes: 413 over the limit, 400 when it could not be read.
-    ///
-    /// # Errors
-    /// Those above.
-    pub fn bytes(self) -> Result<web::Bytes, ApiError> {
-        self.0
-    }
-
-    /// The body as UTF-8 text: as [`RawBody::bytes`], and 422 `json_invalid` at
-    /// `["body", <offset of the first invalid byte>]` when it is not UTF-8.
-    ///
-    /// # Errors
-    /// Those above.
-    pub fn text(self) -> Result<String, ApiError> {
-        let bytes = self.0?;
-        match std::str::from_utf8(&bytes) {
-            Ok(text) => Ok(text.to_owned()),
-            Err(e) => Err(json_invalid(e.valid_up_to(), &e.to_string()).into()),
+    pub async fn read(self) -> Result<Body, ApiError> {
+        let RawBody {
+            mut payload,
+            declared,
+            gate,
+        } = self;
+        if declared.is_some_and(|n| n > LIMIT) {
+            return Err(ApiError::PayloadTooLarge { limit: LIMIT });
         }
+        let gate = gate.ok_or_else(|| ApiError::Internal("no body gate in the app".into()))?;
+        let wanted = declared.unwrap_or(LIMIT);
+        let mut permit = gate.admit(wanted).await?;
+        let limits = *gate.limits();
+        let started = Instant::now();
+        let deadline = started + limits.read_timeout;
+        let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(LIMIT));
+        loop {
+            let now = Instant::now();
+            if now >= deadline || limits.too_slow(body.len(), now - started) {
+                return Err(ApiError::BodyTimeout);
+            }
+            let wake = deadline.min(now + RATE_CHECK_EVERY);
+            let chunk = match tokio::time::timeout_at(wake, payload.next()).await {
+                Err(_) => continue,
+                Ok(None) => break,
+                Ok(Some(Err(e))) => return Err(ApiError::BadBody(e.to_string())),
+                Ok(Some(Ok(chunk))) => chunk,
+            };
+            if body.len() + chunk.len() > LIMIT {
+                return Err(ApiError::PayloadTooLarge { limit: LIMIT });
+            }
+            body.extend_from_slice(&chunk);
+        }
+        // A body without a declared length took the route's limit: give back what it did
+        // not use.
+        if let Some(p) = permit.as_mut()
+            && p.num_permits() > body.len()
+        {
+            drop(p.split(p.num_permits() - body.len()));
+        }
+        Ok(Body {
+            bytes: body.freeze(),
+            _room: permit,
+        })
     }
 }
 
 impl<const LIMIT: usize> FromRequest for RawBody<LIMIT> {
     type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<RawBody<LIMIT>, ApiError>>;
+    type Future = std::future::Ready<Result<RawBody<LIMIT>, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let declared = req
@@ -64,25 +98,47 @@ impl<const LIMIT: usize> FromRequest for RawBody<LIMIT> {
             .get(CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
-        let mut payload = payload.take();
-        Box::pin(async move {
-            let too_large = || RawBody(Err(ApiError::PayloadTooLarge { limit: LIMIT }));
-            if declared.is_some_and(|n| n > LIMIT) {
-                return Ok(too_large());
-            }
-            let mut body = web::BytesMut::with_capacity(declared.unwrap_or(1024).min(LIMIT));
-            while let Some(chunk) = payload.next().await {
-                let chunk = match chunk {
-                    Ok(c) => c,
-                    Err(e) => return Ok(RawBody(Err(ApiError::BadBody(e.to_string())))),
-                };
-                if body.len() + chunk.len() > LIMIT {
-                    return Ok(too_large());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(RawBody(Ok(body.freeze())))
-        })
+        let gate = req
+            .app_data::<web::Data<AppState>>()
+            .map(|s| s.bodies.clone());
+        std::future::ready(Ok(RawBody {
+            payload: payload.take(),
+            declared,
+            gate,
+        }))
+    }
+}
+
+/// A body read whole ([`RawBody::read`]); its room among the body bytes in flight is given
+/// back when it is dropped.
+pub struct Body {
+    bytes: web::Bytes,
+    _room: Option<OwnedSemaphorePermit>,
+}
+
+impl Body {
+    /// The body parsed as JSON: 422 `missing` at `["body"]` when empty; 422 `json_invalid`
+    /// at `["body", <offset>]` when malformed (FastAPI's shape).
+    ///
+    /// # Errors
+    /// Those above.
+    pub fn json(&self) -> Result<Value, ApiError> {
+        parse_json_body(&self.bytes)
+    }
+
+    /// The body's bytes.
+    pub fn bytes(&self) -> &web::Bytes {
+        &self.bytes
+    }
+
+    /// The body as UTF-8 text: 422 `json_invalid` at `["body", <offset of the first invalid
+    /// byte>]` when it is not UTF-8.
+    ///
+    /// # Errors
+    /// That above.
+    pub fn text(&self) -> Result<&str, ApiError> {
+        std::str::from_utf8(&self.bytes)
+            .map_err(|e| json_invalid(e.valid_up_to(), &e.to_string()).into())
     }
 }
 

@@ -82,6 +82,19 @@ impl Caller {
     }
 }
 
+impl Caller {
+    /// Authenticates (401) and resolves the effective organization (422 for a malformed
+    /// `X-Org-Id`, 403, 404) in one blocking call, and returns the context: for handlers that
+    /// read a body, which they do only after this (API.md, Request bodies), and then do their
+    /// work in a second blocking call.
+    ///
+    /// # Errors
+    /// Those above.
+    pub async fn authenticate(self, state: &web::Data<AppState>) -> Result<OrgContext, ApiError> {
+        self.run(state.clone(), |_, ctx| Ok(ctx)).await
+    }
+}
+
 impl FromRequest for Caller {
     type Error = ApiError;
     type Future = std::future::Ready<Result<Caller, ApiError>>;

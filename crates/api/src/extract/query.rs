@@ -27,6 +27,43 @@ impl QueryPairs {
             .collect()
     }
 
+    /// The ids of a batch get (`?name=…&name=…`), in order: at least one (422 `missing`), at
+    /// most `max` (else `too_many(count)`, judged before their form, as OpenHands does), each a
+    /// UUID (422 `uuid_parsing` at `["query", name, i]` for every one that is not).
+    ///
+    /// # Errors
+    /// [`ApiError::Validation`], or `too_many`'s error.
+    pub fn batch_ids<T: std::str::FromStr>(
+        &self,
+        name: &str,
+        max: usize,
+        too_many: impl FnOnce(usize) -> ApiError,
+    ) -> Result<Vec<T>, ApiError> {
+        let raw = self.all(name);
+        if raw.is_empty() {
+            return Err(validation::missing(QueryPairs::loc(name), serde_json::Value::Null).into());
+        }
+        if raw.len() > max {
+            return Err(too_many(raw.len()));
+        }
+        let mut ids = Vec::with_capacity(raw.len());
+        let mut errors = Vec::new();
+        for (i, value) in raw.iter().enumerate() {
+            match value.parse::<T>() {
+                Ok(id) => ids.push(id),
+                Err(_) => errors.push(uuid_parsing(
+                    vec!["query".into(), name.into(), i.into()],
+                    value,
+                )),
+            }
+        }
+        if errors.is_empty() {
+            Ok(ids)
+        } else {
+            Err(ApiError::Validation(errors))
+        }
+    }
+
     /// The 422 location of query parameter `name`.
     pub fn loc(name: &str) -> Vec<LocItem> {
         validation::loc(["query", name])

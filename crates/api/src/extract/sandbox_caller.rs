@@ -39,6 +39,18 @@ impl SandboxCaller {
     }
 }
 
+impl SandboxCaller {
+    /// Authenticates the sandbox (401 without a key or for an unknown one) in one blocking
+    /// call and returns it: for the webhooks, which read their body only after this (API.md,
+    /// Request bodies).
+    ///
+    /// # Errors
+    /// That above.
+    pub async fn authenticate(self, state: &web::Data<AppState>) -> Result<Sandbox, ApiError> {
+        self.run(state.clone(), |_, sandbox| Ok(sandbox)).await
+    }
+}
+
 impl FromRequest for SandboxCaller {
     type Error = ApiError;
     type Future = std::future::Ready<Result<SandboxCaller, ApiError>>;

@@ -1,7 +1,13 @@
 //! The OpenAPI 3.1 document: the info, security schemes and schemas declared here, and the
 //! paths collected from the route table ([`crate::routes::configure`]), each generated from
-//! its handler's annotations (utoipa). Its `info.version` is the API version `0.0.1`
-//! (spec §9), not the crates' version.
+//! its handler's annotations (utoipa); then the request bodies and shared parameters with every
+//! rule JSON Schema can state ([`requests`]) and the events of the webhook batches ([`events`],
+//! the agent SDK's schema adjusted to this server). Its `info.version` is the API version
+//! `0.0.1` (spec §9), not the crates' version.
+
+pub mod events;
+pub(crate) mod params;
+pub mod requests;
 
 use std::sync::LazyLock;
 
@@ -47,9 +53,10 @@ impl Modify for SecuritySchemes {
     info(title = "Switchboard", description = "Control plane for software-agent conversations, compatible with the OpenHands V1 app server API."),
     components(schemas(
         dto::ErrorDetail, dto::HTTPValidationError, dto::ValidationErrorEntry,
-        dto::OrgAppSettingsResponse, dto::OrgAppSettingsUpdate, dto::MarketplaceRegistration, dto::MarketplaceRegistrationInput,
-        dto::ApiKeyCreate, dto::ApiKeyCreated, dto::ApiKeyResponse, dto::ApiKeyList, dto::ApiKeyRevoked,
+        dto::OrgAppSettingsResponse, dto::MarketplaceRegistration,
+        dto::ApiKeyCreated, dto::ApiKeyResponse, dto::ApiKeyList, dto::ApiKeyRevoked,
         dto::MeResponse, dto::Status,
+        dto::AppConversationOut, dto::AppConversationPage, dto::SendMessageResponse,
         dto::SandboxInfo, dto::SandboxPage, dto::ExposedUrl, dto::SandboxStatusName,
         dto::SandboxSpecInfo, dto::SandboxSpecInfoPage, dto::StartSandboxRequest, dto::Success,
     )),
@@ -57,21 +64,22 @@ impl Modify for SecuritySchemes {
 )]
 struct ApiDoc;
 
-/// The document.
-pub fn document() -> utoipa::openapi::OpenApi {
-    App::new()
+/// The document, as served.
+pub fn document() -> serde_json::Value {
+    let generated = App::new()
         .into_utoipa_app()
         .openapi(ApiDoc::openapi())
         .configure(routes::configure)
         .split_for_parts()
-        .1
+        .1;
+    let mut doc = serde_json::to_value(generated).expect("the document serializes");
+    requests::apply(&mut doc);
+    events::apply(&mut doc);
+    doc
 }
 
-static JSON: LazyLock<String> = LazyLock::new(|| {
-    document()
-        .to_pretty_json()
-        .expect("the document serializes")
-});
+static JSON: LazyLock<String> =
+    LazyLock::new(|| serde_json::to_string_pretty(&document()).expect("the document serializes"));
 
 /// The document as pretty JSON (built once).
 pub fn document_json() -> &'static str {

@@ -1,0 +1,609 @@
+//! App conversations, read and changed (spec §4.3; reference app-server §5.2): search,
+//! count, batch get, PATCH, DELETE and send-message, in OpenHands' shapes. Another
+//! organization's conversation, an unknown one, or another member's seen by a member is 404
+//! `{"detail": "Conversation not found"}`. `POST /api/v1/app-conversations` (the start) is
+//! `start_tasks.rs`'s.
+
+use actix_web::{delete, get, patch, post, web};
+use serde_json::Value;
+use switchboard_domain::app_conversations::{
+    AppConversationFilter, AppConversationPatch, GIT_PROVIDERS, MAX_APP_CONVERSATION_BATCH,
+    MAX_APP_CONVERSATION_PAGE, OrderedCursor, SendMessage, SortOrder,
+};
+use switchboard_domain::cursor::Keyset;
+use switchboard_domain::time_input::parse_datetime;
+use switchboard_domain::validation::{
+    bool_type, datetime_parsing, field, greater_than, int_parsing, less_than_equal, list_type, loc,
+    missing, model_type, not_one_of, refuse_nul, string_type, uuid_parsing, value_error,
+};
+use switchboard_domain::{ConversationId, DomainError, SandboxId};
+use switchboard_model::{ErrorType, LocItem, ValidationError};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{
+    AppConversationOut, AppConversationPage, ErrorDetail, SendMessageResponse, Success,
+};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Caller, QueryPairs, RawBody, path_uuid};
+use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit, TextParam};
+use crate::responses::ApiKeyErrors;
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(search_app_conversations)
+        .service(count_app_conversations)
+        .service(get_app_conversations)
+        .service(patch_app_conversation)
+        .service(delete_app_conversation)
+        .service(send_message);
+}
+
+/// `include_sub_conversations` as pydantic reads a boolean from a query string.
+fn query_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" | "t" | "y" => Some(true),
+        "false" | "0" | "no" | "off" | "f" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// The search of spec §4.3 as read from the query: filters, and for the search its order,
+/// cursor and limit.
+#[derive(Debug, Default, PartialEq)]
+struct SearchParams {
+    filter: AppConversationFilter,
+    order: SortOrder,
+    after: Option<OrderedCursor>,
+    limit: u32,
+}
+
+/// Reads the filters (and, with `with_paging`, `sort_order`, `page_id`, `limit`). Every
+/// malformed value is a 422 entry; all are reported together. Unknown parameters are
+/// ignored, as FastAPI does.
+fn parse_search(query: &QueryPairs, with_paging: bool) -> Result<SearchParams, ApiError> {
+    let mut errors = Vec::new();
+    let mut p = SearchParams {
+        limit: MAX_APP_CONVERSATION_PAGE,
+        ..SearchParams::default()
+    };
+    for (name, value) in &query.0 {
+        let at = || QueryPairs::loc(name);
+        let input = || Value::String(value.clone());
+        let instant = |errors: &mut Vec<ValidationError>| {
+            let t = parse_datetime(value);
+            if t.is_none() {
+                errors.push(datetime_parsing(at(), "invalid format", &input()));
+            }
+            t
+        };
+        match name.as_str() {
+            "title__contains" => match refuse_nul(at, value) {
+                Ok(()) => p.filter.title_contains = Some(value.clone()),
+                Err(e) => errors.push(e),
+            },
+            "created_at__gte" => p.filter.created_at_gte = instant(&mut errors),
+            "created_at__lt" => p.filter.created_at_lt = instant(&mut errors),
+            "updated_at__gte" => p.filter.updated_at_gte = instant(&mut errors),
+            "updated_at__lt" => p.filter.updated_at_lt = instant(&mut errors),
+            "sandbox_id__eq" => match value.parse::<SandboxId>() {
+                Ok(s) => p.filter.sandbox_id_eq = Some(s),
+                Err(_) => errors.push(uuid_parsing(at(), value)),
+            },
+            "include_sub_conversations" => match query_bool(value) {
+                Some(b) => p.filter.include_sub_conversations = b,
+                None => errors.push(
+                    ValidationError::new(
+                        ErrorType::BoolType,
+                        at(),
+                        "Input should be a valid boolean, unable to interpret input",
+                    )
+                    .with_input(input()),
+                ),
+            },
+            "sort_order" if with_paging => match SortOrder::parse(value) {
+                Some(o) => p.order = o,
+                None => errors.push(not_one_of(
+                    ErrorType::Enum,
+                    at(),
+                    &SortOrder::ALL.map(SortOrder::as_str),
+                    &input(),
+                )),
+            },
+            "page_id" if with_paging => match OrderedCursor::decode(value) {
+                Some(c) => p.after = Some(c),
+                None => errors.push(value_error(
+                    at(),
+                    "page_id is not a cursor returned by this service",
+                    &input(),
+                )),
+            },
+            "limit" if with_paging => {
+                match value.trim().parse::<i64>() {
+                    Ok(n) if n <= 0 => errors.push(greater_than(at(), 0, &input())),
+                    Ok(n) if n > i64::from(MAX_APP_CONVERSATION_PAGE) => errors.push(
+                        less_than_equal(at(), MAX_APP_CONVERSATION_PAGE.into(), &input()),
+                    ),
+                    Ok(n) => p.limit = n as u32,
+                    Err(_) => errors.push(int_parsing(at(), value)),
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = p.after
+        && a.order != p.order
+        && errors.is_empty()
+    {
+        errors.push(value_error(
+            QueryPairs::loc("page_id"),
+            "page_id was returned by a search in another sort_order",
+            &Value::String(a.encode()),
+        ));
+    }
+    if errors.is_empty() {
+        Ok(p)
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// Reads a PATCH body (strict: an object of [`PATCH_FIELDS`] only; `null` clears a field).
+///
+/// # Errors
+/// 422 entries at `["body", …]`: not an object, an unknown field (`extra_forbidden`), a value
+/// of the wrong type, a `git_provider` OpenHands does not name, a NUL in a text.
+fn parse_patch(body: &Value) -> Result<AppConversationPatch, ApiError> {
+    let root = loc(["body"]);
+    let obj = body
+        .as_object()
+        .ok_or_else(|| model_type(root.clone(), "AppConversationUpdateRequest", body))?;
+    let mut errors = Vec::new();
+    let mut patch = AppConversationPatch::default();
+    for (k, v) in obj {
+        let at = field(&root, k);
+        let text = |errors: &mut Vec<ValidationError>| match v {
+            Value::Null => Some(None),
+            Value::String(s) => match refuse_nul(|| at.clone(), s) {
+                Ok(()) => Some(Some(s.clone())),
+                Err(e) => {
+                    errors.push(e);
+                    None
+                }
+            },
+            other => {
+                errors.push(string_type(at.clone(), other));
+                None
+            }
+        };
+        match k.as_str() {
+            "title" => patch.title = text(&mut errors),
+            "selected_repository" => patch.selected_repository = text(&mut errors),
+            "selected_branch" => patch.selected_branch = text(&mut errors),
+            "git_provider" => match v {
+                Value::Null => patch.git_provider = Some(None),
+                Value::String(s) if GIT_PROVIDERS.contains(&s.as_str()) => {
+                    patch.git_provider = Some(Some(s.clone()));
+                }
+                other => errors.push(not_one_of(ErrorType::Enum, at, &GIT_PROVIDERS, other)),
+            },
+            "public" => match v {
+                Value::Null => patch.public = Some(None),
+                Value::Bool(b) => patch.public = Some(Some(*b)),
+                other => errors.push(bool_type(at, other)),
+            },
+            _ => errors.push(
+                ValidationError::new(
+                    ErrorType::ExtraForbidden,
+                    at,
+                    "Extra inputs are not permitted",
+                )
+                .with_input(v.clone()),
+            ),
+        }
+    }
+    if errors.is_empty() {
+        Ok(patch)
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// Reads a send-message body: `{"role": "user", "content": [item, …], "run": bool}` (strict;
+/// `role` may be left out; `run` defaults to `true`, as OpenHands' app server sends it;
+/// `content` holds at least one `{"type":"text","text":…}` or
+/// `{"type":"image","image_urls":[…]}`).
+///
+/// # Errors
+/// 422 entries at `["body", …]`.
+pub(crate) fn parse_message(body: &Value) -> Result<SendMessage, ApiError> {
+    let root = loc(["body"]);
+    let obj = body
+        .as_object()
+        .ok_or_else(|| model_type(root.clone(), "SendMessageRequest", body))?;
+    let mut errors = Vec::new();
+    for (k, v) in obj {
+        if !["role", "content", "run"].contains(&k.as_str()) {
+            errors.push(
+                ValidationError::new(
+                    ErrorType::ExtraForbidden,
+                    field(&root, k),
+                    "Extra inputs are not permitted",
+                )
+                .with_input(v.clone()),
+            );
+        }
+    }
+    match obj.get("role") {
+        None => {}
+        Some(Value::String(r)) if r == "user" => {}
+        Some(other) => errors.push(not_one_of(
+            ErrorType::LiteralError,
+            field(&root, "role"),
+            &["user"],
+            other,
+        )),
+    }
+    let run = match obj.get("run") {
+        None => true,
+        Some(Value::Bool(b)) => *b,
+        Some(other) => {
+            errors.push(bool_type(field(&root, "run"), other));
+            true
+        }
+    };
+    let content = match obj.get("content") {
+        Some(Value::Array(a)) if a.is_empty() => {
+            errors.push(
+                ValidationError::new(
+                    ErrorType::ValueError,
+                    field(&root, "content"),
+                    "List should have at least 1 item after validation, not 0",
+                )
+                .with_input(Value::Array(Vec::new())),
+            );
+            Vec::new()
+        }
+        Some(Value::Array(a)) => a.clone(),
+        Some(other) => {
+            errors.push(list_type(field(&root, "content"), other));
+            Vec::new()
+        }
+        None => {
+            errors.push(missing(field(&root, "content"), body.clone()));
+            Vec::new()
+        }
+    };
+    for (i, part) in content.iter().enumerate() {
+        let mut at = field(&root, "content");
+        at.push(LocItem::Index(i));
+        let ok = match part.get("type").and_then(Value::as_str) {
+            Some("text") => part.get("text").is_some_and(Value::is_string),
+            Some("image") => part.get("image_urls").is_some_and(Value::is_array),
+            _ => false,
+        };
+        if !ok {
+            errors.push(value_error(
+                at,
+                "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}",
+                part,
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(SendMessage { content, run })
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
+fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
+    path_uuid(raw, "conversation_id").map(ConversationId)
+}
+
+/// The conversations the caller sees in the effective organization (members: their own;
+/// admins and owners: all), filtered, in `sort_order` (default `CREATED_AT_DESC`; ties by id),
+/// paged by an opaque keyset cursor that stays exact while conversations are created. Sandbox
+/// statuses and run states are the stored ones: no agent server is called.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("title__contains" = inline(Option<TextParam>), Query, description = "The title contains this text (ASCII case ignored; % and _ are plain characters)"),
+        ("created_at__gte" = inline(Option<InstantParam>), Query, description = "Created at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
+        ("created_at__lt" = inline(Option<InstantParam>), Query, description = "Created before"),
+        ("updated_at__gte" = inline(Option<InstantParam>), Query, description = "Changed at or after"),
+        ("updated_at__lt" = inline(Option<InstantParam>), Query, description = "Changed before"),
+        ("sandbox_id__eq" = Option<uuid::Uuid>, Query, description = "Only those running in this sandbox"),
+        ("include_sub_conversations" = Option<bool>, Query, description = "Also list sub-conversations (default false)"),
+        ("sort_order" = inline(Option<OrderedSortName>), Query, description = "CREATED_AT, CREATED_AT_DESC (default), UPDATED_AT or UPDATED_AT_DESC"),
+        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page of the same sort_order (opaque; any other value is 422)"),
+        ("limit" = inline(Option<PageLimit>), Query, description = "1..=100, default 100"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = AppConversationPage), ApiKeyErrors))]
+#[get("/api/v1/app-conversations/search")]
+pub async fn search_app_conversations(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<AppConversationPage>> {
+    let page = caller
+        .run(state, move |s, ctx| {
+            let p = parse_search(&query, true)?;
+            Ok(s.services
+                .app_conversations()
+                .search(&ctx, p.filter, p.order, p.after, p.limit)?)
+        })
+        .await?;
+    Ok(web::Json(page.into()))
+}
+
+/// How many conversations the caller sees match the filters of the search.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("title__contains" = inline(Option<TextParam>), Query, description = "As in the search"),
+        ("created_at__gte" = inline(Option<InstantParam>), Query, description = "As in the search"),
+        ("created_at__lt" = inline(Option<InstantParam>), Query, description = "As in the search"),
+        ("updated_at__gte" = inline(Option<InstantParam>), Query, description = "As in the search"),
+        ("updated_at__lt" = inline(Option<InstantParam>), Query, description = "As in the search"),
+        ("sandbox_id__eq" = Option<uuid::Uuid>, Query, description = "As in the search"),
+        ("include_sub_conversations" = Option<bool>, Query, description = "As in the search"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = u64, content_type = "application/json"), ApiKeyErrors))]
+#[get("/api/v1/app-conversations/count")]
+pub async fn count_app_conversations(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<u64>> {
+    let n = caller
+        .run(state, move |s, ctx| {
+            let p = parse_search(&query, false)?;
+            Ok(s.services.app_conversations().count(&ctx, p.filter)?)
+        })
+        .await?;
+    Ok(web::Json(n))
+}
+
+/// App conversations by id (`?ids=…&ids=…`, at most 100), in request order: `null` for an
+/// unknown one or one the caller does not see.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("ids" = Vec<uuid::Uuid>, Query, max_items = 100, description = "Conversation ids, dashed or 32 hex (repeat the parameter; at most 100)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = Vec<Option<AppConversationOut>>),
+        (status = 400, description = format!("More than {MAX_APP_CONVERSATION_BATCH} ids"), body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[get("/api/v1/app-conversations")]
+pub async fn get_app_conversations(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<Vec<Option<AppConversationOut>>>> {
+    let found = caller
+        .run(state, move |s, ctx| {
+            let ids: Vec<ConversationId> =
+                query.batch_ids("ids", MAX_APP_CONVERSATION_BATCH, |n| {
+                    DomainError::TooManyAppConversationIds(n).into()
+                })?;
+            Ok(s.services.app_conversations().get(&ctx, &ids)?)
+        })
+        .await?;
+    Ok(web::Json(
+        found.into_iter().map(|c| c.map(Into::into)).collect(),
+    ))
+}
+
+/// Changes `title`, `public`, `selected_repository`, `selected_branch` and `git_provider`:
+/// only the fields sent; `null` clears one; any other field is a 422. Sets `updated_at`.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    request_body(content = Object, description = "The changes (`AppConversationUpdateRequest`)", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = AppConversationOut),
+        (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
+        (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[patch("/api/v1/app-conversations/{conversation_id}")]
+pub async fn patch_app_conversation(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<web::Json<AppConversationOut>> {
+    let ctx = caller.authenticate(&state).await?;
+    let body = body.read().await?;
+    let raw = path.into_inner();
+    let s = state.clone();
+    let updated = state
+        .blocking(move || {
+            let id = conversation_id(&raw)?;
+            let patch = parse_patch(&body.json()?)?;
+            Ok(s.services.app_conversations().patch(&ctx, id, &patch)?)
+        })
+        .await?;
+    Ok(web::Json(updated.into()))
+}
+
+/// Deletes a conversation: on its agent server first when its sandbox is `RUNNING`, then its
+/// record, events and start tasks in one transaction, then its sandbox when Switchboard runs
+/// it and no other conversation uses it (stopped in the background).
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = Success),
+        (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
+        (status = 502, description = "The agent server failed the delete (nothing was deleted)", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[delete("/api/v1/app-conversations/{conversation_id}")]
+pub async fn delete_app_conversation(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+) -> ApiResult<web::Json<Success>> {
+    let raw = path.into_inner();
+    caller
+        .run(state, move |s, ctx| {
+            let id = conversation_id(&raw)?;
+            s.services.app_conversations().delete(&ctx, id)?;
+            Ok(())
+        })
+        .await?;
+    Ok(web::Json(Success { success: true }))
+}
+
+/// Sends a user message to the conversation's agent server (`POST
+/// /api/conversations/{id}/events` there). A `PAUSED` sandbox is resumed first and a
+/// `STARTING` one waited for (up to the sandbox start timeout): OpenHands answers 409 instead.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    request_body(content = Object, description = "`SendMessageRequest`: {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": …}, …] (at least one), \"run\": bool (default true)}", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = SendMessageResponse),
+        (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
+        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
+        (status = 502, description = "The agent server failed", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not run by Switchboard (registered: no agent server URL or key)", body = ErrorDetail),
+        (status = 503, description = "The sandbox is ERROR or did not become RUNNING in time", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/app-conversations/{conversation_id}/send-message")]
+pub async fn send_message(
+    state: web::Data<AppState>,
+    caller: Caller,
+    path: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<web::Json<SendMessageResponse>> {
+    let ctx = caller.authenticate(&state).await?;
+    let body = body.read().await?;
+    let raw = path.into_inner();
+    let s = state.clone();
+    let sent = state
+        .blocking(move || {
+            let id = conversation_id(&raw)?;
+            let message = parse_message(&body.json()?)?;
+            Ok(s.services
+                .app_conversations()
+                .send_message(&ctx, id, &message)?)
+        })
+        .await?;
+    Ok(web::Json(SendMessageResponse {
+        success: true,
+        sandbox_status: sent.sandbox_status.into(),
+        message: sent.resumed.then(|| "Sandbox resumed".to_owned()),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn types(e: ApiError) -> Vec<&'static str> {
+        let ApiError::Validation(e) = e else {
+            panic!("not a 422: {e}")
+        };
+        e.iter().map(|x| x.error_type.as_str()).collect()
+    }
+
+    #[test]
+    fn search_parameters() {
+        let p = parse_search(
+            &QueryPairs::parse(
+                "title__contains=a&sort_order=UPDATED_AT&limit=3&include_sub_conversations=true",
+            ),
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            (p.order, p.limit, p.filter.include_sub_conversations),
+            (SortOrder::UpdatedAt, 3, true)
+        );
+        let e = parse_search(
+            &QueryPairs::parse("sort_order=x&limit=0&created_at__gte=nope&sandbox_id__eq=1&include_sub_conversations=maybe&page_id=zz"),
+            true,
+        )
+        .unwrap_err();
+        assert_eq!(types(e).len(), 6);
+        // The count takes no paging parameters: they are ignored.
+        assert!(parse_search(&QueryPairs::parse("limit=0"), false).is_ok());
+        let c = OrderedCursor {
+            order: SortOrder::CreatedAt,
+            at: time::OffsetDateTime::UNIX_EPOCH,
+            id: uuid::Uuid::nil(),
+        };
+        let other_order = format!("page_id={}&sort_order=UPDATED_AT", c.encode());
+        assert_eq!(
+            types(parse_search(&QueryPairs::parse(&other_order), true).unwrap_err()),
+            ["value_error"]
+        );
+    }
+
+    #[test]
+    fn patch_bodies() {
+        let p =
+            parse_patch(&json!({"title": "t", "public": null, "git_provider": "gitlab"})).unwrap();
+        assert_eq!(p.title, Some(Some("t".into())));
+        assert_eq!(p.public, Some(None));
+        assert_eq!(p.git_provider, Some(Some("gitlab".into())));
+        assert_eq!(p.selected_branch, None);
+        assert_eq!(
+            types(
+                parse_patch(
+                    &json!({"nope": 1, "public": "yes", "git_provider": "svn", "title": 3})
+                )
+                .unwrap_err()
+            ),
+            ["extra_forbidden", "bool_type", "enum", "string_type"]
+        );
+        assert!(parse_patch(&json!([])).is_err());
+    }
+
+    #[test]
+    fn message_bodies() {
+        let m =
+            parse_message(&json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))
+                .unwrap();
+        assert!(m.run);
+        assert_eq!(
+            types(
+                parse_message(&json!({"role": "agent", "content": [], "run": 1, "x": 0}))
+                    .unwrap_err()
+            ),
+            [
+                "extra_forbidden",
+                "literal_error",
+                "bool_type",
+                "value_error"
+            ]
+        );
+        assert_eq!(types(parse_message(&json!({})).unwrap_err()), ["missing"]);
+        assert_eq!(
+            types(parse_message(&json!({"content": [{"type": "text"}]})).unwrap_err()),
+            ["value_error"]
+        );
+    }
+}

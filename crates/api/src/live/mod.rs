@@ -1,0 +1,140 @@
+//! Live delivery (API.md, Live delivery): conversations' events over websockets,
+//! `GET /sockets/events/{id}` (the agent server's protocol) and `GET /sockets/session/{id}`
+//! (its 1.58.2 envelope protocol).
+//!
+//! Delivery is a tail of the event store plus a wake-up: each subscriber remembers the last
+//! position it sent, reads the next page from the store, writes it (awaiting the socket, so a
+//! slow client only reads slower and the server holds at most one page for it), and once
+//! caught up waits on the conversation's wake-up in the [`hub::Hub`]. Appends of this process
+//! wake it directly; on PostgreSQL, appends of other processes wake it through the `LISTEN`
+//! connection. There is no in-memory bus that could drop: what a subscriber sends is what the
+//! store holds, in position order, each event once.
+
+pub mod hub;
+pub mod relay;
+pub mod sockets;
+mod tail;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use tokio::sync::watch;
+
+pub use hub::Hub;
+pub use relay::Relays;
+
+/// Limits and timings of live delivery.
+#[derive(Debug, Clone)]
+pub struct LiveConfig {
+    /// Sockets this process serves at once; one more is accepted and closed with 1013
+    /// (`--max-subscribers`).
+    pub max_subscribers: usize,
+    /// How often the server pings each socket; a socket that leaves two pings unanswered is
+    /// closed.
+    pub ping_interval: Duration,
+    /// Largest client frame (and message, continuations aggregated), bytes; a larger one
+    /// closes the socket with 1009.
+    pub max_frame_bytes: usize,
+    /// How long a socket without credentials on the upgrade may take to send its `auth`
+    /// frame before it is closed with 4001.
+    pub auth_timeout: Duration,
+}
+
+/// Default [`LiveConfig::max_subscribers`].
+pub const DEFAULT_MAX_SUBSCRIBERS: usize = 20_000;
+
+impl Default for LiveConfig {
+    fn default() -> Self {
+        LiveConfig {
+            max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
+            ping_interval: Duration::from_secs(20),
+            max_frame_bytes: 1 << 20,
+            auth_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Live delivery's shared state: the hub, the limits, the subscriber count, and the shutdown
+/// signal.
+pub struct Live {
+    hub: Arc<Hub>,
+    relays: Arc<Relays>,
+    config: LiveConfig,
+    subscribers: AtomicUsize,
+    max_subscribers: AtomicUsize,
+    stopping: watch::Sender<bool>,
+}
+
+impl Default for Live {
+    fn default() -> Self {
+        Live::new(LiveConfig::default())
+    }
+}
+
+impl Live {
+    /// Live delivery under `config`.
+    pub fn new(config: LiveConfig) -> Self {
+        Live {
+            hub: Arc::new(Hub::default()),
+            relays: Arc::new(Relays::default()),
+            config: config.clone(),
+            subscribers: AtomicUsize::new(0),
+            max_subscribers: AtomicUsize::new(config.max_subscribers),
+            stopping: watch::Sender::new(false),
+        }
+    }
+
+    /// The hub: give it to the store (`observe_appends`) and, on PostgreSQL, to the `LISTEN`
+    /// task, so appends wake subscribers.
+    pub fn hub(&self) -> Arc<Hub> {
+        self.hub.clone()
+    }
+
+    /// The relays of agent servers' transient events (one per watched conversation).
+    pub fn relays(&self) -> Arc<Relays> {
+        self.relays.clone()
+    }
+
+    /// The limits in force.
+    pub fn config(&self) -> &LiveConfig {
+        &self.config
+    }
+
+    /// Changes the subscriber limit for sockets admitted from now on.
+    pub fn set_max_subscribers(&self, max: usize) {
+        self.max_subscribers.store(max, Ordering::Relaxed);
+    }
+
+    /// Sockets open now.
+    pub fn subscribers(&self) -> usize {
+        self.subscribers.load(Ordering::Relaxed)
+    }
+
+    /// Closes every socket (1001, going away) and refuses new ones: called when the server
+    /// starts to stop, so that open sockets do not hold the shutdown.
+    pub fn shutdown(&self) {
+        self.stopping.send_replace(true);
+    }
+
+    fn admit(self: &Arc<Self>) -> Option<Admission> {
+        let max = self.max_subscribers.load(Ordering::Relaxed);
+        self.subscribers
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Admission { live: self.clone() })
+    }
+}
+
+/// One admitted socket; counted until dropped.
+struct Admission {
+    live: Arc<Live>,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        self.live.subscribers.fetch_sub(1, Ordering::AcqRel);
+    }
+}

@@ -1,0 +1,300 @@
+//! Starting app conversations (issue 10; reference app-server §5.2, §5.3): `POST
+//! /api/v1/app-conversations` answers the first start task (`WORKING`) at once and runs the
+//! pipeline on a thread of its own; `POST …/stream-start` streams the task's snapshots as a
+//! JSON array until `READY` or `ERROR`; `GET …/start-tasks?ids=`, `…/start-tasks/search` and
+//! `…/start-tasks/count` read tasks the caller sees (the creator; the organization's admins
+//! and owners).
+
+use actix_web::web::Bytes;
+use actix_web::{HttpResponse, get, post, web};
+use serde_json::Value;
+use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
+use switchboard_domain::app_conversations::{MAX_APP_CONVERSATION_BATCH, OrderedCursor, SortOrder};
+use switchboard_domain::identity::OrgContext;
+use switchboard_domain::time_input::parse_datetime;
+use switchboard_domain::validation::{datetime_parsing, not_one_of, uuid_parsing, value_error};
+use switchboard_domain::{ConversationId, DomainError};
+use switchboard_model::ErrorType;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{AppConversationStartTask, AppConversationStartTaskPage, ErrorDetail};
+use crate::error::{ApiError, ApiResult};
+use crate::extract::{Caller, QueryPairs, RawBody, parse_json_body};
+use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit};
+use crate::responses::ApiKeyErrors;
+use crate::sandboxes::parse_paging;
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(start_conversation)
+        .service(stream_start)
+        .service(search_start_tasks)
+        .service(count_start_tasks)
+        .service(get_start_tasks);
+}
+
+/// Reads the body, checks it and writes the `WORKING` task (on the blocking pool).
+async fn begin(
+    state: &web::Data<AppState>,
+    caller: Caller,
+    body: RawBody,
+) -> Result<(OrgContext, StartTask), ApiError> {
+    let ctx = caller.authenticate(state).await?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let c = ctx.clone();
+    let task = state
+        .blocking(move || {
+            let json = parse_json_body(body.bytes())?;
+            Ok(s.services.conversation_start().begin(&c, &json)?)
+        })
+        .await?;
+    Ok((ctx, task))
+}
+
+/// Runs the pipeline of `task` on a thread of its own (it blocks on the sandbox, the clone,
+/// the setup script and the agent server for up to minutes); `on_step` sees each snapshot.
+fn spawn_pipeline(
+    state: &web::Data<AppState>,
+    ctx: OrgContext,
+    task: StartTask,
+    on_step: Option<tokio::sync::mpsc::UnboundedSender<StartTask>>,
+) {
+    let services = state.services.clone();
+    let id = task.id;
+    let spawned = std::thread::Builder::new()
+        .name("conversation-start".into())
+        .spawn(move || {
+            let step = |t: &StartTask| {
+                if let Some(tx) = &on_step {
+                    let _ = tx.send(t.clone());
+                }
+            };
+            services.conversation_start().run(&ctx, task, &step);
+        });
+    if let Err(e) = spawned {
+        // The task stays WORKING until the next start of the server closes it.
+        tracing::error!(task = %id, error = %e, "no thread for a conversation start");
+    }
+}
+
+const START_DOC: &str = "OpenHands' AppConversationStartRequest, read strictly: an unknown field or a value of the wrong shape is a 422. Switchboard also takes `sandbox_spec_id`, `max_iterations` and `tags`.";
+
+/// Starts a conversation: answers its start task, `WORKING`, at once; the pipeline
+/// (`WAITING_FOR_SANDBOX`, `PREPARING_REPOSITORY`, `RUNNING_SETUP_SCRIPT`,
+/// `STARTING_CONVERSATION`, `READY` or `ERROR`) goes on in the background: poll
+/// `GET /api/v1/app-conversations/start-tasks?ids=…`.
+#[utoipa::path(tag = "App conversations",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = START_DOC),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = AppConversationStartTask),
+        (status = 400, description = "A suggested_task with an initial_message, an unknown parent conversation, or a conversation_id in use", body = ErrorDetail),
+        (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/app-conversations")]
+pub async fn start_conversation(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: RawBody,
+) -> ApiResult<web::Json<AppConversationStartTask>> {
+    let (ctx, task) = begin(&state, caller, body).await?;
+    let answer = AppConversationStartTask::from(&task);
+    spawn_pipeline(&state, ctx, task, None);
+    Ok(web::Json(answer))
+}
+
+/// Starts a conversation and streams its start task as a JSON array (`[`, the `WORKING`
+/// task, then `,` and a snapshot after each step, `]` after `READY` or `ERROR`), as OpenHands
+/// does. Errors before the task exists are ordinary answers.
+#[utoipa::path(tag = "App conversations",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = START_DOC),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, description = "A JSON array of task snapshots, streamed", body = Vec<AppConversationStartTask>),
+        (status = 400, description = "As POST /api/v1/app-conversations", body = ErrorDetail),
+        (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/app-conversations/stream-start")]
+pub async fn stream_start(
+    state: web::Data<AppState>,
+    caller: Caller,
+    body: RawBody,
+) -> ApiResult<HttpResponse> {
+    let (ctx, task) = begin(&state, caller, body).await?;
+    let first = serde_json::to_string(&AppConversationStartTask::from(&task))
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StartTask>();
+    spawn_pipeline(&state, ctx, task, Some(tx));
+    let head = futures_util::stream::iter([Ok::<Bytes, actix_web::Error>(Bytes::from(format!(
+        "[\n{first}"
+    )))]);
+    let rest = futures_util::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        match rx.recv().await {
+            Some(t) => {
+                let text = serde_json::to_string(&AppConversationStartTask::from(&t))
+                    .unwrap_or_else(|_| "null".into());
+                let done = t.status.is_final();
+                let mut chunk = format!(",\n{text}");
+                if done {
+                    chunk.push_str("\n]");
+                }
+                Some((Ok(Bytes::from(chunk)), (!done).then_some(rx)))
+            }
+            // The pipeline ended without a final snapshot (its thread died): close the array.
+            None => Some((Ok(Bytes::from_static(b"\n]")), None)),
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .content_type("application/json")
+        .streaming(futures_util::StreamExt::chain(head, rest)))
+}
+
+/// Reads the filters of the start-task search and count (and the sort order).
+fn parse_filters(query: &QueryPairs) -> Result<(StartTaskFilter, SortOrder), ApiError> {
+    let mut filter = StartTaskFilter::default();
+    let mut order = SortOrder::default();
+    let mut errors = Vec::new();
+    for (name, value) in &query.0 {
+        let input = || Value::String(value.clone());
+        match name.as_str() {
+            "conversation_id__eq" => match value.parse::<ConversationId>() {
+                Ok(id) => filter.conversation_id_eq = Some(id),
+                Err(_) => errors.push(uuid_parsing(QueryPairs::loc(name), value)),
+            },
+            "created_at__gte" => match parse_datetime(value) {
+                Some(t) => filter.created_at_gte = Some(t),
+                None => errors.push(datetime_parsing(
+                    QueryPairs::loc(name),
+                    "invalid character in year",
+                    &input(),
+                )),
+            },
+            "sort_order" => match SortOrder::parse(value) {
+                Some(o) => order = o,
+                None => {
+                    let names: Vec<&str> = SortOrder::ALL.iter().map(|o| o.as_str()).collect();
+                    errors.push(not_one_of(
+                        ErrorType::Enum,
+                        QueryPairs::loc(name),
+                        &names,
+                        &input(),
+                    ));
+                }
+            },
+            _ => {}
+        }
+    }
+    if errors.is_empty() {
+        Ok((filter, order))
+    } else {
+        Err(ApiError::Validation(errors))
+    }
+}
+
+/// The start tasks the caller sees, in `sort_order` (default `CREATED_AT_DESC`; ties by id),
+/// with a keyset `page_id` that stays correct while tasks are created.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("conversation_id__eq" = Option<uuid::Uuid>, Query, description = "Only the tasks of this conversation"),
+        ("created_at__gte" = inline(Option<InstantParam>), Query, description = "Only tasks created at or after (RFC 3339, naive ISO = UTC, date, or Unix seconds)"),
+        ("sort_order" = inline(Option<OrderedSortName>), Query, description = "CREATED_AT, CREATED_AT_DESC (default), UPDATED_AT or UPDATED_AT_DESC"),
+        ("page_id" = Option<String>, Query, description = "The next_page_id of the previous page (of the same sort_order; opaque: any other value is 422)"),
+        ("limit" = inline(Option<PageLimit>), Query, description = "1..=100, default 100"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = AppConversationStartTaskPage), ApiKeyErrors))]
+#[get("/api/v1/app-conversations/start-tasks/search")]
+pub async fn search_start_tasks(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<AppConversationStartTaskPage>> {
+    let page = caller
+        .run(state, move |s, ctx| {
+            let (filter, order) = parse_filters(&query)?;
+            let (after, limit) = parse_paging::<OrderedCursor>(&query)?;
+            if let Some(a) = &after
+                && a.order != order
+            {
+                return Err(value_error(
+                    QueryPairs::loc("page_id"),
+                    "page_id was issued for another sort_order",
+                    &Value::String(query.all("page_id").concat()),
+                )
+                .into());
+            }
+            Ok(s.services
+                .start_tasks()
+                .search_start_tasks(&ctx, filter, order, after, limit)?)
+        })
+        .await?;
+    Ok(web::Json(page.into()))
+}
+
+/// How many start tasks the caller sees match the filters.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("conversation_id__eq" = Option<uuid::Uuid>, Query, description = "Only the tasks of this conversation"),
+        ("created_at__gte" = inline(Option<InstantParam>), Query, description = "Only tasks created at or after"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = u64, content_type = "application/json"), ApiKeyErrors))]
+#[get("/api/v1/app-conversations/start-tasks/count")]
+pub async fn count_start_tasks(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<u64>> {
+    let n = caller
+        .run(state, move |s, ctx| {
+            let (filter, _) = parse_filters(&query)?;
+            Ok(s.services.start_tasks().count_start_tasks(&ctx, filter)?)
+        })
+        .await?;
+    Ok(web::Json(n))
+}
+
+/// Start tasks by id (`?ids=…&ids=…`, at most 100), in request order: `null` for an unknown
+/// one or one the caller does not see. More than 100 is a 400, an invalid UUID a 422.
+#[utoipa::path(tag = "App conversations",
+    params(
+        ("ids" = Vec<uuid::Uuid>, Query, max_items = 100, description = "Start task ids (repeat the parameter; at most 100)"),
+        ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
+    ),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = Vec<Option<AppConversationStartTask>>),
+        (status = 400, description = "More than 100 ids", body = ErrorDetail),
+        ApiKeyErrors,
+    ))]
+#[get("/api/v1/app-conversations/start-tasks")]
+pub async fn get_start_tasks(
+    state: web::Data<AppState>,
+    caller: Caller,
+    query: QueryPairs,
+) -> ApiResult<web::Json<Vec<Option<AppConversationStartTask>>>> {
+    let found = caller
+        .run(state, move |s, ctx| {
+            let ids: Vec<StartTaskId> =
+                query.batch_ids("ids", MAX_APP_CONVERSATION_BATCH, |n| {
+                    DomainError::TooManyStartTaskIds(n).into()
+                })?;
+            Ok(s.services.start_tasks().get_start_tasks(&ctx, &ids)?)
+        })
+        .await?;
+    Ok(web::Json(
+        found
+            .iter()
+            .map(|t| t.as_ref().map(AppConversationStartTask::from))
+            .collect(),
+    ))
+}
