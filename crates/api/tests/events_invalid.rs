@@ -317,7 +317,8 @@ async fn query_errors(backend: Backend) {
 }
 
 /// Unknown and other organizations' conversations are 404 on search, count and get, for
-/// every actor outside the org; members of the org see them.
+/// every actor outside the org; the owner and the org's admins and owners see them, other
+/// members do not (the project's conversation visibility rule).
 async fn visibility(backend: Backend) {
     let app = spawn_app(backend).await;
     let session_a = app.register_sandbox(app.org, app.owner.user_id).await;
@@ -340,12 +341,16 @@ async fn visibility(backend: Backend) {
         ]
     };
     let not_found = detail("Conversation not found");
-    for key in [
-        &app.owner.key,
-        &app.admin.key,
-        &app.member.key,
-        &app.bound_owner.key,
-    ] {
+    // A member sees only its own conversations (conv_a is the owner's): 404, never 403.
+    for (path, q) in routes(&conv_a, &id_a) {
+        let (status, body) = app.get_query(&path, &app.member.key, &q).await;
+        assert_eq!(
+            (status, &body),
+            (404, &not_found),
+            "{backend}: member: {path}"
+        );
+    }
+    for key in [&app.owner.key, &app.admin.key, &app.bound_owner.key] {
         for (path, q) in routes(&unknown, &id_a)
             .iter()
             .chain(&routes(&conv_b, &id_b))

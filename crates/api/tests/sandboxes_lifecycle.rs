@@ -234,6 +234,20 @@ async fn failures_are_error(backend: Backend) {
             .await;
         assert_eq!(status, 409, "{backend}: pause of an ERROR sandbox");
     }
+    // A JSON null body is no body (`oneOf [null, StartSandboxRequest]` in the document).
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/api/v1/sandboxes?sandbox_spec_id=nope0",
+            Some(&key),
+            Some(Value::Null),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (400, detail("Unknown sandbox spec: \"nope0\"")),
+        "{backend}: a null body"
+    );
     // The body form names the spec too; an unknown one is 400 naming it.
     let (status, body) = app
         .call(
@@ -358,13 +372,6 @@ async fn failures_are_error(backend: Backend) {
         ),
         (
             Method::DELETE,
-            "/api/v1/sandboxes/abc".into(),
-            None,
-            422,
-            json!(["path", "id"]),
-        ),
-        (
-            Method::DELETE,
             "/api/v1/sandboxes/x?sandbox_id=abc".into(),
             None,
             422,
@@ -433,6 +440,9 @@ async fn failures_are_error(backend: Backend) {
         (Method::POST, format!("/api/v1/sandboxes/{unknown}/pause")),
         (Method::POST, format!("/api/v1/sandboxes/{unknown}/resume")),
         (Method::DELETE, format!("/api/v1/sandboxes/{unknown}")),
+        // A path value that is no UUID names no sandbox (the document allows any string).
+        (Method::DELETE, "/api/v1/sandboxes/0".to_owned()),
+        (Method::DELETE, "/api/v1/sandboxes/R%02%C2%A5".to_owned()),
     ] {
         let (status, body) = app.call(method, &path, Some(&key), None).await;
         assert_eq!(

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use actix_web::{HttpServer, web};
 use reqwest::{Method, RequestBuilder, Response};
 use serde_json::Value;
+use switchboard_api::extract::{BodyGate, BodyLimits};
 use switchboard_api::{AppState, create_app};
 use switchboard_domain::identity::api_keys::{ApiKeyRecord, generate_api_key};
 use switchboard_domain::ports::IdentityStore;
@@ -58,7 +59,13 @@ pub struct TestApp {
     pub expired: Actor,
     /// A revoked key of the owner.
     pub revoked: Actor,
+    /// The app's room for body bytes in flight.
+    pub bodies: Arc<BodyGate>,
     handle: actix_web::dev::ServerHandle,
+    /// Live delivery of this app (its hub, limits, shutdown).
+    pub live: Arc<switchboard_api::live::Live>,
+    /// The LISTEN task on PostgreSQL (aborted on drop, before the database goes).
+    pub listener: Option<tokio::task::JoinHandle<()>>,
     _db: TestDatabase,
 }
 
@@ -88,7 +95,16 @@ impl TestApp {
 
     /// Stops the server.
     pub async fn stop(self) {
+        self.live.shutdown();
         self.handle.stop(true).await;
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(l) = self.listener.take() {
+            l.abort();
+        }
     }
 }
 
@@ -110,12 +126,31 @@ fn key_for(services: &Switchboard, user: UserId, org: Option<OrgId>) -> String {
 
 /// Starts the app over a fresh database of `backend` and seeds it.
 pub async fn spawn_app(backend: Backend) -> TestApp {
-    spawn_app_with(backend, |s| s).await
+    spawn_app_configured(backend, BodyLimits::default(), |s| s).await
 }
 
-/// As [`spawn_app`], the services passed through `configure` first (e.g. to run sandboxes).
-pub async fn spawn_app_with(
+/// As [`spawn_app`], reading bodies under `limits`.
+pub async fn spawn_app_with(backend: Backend, limits: BodyLimits) -> TestApp {
+    spawn_app_configured(backend, limits, |s| s).await
+}
+
+/// As [`spawn_app`], reading bodies under `limits`, the services passed through `configure`
+/// first (e.g. to run sandboxes).
+pub async fn spawn_app_configured(
     backend: Backend,
+    limits: BodyLimits,
+    configure: impl FnOnce(Switchboard) -> Switchboard,
+) -> TestApp {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    spawn_app_on(backend, limits, listener, configure).await
+}
+
+/// As [`spawn_app_configured`], serving on `listener` (bound beforehand, e.g. so sandboxes
+/// can be told where to post their webhooks).
+pub async fn spawn_app_on(
+    backend: Backend,
+    limits: BodyLimits,
+    listener: std::net::TcpListener,
     configure: impl FnOnce(Switchboard) -> Switchboard,
 ) -> TestApp {
     let db = TestDatabase::new(backend);
@@ -225,11 +260,21 @@ pub async fn spawn_app_with(
     .unwrap();
     let (org, other_org, owner, admin, member, non_member, bound_owner, expired, revoked) = seeded;
 
-    let state = web::Data::new(AppState::new(services.clone(), None));
+    let state = web::Data::new(AppState::new(services.clone(), None).with_body_limits(limits));
+    let bodies = state.bodies.clone();
+    // Live delivery: appends wake this app's subscribers; on PostgreSQL, through LISTEN too.
+    store.observe_appends(state.live.hub());
+    let live = state.live.clone();
+    let append_listener = (backend == Backend::Postgres).then(|| {
+        tokio::spawn(switchboard_storage::listen::listen_for_appends(
+            db_url.clone(),
+            live.hub(),
+        ))
+    });
     let server = HttpServer::new(move || create_app(state.clone()))
         .workers(2)
         .disable_signals()
-        .bind(("127.0.0.1", 0))
+        .listen(listener)
         .unwrap();
     let addr = server.addrs()[0];
     let server = server.run();
@@ -251,7 +296,10 @@ pub async fn spawn_app_with(
         bound_owner,
         expired,
         revoked,
+        bodies,
         handle,
+        live,
+        listener: append_listener,
         _db: db,
     }
 }

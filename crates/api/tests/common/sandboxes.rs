@@ -23,7 +23,7 @@ use switchboard_domain::{SandboxId, Switchboard};
 use switchboard_sandbox::{HttpAgentServerClient, ProcessIdentity, ProcessRuntime};
 use switchboard_testkit::Backend;
 
-use super::{TestApp, spawn_app_with, status_json};
+use super::{TestApp, spawn_app_on, status_json};
 
 /// The default spec: the stand-in agent server.
 pub const STANDIN: &str = "standin";
@@ -92,6 +92,20 @@ fn spec(id: &str, command: Vec<String>, env: &[(&str, &str)]) -> SandboxSpec {
 
 /// Starts the app with sandboxes run by the process runtime.
 pub async fn spawn_sandbox_app(backend: Backend, options: SandboxOptions) -> SandboxApp {
+    spawn_sandbox_app_with(backend, options, &[], |s| s).await
+}
+
+/// As [`spawn_sandbox_app`], with more specs (`(id, STANDIN_MODE)`: the stand-in in that
+/// mode) and the services passed through `configure` last. Sandboxes post their webhooks to
+/// the app.
+pub async fn spawn_sandbox_app_with(
+    backend: Backend,
+    options: SandboxOptions,
+    standin_modes: &[(&str, &str)],
+    configure: impl FnOnce(Switchboard) -> Switchboard,
+) -> SandboxApp {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = listener.local_addr().unwrap().port();
     let root = tempfile::TempDir::new().unwrap();
     let runtime = Arc::new(
         ProcessRuntime::new(root.path().join("sandboxes"))
@@ -107,15 +121,23 @@ pub async fn spawn_sandbox_app(backend: Backend, options: SandboxOptions) -> San
         .into_iter()
         .filter_map(|n| Some((n.to_owned(), std::env::var(n).ok()?)))
         .collect();
+    let mut specs = vec![
+        spec(STANDIN, standin.clone(), &[]),
+        spec(NO_SUCH_COMMAND, vec!["no-such-program-xyz".into()], &[]),
+        spec(
+            CRASHES,
+            standin.clone(),
+            &[("STANDIN_MODE", "crash-on-start")],
+        ),
+    ];
+    for (id, mode) in standin_modes {
+        specs.push(spec(id, standin.clone(), &[("STANDIN_MODE", mode)]));
+    }
     let managed = ManagedSandboxes {
         settings: SandboxSettings {
-            specs: vec![
-                spec(STANDIN, standin.clone(), &[]),
-                spec(NO_SUCH_COMMAND, vec!["no-such-program-xyz".into()], &[]),
-                spec(CRASHES, standin, &[("STANDIN_MODE", "crash-on-start")]),
-            ],
+            specs,
             default_runtime: "process".into(),
-            webhook_base_url: "http://127.0.0.1:9/api/v1/webhooks".into(),
+            webhook_base_url: format!("http://127.0.0.1:{port}/api/v1/webhooks"),
             passthrough_env: passthrough,
             policy: StatusPolicy {
                 start_timeout: Duration::from_secs(60),
@@ -131,9 +153,12 @@ pub async fn spawn_sandbox_app(backend: Backend, options: SandboxOptions) -> San
         observer: None,
         wake: None,
     };
-    let app = spawn_app_with(backend, move |s: Switchboard| {
-        s.with_managed_sandboxes(managed)
-    })
+    let app = spawn_app_on(
+        backend,
+        switchboard_api::extract::BodyLimits::default(),
+        listener,
+        move |s: Switchboard| configure(s.with_managed_sandboxes(managed)),
+    )
     .await;
     let stop = Arc::new(AtomicBool::new(false));
     let services = app.services.clone();

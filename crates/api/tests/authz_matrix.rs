@@ -1,0 +1,535 @@
+//! The authorization matrix, generated: every endpoint × actor × target, on both backends, each
+//! cell's expected status written once in the table below (API.md, Reliability and security).
+//!
+//! Actors: the owner, an admin and a member of organization A; a member (the owner) of B; a
+//! key bound to A and one bound to B; a revoked and an expired key; the session key of a
+//! sandbox in A and of one in B; no credentials. Each presents its secret in the header the
+//! endpoint reads (`X-Access-Token` on API routes and websocket upgrades, `X-Session-API-Key` on
+//! webhooks), so a session key on an API route and an API key on a webhook are cells too. The
+//! websockets' cells are 101 (the first frame came: the socket is open to the actor) or the
+//! close code (4001, 4004).
+//!
+//! Targets: the actor's own resource, another member's in A, one in B, an unknown id. A
+//! resource is made fresh for every cell (a delete cannot affect the next one): API keys,
+//! registered sandboxes, conversations (created through the webhook of a sandbox of the
+//! resource's owner; the session actors' own conversation through their own sandbox).
+//! Untargeted endpoints repeat one status over the four targets.
+//!
+//! Adding an endpoint is one row in [`rows`]. Besides the table, every cell is checked against
+//! the rule no table may break: no 2xx for a resource of the other organization, except a
+//! batch get answering `null` for it (checked: the body holds no such resource).
+
+#[macro_use]
+mod common;
+
+use common::sandboxes::{SandboxOptions, spawn_sandbox_app};
+use reqwest::Method;
+use serde_json::{Value, json};
+use switchboard_domain::{OrgId, UserId};
+use switchboard_testkit::Backend;
+
+on_both_backends!(matrix);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Actor {
+    OwnerA,
+    AdminA,
+    MemberA,
+    MemberB,
+    KeyBoundA,
+    KeyBoundB,
+    Revoked,
+    Expired,
+    SessionA,
+    SessionB,
+    Nobody,
+}
+
+const ACTORS: [Actor; 11] = [
+    Actor::OwnerA,
+    Actor::AdminA,
+    Actor::MemberA,
+    Actor::MemberB,
+    Actor::KeyBoundA,
+    Actor::KeyBoundB,
+    Actor::Revoked,
+    Actor::Expired,
+    Actor::SessionA,
+    Actor::SessionB,
+    Actor::Nobody,
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Target {
+    Own,
+    OtherInA,
+    InB,
+    Unknown,
+}
+
+const TARGETS: [Target; 4] = [Target::Own, Target::OtherInA, Target::InB, Target::Unknown];
+
+/// What `{t}` in a row's path is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Kind {
+    /// No target: the path has no `{t}`.
+    None,
+    /// An API key id.
+    Key,
+    /// A (registered) sandbox id.
+    Sandbox,
+    /// A conversation id.
+    Conversation,
+}
+
+/// Where the credential goes.
+#[derive(Clone, Copy, PartialEq)]
+enum Via {
+    Api,
+    Webhook,
+    /// A websocket upgrade with `X-Access-Token`; without a credential, a first frame that is
+    /// not `auth`. The cell's "status" is 101 when the first frame arrives (the socket is
+    /// open for the actor), else the close code (4001, 4004) or the handshake's HTTP status.
+    Socket,
+}
+
+/// One endpoint: its request and the expected status of each (actor, target) cell, actors in
+/// [`ACTORS`] order, targets in [`TARGETS`] order.
+struct Row {
+    method: Method,
+    path: &'static str,
+    body: Option<&'static str>,
+    kind: Kind,
+    via: Via,
+    expect: [[u16; 4]; 11],
+}
+
+/// The same status for the four targets.
+const fn same(s: [u16; 11]) -> [[u16; 4]; 11] {
+    let mut out = [[0; 4]; 11];
+    let mut i = 0;
+    while i < 11 {
+        out[i] = [s[i], s[i], s[i], s[i]];
+        i += 1;
+    }
+    out
+}
+
+fn row(
+    method: Method,
+    path: &'static str,
+    body: Option<&'static str>,
+    kind: Kind,
+    via: Via,
+    expect: [[u16; 4]; 11],
+) -> Row {
+    Row {
+        method,
+        path,
+        body,
+        kind,
+        via,
+        expect,
+    }
+}
+
+/// The table. Columns per actor: [own, another member's in A, in B, unknown].
+#[rustfmt::skip]
+fn rows() -> Vec<Row> {
+    use Kind as K;
+    use Via::{Api, Socket, Webhook};
+    // Actors: OwnerA AdminA MemberA MemberB KeyBoundA KeyBoundB Revoked Expired SessionA SessionB Nobody
+    let ok_for_users = same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401]);
+    vec![
+        row(Method::GET, "/api/v1/users/me", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/organizations/app", None, K::None, Api, ok_for_users),
+        // Any member writes the budget and flags; marketplaces need edit_org_settings (owners
+        // and admins; reference §2.2).
+        row(Method::POST, "/api/organizations/app", Some(r#"{"max_budget_per_task":5}"#), K::None, Api,
+            ok_for_users),
+        row(Method::POST, "/api/organizations/app", Some(r#"{"registered_marketplaces":[]}"#), K::None, Api,
+            same([200, 200, 403, 200, 200, 200, 401, 401, 401, 401, 401])),
+        row(Method::GET, "/api/keys", None, K::None, Api, ok_for_users),
+        row(Method::POST, "/api/keys", Some(r#"{"name":"m"}"#), K::None, Api, ok_for_users),
+        // A key is its user's: another's, or one of another org, is 404.
+        // (For B's actors, "in B" is their own.)
+        row(Method::DELETE, "/api/keys/{t}", None, K::Key, Api, [
+            [200, 404, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        row(Method::GET, "/api/v1/sandboxes/search", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/sandbox-specs/search", None, K::None, Api, ok_for_users),
+        // Batch get: 200 always for users; invisible ones are null (checked below).
+        row(Method::GET, "/api/v1/sandboxes?id={t}", None, K::Sandbox, Api,
+            same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401])),
+        // Members see their own sandboxes; admins and owners all of their org's.
+        row(Method::DELETE, "/api/v1/sandboxes/{t}", None, K::Sandbox, Api, [
+            [200, 200, 404, 404],
+            [200, 200, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        row(Method::POST, "/api/v1/sandboxes/{t}/pause", None, K::Sandbox, Api, [
+            [409, 409, 404, 404],
+            [409, 409, 404, 404],
+            [409, 404, 404, 404],
+            [409, 404, 409, 404],
+            [409, 409, 404, 404],
+            [409, 404, 409, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // Conversations: the owner, and the org's admins and owners (view_org_conversations).
+        row(Method::GET, "/api/v1/conversation/{t}/events/search", None, K::Conversation, Api, [
+            [200, 200, 404, 404],
+            [200, 200, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // The websockets: the permissions of reading the conversation's events.
+        row(Method::GET, "/sockets/events/{t}?resend_mode=all", None, K::Conversation, Socket, [
+            [101, 101, 4004, 4004],
+            [101, 101, 4004, 4004],
+            [101, 4004, 4004, 4004],
+            [101, 4004, 101, 4004],
+            [101, 101, 4004, 4004],
+            [101, 4004, 101, 4004],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+        ]),
+        row(Method::GET, "/sockets/session/{t}?after_seq=-1", None, K::Conversation, Socket, [
+            [101, 101, 4004, 4004],
+            [101, 101, 4004, 4004],
+            [101, 4004, 4004, 4004],
+            [101, 4004, 101, 4004],
+            [101, 101, 4004, 4004],
+            [101, 4004, 101, 4004],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+            [4001, 4001, 4001, 4001],
+        ]),
+        row(Method::GET, "/api/v1/conversation/{t}/events/count", None, K::Conversation, Api, [
+            [200, 200, 404, 404],
+            [200, 200, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // App conversations: lists and counts hold what the caller sees; the batch get answers
+        // null for the others (checked below); PATCH follows the conversation's visibility.
+        row(Method::GET, "/api/v1/app-conversations/search", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/app-conversations/count", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/app-conversations/start-tasks/search", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/app-conversations/start-tasks/count", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/app-conversations?ids={t}", None, K::Conversation, Api,
+            same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401])),
+        row(Method::PATCH, "/api/v1/app-conversations/{t}", Some(r#"{"title":"m"}"#), K::Conversation, Api, [
+            [200, 200, 404, 404],
+            [200, 200, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // Webhooks: only a session key; a sandbox writes only its owner's conversations in its
+        // organization (an unknown id is created as its owner's; B's "in B" target is another
+        // sandbox of the same user).
+        row(Method::POST, "/api/v1/webhooks/events/{t}",
+            Some(r#"[{"id":"5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f","timestamp":"2026-11-23T10:00:00","kind":"PauseEvent"}]"#),
+            K::Conversation, Webhook, [
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [200, 404, 404, 200],
+            [200, 404, 200, 200],
+            [401, 401, 401, 401],
+        ]),
+    ]
+}
+
+async fn matrix(backend: Backend) {
+    let sapp = spawn_sandbox_app(backend, SandboxOptions::default()).await;
+    let app = &sapp.app;
+    let s = app.services.clone();
+    let (b_user, b_org) = (app.non_member.user_id, app.other_org);
+    let bound_b = tokio::task::spawn_blocking(move || {
+        s.operator()
+            .operator_create_key(b_user, Some(b_org), "bound to B".into(), None)
+            .unwrap()
+            .secret
+    })
+    .await
+    .unwrap();
+    let session_a = register(app, app.org, app.member.user_id).await;
+    let session_b = register(app, app.other_org, app.non_member.user_id).await;
+
+    let secret = |a: Actor| -> Option<String> {
+        Some(match a {
+            Actor::OwnerA => app.owner.key.clone(),
+            Actor::AdminA => app.admin.key.clone(),
+            Actor::MemberA => app.member.key.clone(),
+            Actor::MemberB => app.non_member.key.clone(),
+            Actor::KeyBoundA => app.bound_owner.key.clone(),
+            Actor::KeyBoundB => bound_b.clone(),
+            Actor::Revoked => app.revoked.key.clone(),
+            Actor::Expired => app.expired.key.clone(),
+            Actor::SessionA => session_a.1.clone(),
+            Actor::SessionB => session_b.1.clone(),
+            Actor::Nobody => return None,
+        })
+    };
+    // The actor's own user and organization.
+    let own = |a: Actor| -> (UserId, OrgId) {
+        match a {
+            Actor::AdminA => (app.admin.user_id, app.org),
+            Actor::MemberA | Actor::SessionA => (app.member.user_id, app.org),
+            Actor::MemberB | Actor::KeyBoundB | Actor::SessionB => {
+                (app.non_member.user_id, app.other_org)
+            }
+            _ => (app.owner.user_id, app.org),
+        }
+    };
+
+    let mut cells = 0;
+    let mut failures = Vec::new();
+    for r in rows() {
+        for (ai, actor) in ACTORS.into_iter().enumerate() {
+            for (ti, target) in TARGETS.into_iter().enumerate() {
+                if r.kind == Kind::None && target != Target::Own {
+                    continue;
+                }
+                let (user, org) = own(actor);
+                let (t_user, t_org) = match target {
+                    Target::Own => (user, org),
+                    Target::OtherInA if user == app.owner.user_id => (app.member.user_id, app.org),
+                    Target::OtherInA => (app.owner.user_id, app.org),
+                    Target::InB => (app.non_member.user_id, app.other_org),
+                    Target::Unknown => (user, org),
+                };
+                let id = if target == Target::Unknown {
+                    uuid::Uuid::new_v4().to_string()
+                } else {
+                    match r.kind {
+                        Kind::None => String::new(),
+                        Kind::Key => make_key(app, t_user).await,
+                        Kind::Sandbox => register(app, t_org, t_user).await.0,
+                        Kind::Conversation => {
+                            // A session actor's own conversation is its own sandbox's.
+                            let session = match (actor, target) {
+                                (Actor::SessionA, Target::Own) => session_a.1.clone(),
+                                (Actor::SessionB, Target::Own) => session_b.1.clone(),
+                                _ => register(app, t_org, t_user).await.1,
+                            };
+                            make_conversation(app, &session).await
+                        }
+                    }
+                };
+                let path = r.path.replace("{t}", &id);
+                if r.via == Via::Socket {
+                    let outcome = socket_cell(&app.base, &path, secret(actor).as_deref()).await;
+                    cells += 1;
+                    let want = r.expect[ai][ti];
+                    if outcome != want {
+                        failures.push(format!(
+                            "{} as {actor:?} on {target:?}: {outcome} (table: {want})",
+                            r.path
+                        ));
+                    }
+                    let crosses = match target {
+                        Target::InB => org == app.org,
+                        Target::OtherInA => org == app.other_org,
+                        _ => false,
+                    };
+                    if crosses && outcome == 101 {
+                        failures.push(format!("CROSS-ORG {} as {actor:?} on {target:?}", r.path));
+                    }
+                    continue;
+                }
+                let mut req = app.req(r.method.clone(), &path, None);
+                if let Some(k) = secret(actor) {
+                    req = match r.via {
+                        Via::Api | Via::Socket => req.header("X-Access-Token", k),
+                        Via::Webhook => req.header("X-Session-API-Key", k),
+                    };
+                }
+                if let Some(b) = r.body {
+                    req = req.header("content-type", "application/json").body(b);
+                }
+                let (status, body) = common::status_json(req.send().await.unwrap()).await;
+                cells += 1;
+                let want = r.expect[ai][ti];
+                if status != want {
+                    failures.push(format!(
+                        "{} {} as {actor:?} on {target:?}: {status} (table: {want}) {body}",
+                        r.method, r.path
+                    ));
+                }
+                // The rule no table may break.
+                let crosses = match target {
+                    Target::InB => org == app.org,
+                    Target::OtherInA => org == app.other_org,
+                    _ => false,
+                };
+                if crosses && (200..300).contains(&status) && r.kind != Kind::None {
+                    let null_batch = body
+                        .as_array()
+                        .is_some_and(|a| a.iter().all(Value::is_null));
+                    if !null_batch {
+                        failures.push(format!(
+                            "CROSS-ORG {} {} as {actor:?} on {target:?}: {status} {body}",
+                            r.method, r.path
+                        ));
+                    }
+                }
+                // A member sees only its own sandboxes and conversations in a batch get.
+                if matches!(r.kind, Kind::Sandbox | Kind::Conversation)
+                    && r.method == Method::GET
+                    && r.path.contains('?')
+                    && status == 200
+                {
+                    let visible = !body[0].is_null();
+                    let should = match target {
+                        Target::Own => true,
+                        Target::OtherInA => {
+                            matches!(actor, Actor::OwnerA | Actor::AdminA | Actor::KeyBoundA)
+                        }
+                        Target::InB => matches!(actor, Actor::MemberB | Actor::KeyBoundB),
+                        Target::Unknown => false,
+                    };
+                    if visible != should {
+                        failures.push(format!(
+                            "batch get as {actor:?} on {target:?}: visible {visible} {body}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{backend}: {} of {cells} cells differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    eprintln!("{backend}: {cells} cells checked");
+}
+
+async fn register(app: &common::TestApp, org: OrgId, user: UserId) -> (String, String) {
+    let s = app.services.clone();
+    let r = tokio::task::spawn_blocking(move || s.sandboxes().register_sandbox(org, user).unwrap())
+        .await
+        .unwrap();
+    (r.sandbox_id.to_string(), r.session_api_key)
+}
+
+async fn make_key(app: &common::TestApp, user: UserId) -> String {
+    let s = app.services.clone();
+    tokio::task::spawn_blocking(move || {
+        s.operator()
+            .operator_create_key(user, None, "target".into(), None)
+            .unwrap()
+            .record
+            .id
+            .to_string()
+    })
+    .await
+    .unwrap()
+}
+
+async fn make_conversation(app: &common::TestApp, session: &str) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
+    let r = app
+        .req(Method::POST, "/api/v1/webhooks/conversations", None)
+        .header("X-Session-API-Key", session)
+        .json(&json!({"id": id, "title": "matrix", "execution_status": "idle"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200, "{}", r.text().await.unwrap());
+    id
+}
+
+/// One websocket cell: 101 when the first frame arrives, else the close code the server sends
+/// (or the handshake's HTTP status). Without a key the first frame sent is not `auth`.
+async fn socket_cell(base: &str, path: &str, key: Option<&str>) -> u16 {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let url = format!("{}{path}", base.replacen("http://", "ws://", 1));
+    let mut req = url.into_client_request().unwrap();
+    if let Some(k) = key {
+        req.headers_mut()
+            .insert("X-Access-Token", k.parse().unwrap());
+    }
+    let mut ws = match tokio_tungstenite::connect_async(req).await {
+        Ok((ws, _)) => ws,
+        Err(tokio_tungstenite::tungstenite::Error::Http(r)) => return r.status().as_u16(),
+        Err(e) => panic!("{path}: {e}"),
+    };
+    if key.is_none() {
+        ws.send(Message::text(r#"{"type":"hello"}"#)).await.unwrap();
+    }
+    loop {
+        let m = tokio::time::timeout(std::time::Duration::from_secs(20), ws.next())
+            .await
+            .expect("a frame or a close within 20 s");
+        match m {
+            Some(Ok(Message::Text(_))) => {
+                let _ = ws.close(None).await;
+                return 101;
+            }
+            Some(Ok(Message::Close(Some(c)))) => return u16::from(c.code),
+            Some(Ok(Message::Close(None))) | None => return 1005,
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => panic!("{path}: {e}"),
+        }
+    }
+}
