@@ -40,7 +40,7 @@ pub struct DbArgs {
 #[derive(Subcommand)]
 pub enum Command {
     /// Run the HTTP server.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Any other command.
     #[command(flatten)]
     Operator(OperatorCommand),
@@ -72,6 +72,18 @@ pub enum OperatorCommand {
     /// Sandboxes (agent servers run elsewhere).
     #[command(subcommand)]
     Sandboxes(SandboxesCommand),
+    /// Sandbox specs.
+    #[command(subcommand)]
+    Specs(SpecsCommand),
+}
+
+#[derive(Subcommand)]
+pub enum SpecsCommand {
+    /// Pull the images of the Docker specs that are not on the Docker host (`DOCKER_HOST`); prints one line per image and fails when one could not be pulled.
+    Pull {
+        #[command(flatten)]
+        specs: SpecArgs,
+    },
 }
 
 #[derive(Subcommand)]
@@ -170,23 +182,144 @@ pub struct ServeArgs {
     /// Seconds to let in-flight requests finish on SIGINT/SIGTERM.
     #[arg(long, default_value = "30")]
     pub shutdown_timeout: u64,
+    /// Bytes of request bodies held at once across the server; a body waits for room (at most
+    /// the body read timeout, then 503). At least the largest body limit (8 MiB).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_BODY_BYTES_IN_FLIGHT",
+        default_value_t = switchboard_api::extract::DEFAULT_MAX_BODY_BYTES_IN_FLIGHT,
+        value_parser = parse_in_flight
+    )]
+    pub max_body_bytes_in_flight: usize,
+    /// Seconds a request body may take to arrive once admitted (then 408, connection closed).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_BODY_READ_TIMEOUT",
+        default_value_t = switchboard_api::extract::DEFAULT_BODY_READ_TIMEOUT.as_secs(),
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub body_read_timeout: u64,
+    /// Slowest average rate, in bytes per second, a request body may arrive at after its
+    /// first 5 seconds (then 408, connection closed); 0 turns the check off.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_BODY_MIN_RATE",
+        default_value_t = switchboard_api::extract::DEFAULT_BODY_MIN_RATE
+    )]
+    pub body_min_rate: u32,
+    /// Requests per second per credential (API key, or a sandbox's session key on the
+    /// webhooks), burst the same; over it 429 with `Retry-After`. 0 turns it off.
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_KEY", default_value = "0")]
+    pub rate_limit_per_key: u32,
+    /// Requests per second per client address (the TCP peer), burst the same; over it 429
+    /// with `Retry-After`. 0 turns it off.
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_IP", default_value = "0")]
+    pub rate_limit_per_ip: u32,
+    /// Websocket subscribers this process serves at once (API.md, Live delivery); one more is
+    /// closed with 1013.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_SUBSCRIBERS",
+        default_value_t = switchboard_api::live::DEFAULT_MAX_SUBSCRIBERS,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub max_subscribers: usize,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
+    #[command(flatten)]
+    pub llm: LlmArgs,
+}
+
+// The LLM of started conversations (issue 10; docs/API.md, App conversations: start).
+#[derive(Args, Clone)]
+pub struct LlmArgs {
+    /// The default LLM model of started conversations (LiteLLM name, e.g. openai/gpt-4o); a start request's llm_model wins.
+    #[arg(long, env = "LLM_MODEL")]
+    pub llm_model: Option<String>,
+    /// The LLM provider's base URL (e.g. `http://127.0.0.1:18100/v1`).
+    #[arg(long, env = "LLM_BASE_URL")]
+    pub llm_base_url: Option<String>,
+    /// A file holding the LLM API key (trailing whitespace ignored); else LLM_API_KEY.
+    #[arg(long, env = "SWITCHBOARD_LLM_API_KEY_FILE")]
+    pub llm_api_key_file: Option<PathBuf>,
+    /// Have the LLM stream its completions: the agent server sends token deltas, relayed to live subscribers as transient frames.
+    #[arg(long, env = "SWITCHBOARD_LLM_STREAM")]
+    pub llm_stream: bool,
+    /// Seconds .openhands/setup.sh may run during a start.
+    #[arg(long, env = "SWITCHBOARD_SETUP_SCRIPT_TIMEOUT", default_value = "600")]
+    pub setup_script_timeout: u64,
+}
+
+impl LlmArgs {
+    /// The LLM configuration: the key from `--llm-api-key-file`, else the `LLM_API_KEY`
+    /// variable (read here, never a flag: a flag shows in `ps`).
+    ///
+    /// # Errors
+    /// The key file cannot be read.
+    pub fn config(&self) -> Result<switchboard_domain::services::LlmConfig> {
+        let api_key = match &self.llm_api_key_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .with_context(|| format!("reading the LLM API key file {}", path.display()))?
+                    .trim_end()
+                    .to_owned(),
+            ),
+            None => std::env::var("LLM_API_KEY").ok().filter(|k| !k.is_empty()),
+        };
+        Ok(switchboard_domain::services::LlmConfig {
+            model: self.llm_model.clone().filter(|m| !m.is_empty()),
+            base_url: self.llm_base_url.clone().filter(|b| !b.is_empty()),
+            api_key,
+            stream: self.llm_stream,
+        })
+    }
+}
+
+impl ServeArgs {
+    /// The body limits these options give.
+    pub fn body_limits(&self) -> switchboard_api::extract::BodyLimits {
+        switchboard_api::extract::BodyLimits {
+            max_in_flight: self.max_body_bytes_in_flight,
+            read_timeout: std::time::Duration::from_secs(self.body_read_timeout),
+            min_rate: self.body_min_rate,
+        }
+    }
+
+    /// The request rate limits these options give.
+    pub fn rate_limits(&self) -> switchboard_api::rate_limit::RateLimitConfig {
+        switchboard_api::rate_limit::RateLimitConfig {
+            per_key: self.rate_limit_per_key,
+            per_ip: self.rate_limit_per_ip,
+        }
+    }
+}
+
+/// `--max-body-bytes-in-flight`: a byte count no smaller than the largest body limit (a body
+/// larger than the whole budget could never be admitted).
+fn parse_in_flight(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("not a byte count: {e}"))?;
+    let floor = switchboard_api::webhooks::WEBHOOK_BODY_LIMIT;
+    if n < floor {
+        return Err(format!("at least {floor} bytes (the webhook body limit)"));
+    }
+    if n > u32::MAX as usize {
+        return Err(format!("at most {} bytes", u32::MAX));
+    }
+    Ok(n)
 }
 
 // How Switchboard runs sandboxes (issue 9; docs/sandbox-specs.md).
 #[derive(Args, Clone)]
 pub struct SandboxArgs {
-    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS")]
-    pub sandbox_specs: Option<PathBuf>,
-    /// The agent server command of the built-in spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
-    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND")]
-    pub agent_server_command: Option<String>,
+    #[command(flatten)]
+    pub specs: SpecArgs,
     /// Switchboard's URL as sandboxes reach it; they post webhooks to it + /api/v1/webhooks (default: the bound address).
     #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass.
+    /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
     #[arg(long = "sandbox-env", value_name = "NAME")]
     pub sandbox_env: Vec<String>,
     /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
@@ -201,9 +334,46 @@ pub struct SandboxArgs {
     /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
     #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
     pub secret_key_file: Option<PathBuf>,
-    /// The runtime of specs that name none.
+    #[command(flatten)]
+    pub docker: DockerArgs,
+}
+
+// Which sandbox specs there are (`serve` and `specs pull`).
+#[derive(Args, Clone)]
+pub struct SpecArgs {
+    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` a container of `--agent-server-image`).
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS")]
+    pub sandbox_specs: Option<PathBuf>,
+    /// The agent server command of the built-in process spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
+    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND")]
+    pub agent_server_command: Option<String>,
+    /// The runtime of specs that name none: process or docker.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process")]
     pub sandbox_runtime: String,
+    /// The image of the built-in Docker spec (with `--sandbox-runtime docker` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_AGENT_SERVER_IMAGE",
+        default_value = switchboard_domain::sandboxes::specs::DEFAULT_AGENT_SERVER_IMAGE
+    )]
+    pub agent_server_image: String,
+}
+
+// The Docker runtime (issue 12; docs/docker.md). The daemon is `DOCKER_HOST` (default unix:///var/run/docker.sock).
+#[derive(Args, Clone)]
+pub struct DockerArgs {
+    /// How containers are networked: bridge (the agent server's port published on 127.0.0.1 only) or host (containers share the host's network).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_NETWORK", default_value = "bridge")]
+    pub docker_network: switchboard_sandbox::DockerNetwork,
+    /// Switchboard's URL as containers reach it; they post webhooks to it + /api/v1/webhooks (default on a bridge: `http://host.docker.internal:PORT`, Switchboard then also listening on the bridge gateway when bound to loopback; with host networking: the --public-url).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_PUBLIC_URL")]
+    pub docker_public_url: Option<String>,
+    /// This installation's id, labelled on its containers and volumes, so installations sharing a daemon never touch each other's (default: `sb-` and the id of the secret key, the same for replicas sharing the key).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_INSTALLATION")]
+    pub docker_installation: Option<String>,
+    /// Seconds a container of this installation that no sandbox record names is left alone (and logged) before it is removed.
+    #[arg(long, env = "SWITCHBOARD_DOCKER_ORPHAN_GRACE", default_value = "300")]
+    pub docker_orphan_grace: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -1,6 +1,7 @@
 //! The operator commands of API.md (`migrate`, `bootstrap`, `users create`, `members add`,
 //! `keys create|list|revoke`, `sandboxes register`): each opens the database, calls the
-//! service of its resource and prints one JSON object on stdout.
+//! service of its resource and prints one JSON object on stdout; and `specs pull` (issue 12),
+//! which needs the Docker daemon, not the database, and prints one line per image.
 
 use std::sync::Arc;
 
@@ -10,7 +11,8 @@ use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ApiKeyId, ApiKeyView, DomainError, OrgId, Role, Switchboard, UserId};
 
 use crate::cli::{
-    DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand, UsersCommand,
+    DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand,
+    SpecsCommand, UsersCommand,
 };
 
 /// Prints one JSON object on stdout.
@@ -37,6 +39,8 @@ pub fn domain(e: DomainError) -> anyhow::Error {
 /// A malformed argument, a database that cannot be opened, or the domain's refusal.
 pub fn run(db: &DbArgs, command: Command) -> Result<()> {
     match command {
+        // Needs no database.
+        Command::Specs(SpecsCommand::Pull { specs }) => crate::docker::specs_pull(&specs)?,
         Command::Migrate => {
             let (_, applied) = db.open(Some(1), false)?;
             print(json!({ "applied": applied }));

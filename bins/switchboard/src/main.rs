@@ -1,5 +1,5 @@
 //! `switchboard`: the server (`serve`) and the operator commands of API.md (`migrate`,
-//! `bootstrap`, `users create`, `members add`, `keys create|list|revoke`, `sandboxes register`).
+//! `bootstrap`, `users create`, `members add`, `keys create|list|revoke`, `sandboxes register`, `specs pull`).
 //!
 //! Every command takes `--database-url` (env `SWITCHBOARD_DATABASE_URL`; default: the SQLite
 //! file `switchboard.sqlite` in `--data-dir`, env `SWITCHBOARD_DATA_DIR`, default
@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod docker;
 mod sandboxes;
 mod secret_key;
 mod serve;
@@ -15,12 +16,18 @@ mod supervisor;
 
 use clap::Parser;
 
+/// The allocator: jemalloc with its background threads, which give freed memory back to the
+/// system on their own (dirty pages decay over 10 s), where glibc's arenas kept hundreds of MiB
+/// after a burst of request bodies (docs/probe-2026-11-23.md; API.md, Request bodies).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 use crate::cli::{Cli, Command};
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve::serve(&cli.db, args),
+        Command::Serve(args) => serve::serve(&cli.db, *args),
         Command::Operator(command) => commands::run(&cli.db, command),
     };
     if let Err(e) = result {

@@ -13,12 +13,16 @@ use switchboard_domain::sandboxes::runtime::StatusPolicy;
 use switchboard_domain::sandboxes::settings::{
     ManagedSandboxes, Runtimes, SandboxObserver, SandboxSettings,
 };
-use switchboard_domain::sandboxes::specs::{parse_sandbox_specs, process_preset};
+use switchboard_domain::sandboxes::specs::{
+    SandboxSpec, docker_preset, parse_sandbox_specs, process_preset,
+};
 use switchboard_domain::time_input::now_micros;
+use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
 use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime};
 use tokio::sync::Notify;
 
-use crate::cli::SandboxArgs;
+use crate::cli::{SandboxArgs, SpecArgs};
+use crate::docker::{self, DockerWiring, OrphanSweeper};
 use crate::secret_key;
 use crate::supervisor::Supervisor;
 
@@ -31,6 +35,8 @@ const LAUNCH_EVERY: Duration = Duration::from_millis(250);
 const RECONCILE_EVERY: Duration = Duration::from_secs(3);
 /// How often the warm pool is checked when not woken.
 const POOL_EVERY: Duration = Duration::from_secs(3);
+/// How often the Docker runtime's containers are checked for ones no record names.
+const ORPHANS_EVERY: Duration = Duration::from_secs(30);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
 /// The timeout of one `/alive` probe.
@@ -53,37 +59,64 @@ impl Wakes {
     }
 }
 
-/// The sandbox configuration from the flags. `bound` is the listening address (the default
-/// public URL); sandboxes live under `<data_dir>/sandboxes`.
+/// The specs the flags name and where they came from: the `--sandbox-specs` file, else the
+/// built-in preset (a process running `--agent-server-command`, or with `--sandbox-runtime
+/// docker` a container of `--agent-server-image`).
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
-/// field), an unknown runtime, or a secret key file that is refused.
+/// field), or a preset that cannot be made.
+pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
+    let now = now_micros();
+    match &args.sandbox_specs {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
+            let name = path.display().to_string();
+            let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
+            Ok((specs, name))
+        }
+        None if args.sandbox_runtime == DOCKER_RUNTIME => {
+            let spec = docker_preset(&args.agent_server_image, now).map_err(anyhow::Error::msg)?;
+            Ok((vec![spec], "--agent-server-image".to_owned()))
+        }
+        None => {
+            let path = std::env::var_os("PATH");
+            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
+                .map_err(anyhow::Error::msg)?;
+            Ok((vec![spec], "--agent-server-command".to_owned()))
+        }
+    }
+}
+
+/// The sandbox service's configuration from the flags, and the Docker runtime when a spec
+/// runs on it.
+pub struct Configured {
+    /// What the sandbox service runs with.
+    pub managed: ManagedSandboxes,
+    /// The Docker runtime's wiring, when configured.
+    pub docker: Option<DockerWiring>,
+    /// The images of the Docker specs (for the background pull).
+    pub docker_images: Vec<String>,
+}
+
+/// The sandbox configuration from the flags. `bound` is the listening address (the default
+/// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
+/// when the default runtime or a spec's is `docker`.
+///
+/// # Errors
+/// A specs file that cannot be read or is invalid (the message names the file and the
+/// field), an unknown runtime, a secret key file that is refused, or a Docker daemon that
+/// cannot be used while a spec needs it.
 pub fn configure(
     args: &SandboxArgs,
     data_dir: &Path,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
     wakes: &Wakes,
-) -> Result<ManagedSandboxes> {
-    let now = now_micros();
-    let (specs, source) = match &args.sandbox_specs {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
-            let name = path.display().to_string();
-            let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
-            (specs, name)
-        }
-        None => {
-            let path = std::env::var_os("PATH");
-            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
-                .map_err(anyhow::Error::msg)?;
-            (vec![spec], "--agent-server-command".to_owned())
-        }
-    };
+) -> Result<Configured> {
+    let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
-    let runtimes = Runtimes::new().with(Arc::new(ProcessRuntime::new(data_dir.join("sandboxes"))));
     let public_url = match &args.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None => {
@@ -114,11 +147,22 @@ pub fn configure(
         .clone()
         .unwrap_or_else(|| data_dir.join("secret.key"));
     let sealer = secret_key::load_or_create(&key_file)?;
+    let mut runtimes =
+        Runtimes::new().with(Arc::new(ProcessRuntime::new(data_dir.join("sandboxes"))));
+    let docker_images = docker::docker_images(&specs, &args.specs.sandbox_runtime);
+    let docker = if args.specs.sandbox_runtime == DOCKER_RUNTIME || !docker_images.is_empty() {
+        let installation = docker::installation_id(&args.docker, &sealer);
+        let wiring = docker::connect(&args.docker, installation, bound, &public_url)?;
+        runtimes = runtimes.with(wiring.runtime.clone());
+        Some(wiring)
+    } else {
+        None
+    };
     let wakes = wakes.clone();
     let managed = ManagedSandboxes {
         settings: SandboxSettings {
             specs,
-            default_runtime: args.sandbox_runtime.clone(),
+            default_runtime: args.specs.sandbox_runtime.clone(),
             webhook_base_url: format!("{public_url}/api/v1/webhooks"),
             passthrough_env,
             policy: StatusPolicy {
@@ -136,18 +180,34 @@ pub fn configure(
         wake: Some(Arc::new(move || wakes.wake_all())),
     };
     managed.validate(&source).map_err(anyhow::Error::msg)?;
-    Ok(managed)
+    Ok(Configured {
+        managed,
+        docker,
+        docker_images,
+    })
 }
 
 /// Registers the sandbox jobs: the launcher (launch and probe starting sandboxes), the
-/// reconciler (on start and every few seconds), the warm pool (when configured) and the
-/// cleanup of deleted sandboxes.
+/// reconciler (on start and every few seconds), the warm pool (when configured), the
+/// cleanup of deleted sandboxes and, with the Docker runtime, the sweep of containers no
+/// record names.
 pub fn register_jobs(
     supervisor: &mut Supervisor,
     services: &Switchboard,
     wakes: &Wakes,
     warm: bool,
+    orphans: Option<OrphanSweeper>,
 ) {
+    if let Some(sweeper) = orphans {
+        let s = services.clone();
+        let sweeper = Arc::new(sweeper);
+        supervisor.every_or_woken(
+            "docker-orphans",
+            sweeper.period().min(ORPHANS_EVERY),
+            Arc::new(Notify::new()),
+            move || sweeper.sweep(&s),
+        );
+    }
     let s = services.clone();
     supervisor.every_or_woken(
         "sandbox-launcher",

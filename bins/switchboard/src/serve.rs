@@ -48,6 +48,7 @@ fn init_tracing(format: LogFormat) {
 pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
     let (store, applied) = db.open(args.db_pool_size, true)?;
+    let db_url = db.url()?;
     if !applied.is_empty() {
         tracing::info!(migrations = ?applied, "applied migrations");
     }
@@ -58,15 +59,54 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     let addr = listener.local_addr().context("no address bound")?;
     let metrics = Metrics::new();
     let wakes = sandboxes::Wakes::default();
-    let managed = sandboxes::configure(
+    let configured = sandboxes::configure(
         &args.sandboxes,
         &db.data_dir,
         addr,
         Arc::new(metrics.clone()),
         &wakes,
     )?;
+    let managed = configured.managed;
+    // Containers on Docker's bridge reach the host only through the bridge gateway.
+    let gateway_listener = match configured.docker.as_ref().and_then(|d| d.extra_listen) {
+        Some(extra) => Some(std::net::TcpListener::bind(extra).with_context(|| {
+            format!(
+                "binding {extra}, the Docker bridge gateway, so that containers reach \
+                 Switchboard (or bind 0.0.0.0, or set --docker-public-url / --docker-network host)"
+            )
+        })?),
+        None => None,
+    };
+    let orphans = configured.docker.as_ref().map(|d| {
+        crate::docker::OrphanSweeper::new(
+            d.runtime.clone(),
+            Duration::from_secs(args.sandboxes.docker.docker_orphan_grace),
+        )
+    });
+    if let Some(d) = &configured.docker {
+        crate::docker::pull_missing_in_background(d.runtime.clone(), configured.docker_images);
+    }
     let warm = managed.settings.warm_sandboxes > 0;
-    let services = Switchboard::new(store.clone()).with_managed_sandboxes(managed);
+    let timeouts = switchboard_domain::services::StartTimeouts {
+        sandbox: Duration::from_secs(args.sandboxes.sandbox_start_timeout.max(1)),
+        setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
+        ..Default::default()
+    };
+    let services = Switchboard::new(store.clone())
+        .with_managed_sandboxes(managed)
+        .with_llm(args.llm.config()?)
+        .with_start_timeouts(timeouts);
+    // Starts cut off by the previous run's end never finish: say so on their tasks.
+    let closed = services
+        .conversation_start()
+        .recover_unfinished()
+        .map_err(domain)?;
+    if closed > 0 {
+        tracing::warn!(
+            closed,
+            "start tasks left unfinished by the previous run set to ERROR"
+        );
+    }
     if services.operator().is_empty().map_err(domain)? {
         let b = services
             .operator()
@@ -91,14 +131,23 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         }
     });
     let mut state =
-        AppState::with_db_concurrency(services.clone(), Some(pool_stats), db_concurrency);
+        AppState::with_db_concurrency(services.clone(), Some(pool_stats), db_concurrency)
+            .with_body_limits(args.body_limits())
+            .with_rate_limits(args.rate_limits())
+            .with_live(switchboard_api::live::LiveConfig {
+                max_subscribers: args.max_subscribers,
+                ..Default::default()
+            });
     state.metrics = metrics;
+    // Appends of this process wake its subscribers directly.
+    store.observe_appends(state.live.hub());
+    let live = state.live.clone();
     let state = actix_web::web::Data::new(state);
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     actix_web::rt::System::new().block_on(async move {
-        let server = actix_web::HttpServer::new(move || create_app(state.clone()))
+        let mut server = actix_web::HttpServer::new(move || create_app(state.clone()))
             .workers(workers)
             .shutdown_timeout(args.shutdown_timeout)
             .keep_alive(Duration::from_secs(75))
@@ -106,19 +155,37 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             .disable_signals()
             .listen(listener)
             .with_context(|| format!("listening on {addr}"))?;
+        if let Some(extra) = gateway_listener {
+            let extra_addr = extra.local_addr().context("no address bound")?;
+            server = server
+                .listen(extra)
+                .with_context(|| format!("listening on {extra_addr}"))?;
+            tracing::info!(addr = %extra_addr, "also listening on the Docker bridge gateway, for containers");
+        }
         let server = server.run();
-        stop_gracefully_on_signals(&server.handle())?;
+        stop_gracefully_on_signals(&server.handle(), live.clone())?;
+        // On PostgreSQL, appends of other processes wake subscribers through LISTEN.
+        let listener_task = (store.kind() == BackendKind::Postgres).then(|| {
+            actix_web::rt::spawn(switchboard_storage::listen::listen_for_appends(
+                db_url.clone(),
+                live.hub(),
+            ))
+        });
         let mut supervisor = Supervisor::new();
         if store.kind() == BackendKind::Sqlite {
             let store = store.clone();
             supervisor.every("sqlite-checkpoint", CHECKPOINT_EVERY, move || {
-                store.checkpoint()
+                store.checkpoint().map(|_| ())
             });
         }
-        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm);
+        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
+        live.shutdown();
+        if let Some(t) = listener_task {
+            t.abort();
+        }
         // Background work stops after the last request, so none runs without it.
         supervisor.shutdown(BACKGROUND_STOP_TIMEOUT).await;
         served.context("server failed")?;
@@ -129,7 +196,10 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
 
 /// On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish (up to
 /// `--shutdown-timeout`), then stop. Must run inside the actix system.
-fn stop_gracefully_on_signals(handle: &actix_web::dev::ServerHandle) -> Result<()> {
+fn stop_gracefully_on_signals(
+    handle: &actix_web::dev::ServerHandle,
+    live: Arc<switchboard_api::live::Live>,
+) -> Result<()> {
     use actix_web::rt::signal::unix::{SignalKind, signal};
     for (kind, name) in [
         (SignalKind::interrupt(), "SIGINT"),
@@ -137,9 +207,12 @@ fn stop_gracefully_on_signals(handle: &actix_web::dev::ServerHandle) -> Result<(
     ] {
         let mut signals = signal(kind).with_context(|| format!("listening for {name}"))?;
         let handle = handle.clone();
+        let live = live.clone();
         actix_web::rt::spawn(async move {
             if signals.recv().await.is_some() {
                 tracing::info!("{name} received; finishing requests in flight");
+                // Websockets close at once (1001) rather than hold the shutdown.
+                live.shutdown();
                 handle.stop(true).await;
             }
         });

@@ -1,0 +1,172 @@
+//! Sandboxes that misbehave do not take the real binary down or outlive their delete: one
+//! that ignores SIGTERM and forks children, one that floods its log, and the user's running
+//! limit pausing sandboxes one after the other (which once killed Switchboard with SIGSEGV:
+//! the waiting thread of a child that ended ran out of stack in the allocator).
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+use switchboard_testkit::{Backend, TestDatabase};
+
+fn python() -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Waits until sandbox `id` shows `status`; its info.
+fn wait_status(server: &Server, key: &str, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, body) = send_json(
+            client()
+                .get(server.url(&format!("/api/v1/sandboxes?id={id}")))
+                .header("X-Access-Token", key),
+        );
+        assert_eq!(code, 200, "{body}");
+        if body[0]["status"] == status {
+            return body[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sandbox {id} is {} (waiting for {status}); stderr:\n{}",
+            body[0]["status"],
+            server.stderr_lines().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn start(server: &Server, key: &str, spec: &str) -> String {
+    let (code, body) = send_json(
+        client()
+            .post(server.url(&format!("/api/v1/sandboxes?sandbox_spec_id={spec}")))
+            .header("X-Access-Token", key),
+    );
+    assert_eq!(code, 200, "{body}");
+    body["id"].as_str().unwrap().to_owned()
+}
+
+/// Pids of live processes (not zombies) whose working directory is under `dir` (every
+/// sandbox process and its children run in the sandbox's directory).
+fn live_processes_under(dir: &str) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && cwd.to_string_lossy().starts_with(dir) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+#[test]
+fn misbehaving_sandboxes_do_not_take_the_server_down() {
+    let db = TestDatabase::new(Backend::Sqlite);
+    let data = TempDir::new();
+    let standin = switchboard_testkit::standin_agent_server()
+        .display()
+        .to_string();
+    let marker = "flood-line-of-a-sandbox";
+    let specs = data.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        json!([
+            {"id": "plain", "command": [python(), &standin], },
+            {
+                "id": "stubborn",
+                "command": [python(), &standin],
+                "initial_env": {"STANDIN_MODE": "ignore-sigterm", "STANDIN_FORK": "3"}
+            },
+            {
+                // Floods its log from a child in its group, and serves.
+                "id": "flood",
+                "command": ["sh", "-c",
+                    format!("yes {marker} & exec {} {standin} \"$@\"", python()), "sh"],
+            }
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let data_dir = data.path().display().to_string();
+    let specs = specs.display().to_string();
+    let server = Server::spawn_with(
+        db.url(),
+        ServeOptions {
+            args: vec![
+                "--data-dir",
+                &data_dir,
+                "--sandbox-specs",
+                &specs,
+                "--max-running-sandboxes",
+                "1",
+            ],
+            env: vec![],
+        },
+    );
+    let key = server.bootstrap_key();
+
+    // One running sandbox at a time: each start pauses the previous one.
+    let mut ids = Vec::new();
+    for spec in ["plain", "stubborn", "plain", "flood", "stubborn", "plain"] {
+        let id = start(&server, &key, spec);
+        wait_status(&server, &key, &id, "RUNNING");
+        ids.push(id);
+    }
+    // The flood runs while the server serves.
+    let began = Instant::now();
+    while began.elapsed() < Duration::from_secs(2) {
+        let (code, _) = send_json(client().get(server.url("/health")));
+        assert_eq!(code, 200);
+    }
+    let (code, body) = send_json(
+        client()
+            .get(server.url("/api/v1/sandboxes/search"))
+            .header("X-Access-Token", &key),
+    );
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["items"].as_array().unwrap().len(), ids.len());
+
+    for id in &ids {
+        let (code, body) = send_json(
+            client()
+                .delete(server.url(&format!("/api/v1/sandboxes/{id}")))
+                .header("X-Access-Token", &key),
+        );
+        assert_eq!(code, 200, "{body}");
+    }
+    // Every process of every sandbox (children, the SIGTERM-ignoring ones, the flood) is
+    // gone within the stop timeout (10 s) and a margin; the server is still up.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = live_processes_under(&data_dir);
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "processes outlived their delete: {left:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (code, _) = send_json(client().get(server.url("/health")));
+    assert_eq!(code, 200, "the server went down");
+    let mut server = server;
+    server.sigterm();
+    let status = server.wait_exit(Duration::from_secs(30)).unwrap();
+    assert!(status.success(), "{status:?}");
+}
