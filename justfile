@@ -32,6 +32,11 @@ bench-http seconds="10":
 bench-events seconds="10":
     scripts/bench-events.sh {{seconds}}
 
+# App-conversation search benchmark: 100,000 conversations in one org on SQLite and PostgreSQL,
+# pages of 100 through the domain service in every order, at every depth (docs/benchmarks.md).
+bench-app-conversations:
+    cargo bench -p switchboard-storage --bench app_conversations
+
 # The real OpenHands agent server (Python 3.12+) against Switchboard on a temporary SQLite
 # database; prints "e2e skipped" and succeeds when no Python 3.12+ is available. Not run in CI.
 e2e:
@@ -43,17 +48,69 @@ bench-sandboxes:
     cargo build --release -p switchboard
     python3 scripts/bench-sandboxes.py
 
+# Docker runtime benchmark: cold start -> RUNNING, warm-pool claim, a search over 100 Docker
+# sandboxes; needs the daemon and switchboard/agent-server:local (scripts/ci-docker.sh).
+bench-docker-sandboxes:
+    cargo build --release -p switchboard
+    python3 scripts/bench-docker-sandboxes.py
+
+# The main job with the Docker runtime: an app conversation in a container of the image, the
+# fake LLM, every event through the webhooks; delete removes the container and its volume.
+# Prints "e2e docker skipped" and succeeds without a daemon or the image. Run by CI with Docker.
+e2e-docker:
+    scripts/e2e-docker.sh
+
+# Build the agent-server image for the Docker runtime (debootstrap + PyPI; minutes, cached).
+agent-server-image *args:
+    scripts/agent-server-image.sh {{args}}
+# Live delivery benchmark: webhook-to-frame latency (1/100/1,000 subscribers, SQLite and two
+# PostgreSQL replicas), 10,000 idle sockets, a 100k-event replay.
+bench-live:
+    cargo build --release -p switchboard
+    scripts/bench-live.sh
+
 # Switchboard starts the real agent server as a sandbox (POST /api/v1/sandboxes), a conversation
 # on it runs against a fake LLM, every event arrives through the webhook; pause, resume, delete.
 # Prints "e2e sandbox skipped" and succeeds when no Python 3.12+ is available. Not run in CI.
 e2e-sandbox:
     scripts/e2e-sandbox.sh
 
+# The main job in one go: Switchboard on SQLite runs the agent server as a sandbox, a fake LLM
+# answers, one curl starts a conversation, its steps and events print as they arrive.
+# DEMO_AGENT=standin runs the project's stand-in agent server instead (no Python 3.12 needed).
+demo:
+    scripts/demo.sh
+
+# The main job end to end with the real agent server: start a conversation on a local git
+# repository (branch, setup.sh) -> READY -> the agent's reply -> finished -> the task listed;
+# then a second message, search/count, pause/resume of its sandbox, DELETE (process gone).
+# Prints "e2e main skipped" and succeeds when no Python 3.12+ is available. CI runs it
+# through scripts/e2e.sh.
+e2e-main:
+    scripts/e2e-main.sh
+
+# Conversation start benchmark: POST -> READY, warm pool and cold, 20 runs each (stand-in
+# agent server; AGENT=real for the real one with the fake LLM). Numbers go in docs/benchmarks.md.
+bench-start runs="20":
+    cargo build --release -p switchboard
+    python3 scripts/bench-start.py {{runs}}
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event
     cd crates/model/tests/fixtures/conformance/valid && cat *.jsonl | split -l 1 - ../../../../fuzz/corpus/parse_event/seed-
     cd crates/model/fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run parse_event corpus/parse_event -- -max_total_time={{seconds}}
+
+# Coverage-guided fuzzing of the event parser, the cursor codec and the webhook batch reader,
+# for a bounded time per target (seconds; installs cargo-fuzz when missing). CI runs 60.
+fuzz-targets seconds="60":
+    scripts/fuzz-targets.sh {{seconds}}
+
+# Soak: 30 minutes of mixed ingestion, search and settings writes against the release binary;
+# fails on any error, RSS growth over 1.5x or p99 drift over 3x (docs/benchmarks.md, Soak).
+soak seconds="1800":
+    cargo build --release -p switchboard
+    python3 scripts/soak.py target/release/switchboard {{seconds}}
 
 # Run the server (SQLite in ./switchboard-data; prints a one-time admin key on first start).
 serve *args:

@@ -58,7 +58,9 @@ PIDS=()
 cleanup() {
   local rc=$?
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  TMUX_TMPDIR="$WORK/tmux" tmux kill-server 2>/dev/null || true
+  # The agent server's tmux servers leave the process group; their sockets are under
+  # TMUX_TMPDIR with names of their own (-L openhands-...).
+  for sock in "$WORK"/tmux/tmux-*/*; do [ -S "$sock" ] && tmux -S "$sock" kill-server 2>/dev/null; done || true
   if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
   exit "$rc"
 }

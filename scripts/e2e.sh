@@ -16,8 +16,11 @@
 # into $VENV on first use, with the certifi override of the harness's notes). Without one it
 # prints "e2e skipped: no Python 3.12+ on this machine" and exits 0.
 #
-# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], E2E_HARNESS, TIMEOUT [180] (passed to the
-# harness), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
+# harness), E2E_MAIN=0 (skip the main job), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
+# Then, unless E2E_MAIN=0, it runs the main job (scripts/e2e-main.sh, `just e2e-main`) with the
+# same binary and venv: Switchboard starts the agent server as a sandbox, an app conversation
+# runs twice, is listed, paused and resumed, and deleted (about 20 s of agent-server start-up).
 # `scripts/e2e.sh sandbox` runs the sandbox mode instead (scripts/e2e-sandbox.sh): Switchboard
 # starts the agent server itself.
 set -euo pipefail
@@ -63,8 +66,12 @@ if [ ! -x "$VENV/bin/agent-server" ]; then
 fi
 
 # ---------------------------------------------------------------- Switchboard
-cargo build --release -p switchboard >/dev/null
-BIN="$PWD/target/release/switchboard"
+if [ -n "${SWITCHBOARD_BIN:-}" ]; then
+  BIN="$SWITCHBOARD_BIN"
+else
+  cargo build --release -p switchboard >/dev/null
+  BIN="$PWD/target/release/switchboard"
+fi
 WORK=$(mktemp -d)
 SERVER_PID=
 cleanup() {
@@ -77,14 +84,14 @@ trap cleanup EXIT
 export SWITCHBOARD_DATABASE_URL="sqlite://$WORK/switchboard.sqlite"
 field() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$1" "$2"; }
 
-BOOT=$("$BIN" bootstrap --org-name e2e --email e2e@localhost)
+BOOT=$("$BIN" --data-dir "$WORK/data" bootstrap --org-name e2e --email e2e@localhost)
 ORG=$(field "$BOOT" org_id); USER_ID=$(field "$BOOT" user_id); API_KEY=$(field "$BOOT" api_key)
-SANDBOX=$("$BIN" sandboxes register --org-id "$ORG" --user-id "$USER_ID")
+SANDBOX=$("$BIN" --data-dir "$WORK/data" sandboxes register --org-id "$ORG" --user-id "$USER_ID")
 SESSION_KEY=$(field "$SANDBOX" session_api_key)
 
-SWITCHBOARD_LOG=info "$BIN" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
+SWITCHBOARD_LOG=info "$BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 >"$WORK/serve.out" 2>"$WORK/serve.log" &
 SERVER_PID=$!
-for _ in $(seq 100); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
+for _ in $(seq 300); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
 ADDR=$(python3 -c 'import json,sys; print([json.loads(l) for l in open(sys.argv[1])][-1]["address"])' "$WORK/serve.out")
 log "Switchboard at $ADDR (org $ORG, sandbox $(field "$SANDBOX" sandbox_id))"
 
@@ -161,3 +168,12 @@ if count != len(items):
 print("SWITCHBOARD E2E:", "PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)
 PY
+
+# ---------------------------------------------------------------- the main job
+if [ "${E2E_MAIN:-1}" = 0 ]; then
+  log "E2E_MAIN=0: the main job (scripts/e2e-main.sh) skipped"
+else
+  log "running the main job (scripts/e2e-main.sh)"
+  # Its own database in its own data directory, not this run's.
+  env -u SWITCHBOARD_DATABASE_URL SWITCHBOARD_BIN="$BIN" VENV="$VENV" scripts/e2e-main.sh
+fi

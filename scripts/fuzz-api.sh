@@ -37,6 +37,11 @@
 #   SWITCHBOARD_FUZZ_WORKERS       Schemathesis workers [1]
 #   SCHEMATHESIS_VENV              venv with Schemathesis [${TMPDIR:-/tmp}/schemathesis-venv]
 #   SCHEMATHESIS_VERSION           installed from PyPI into the venv when missing [4.32.5]
+#   SWITCHBOARD_FUZZ_PROFILE       cargo profile of the server binary: release or debug [release]
+#   SWITCHBOARD_FUZZ_BIN           a switchboard binary to test instead of building one
+# Sandboxes: the server runs the stand-in agent server (crates/testkit/fixtures) as the command of
+# its built-in spec, so generated POST /api/v1/sandboxes start a small Python stdlib process,
+# never a real agent server; every sandbox still alive at the end is stopped with the server.
 # Needs: cargo, curl, python3 >= 3.11 (or a pyenv Python 3.12+), psql for PostgreSQL (the
 # backend is skipped with a message when no server answers).
 set -euo pipefail
@@ -86,10 +91,24 @@ ST="$VENV/bin/st"
 echo "== $("$ST" --version); mode $MODE: $MAX_EXAMPLES examples per operation, ${MAX_TIME}s per backend"
 
 # ------------------------------------------------------------------ build
-cargo build --release -p switchboard --locked >/dev/null
-BIN="$PWD/target/release/switchboard"
+PROFILE="${SWITCHBOARD_FUZZ_PROFILE:-release}"
+if [ -n "${SWITCHBOARD_FUZZ_BIN:-}" ]; then
+  BIN=$(realpath "$SWITCHBOARD_FUZZ_BIN")
+else case "$PROFILE" in
+  release) cargo build --release -p switchboard --locked >/dev/null; BIN="$PWD/target/release/switchboard" ;;
+  debug) cargo build -p switchboard --locked >/dev/null; BIN="$PWD/target/debug/switchboard" ;;
+  *) echo "SWITCHBOARD_FUZZ_PROFILE: release or debug" >&2; exit 2 ;;
+esac; fi
+STANDIN="$PWD/crates/testkit/fixtures/standin_agent_server.py"
 
 WORK=$(mktemp -d)
+# Two specs running the stand-in (two, so that the specs search has a second page and a cursor).
+cat >"$WORK/specs.json" <<JSON
+[
+  {"id": "standin", "command": ["python3", "$STANDIN"]},
+  {"id": "standin-2", "command": ["python3", "$STANDIN"]}
+]
+JSON
 SERVER_PID=
 PG_DB=
 stop_server() {
@@ -125,6 +144,8 @@ run_backend() {
   mkdir -p "$out"
   echo "== $name"
   SWITCHBOARD_LOG=warn "$BIN" serve --bind 127.0.0.1:0 --database-url "$url" \
+    --data-dir "$WORK/$name-data" --secret-key-file "$WORK/$name.secret.key" \
+    --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 10 \
     >"$WORK/$name.out" 2>"$out/server.stderr" &
   SERVER_PID=$!
   for _ in $(seq 300); do
@@ -132,7 +153,7 @@ run_backend() {
     kill -0 "$SERVER_PID" 2>/dev/null || { echo "server exited:" >&2; cat "$out/server.stderr" >&2; return 2; }
     sleep 0.1
   done
-  local addr key org user session conv spare
+  local addr key org user session conv spare cursor
   addr=$(json_field "$WORK/$name.out" address listening)
   key=$(json_field "$WORK/$name.out" api_key bootstrapped)
   org=$(json_field "$WORK/$name.out" org_id bootstrapped)
@@ -145,6 +166,10 @@ run_backend() {
     python3 -c 'import json, sys; print(json.load(sys.stdin)["session_api_key"])') ||
     { echo "sandboxes register failed" >&2; return 2; }
 
+  # A second registered sandbox, so that the sandboxes search has a second page and a cursor.
+  "$BIN" --database-url "$url" sandboxes register --org-id "$org" --user-id "$user" >/dev/null ||
+    { echo "sandboxes register failed" >&2; return 2; }
+
   # Seed: one conversation with one event, and a spare key.
   conv=$(python3 -c 'import uuid; print(uuid.uuid4())')
   curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
@@ -153,9 +178,43 @@ run_backend() {
   curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
     -d "[{\"id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\",\"timestamp\":\"2026-11-23T10:00:00\",\"source\":\"user\",\"llm_message\":{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"hello\"}]},\"kind\":\"MessageEvent\"}]" \
     "$addr/api/v1/webhooks/events/$conv" || { echo "seeding the event failed" >&2; return 2; }
+  curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
+    -d "[{\"id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\",\"timestamp\":\"2026-11-23T10:00:01\",\"kind\":\"PauseEvent\"}]" \
+    "$addr/api/v1/webhooks/events/$conv" || { echo "seeding the second event failed" >&2; return 2; }
   spare=$(curl -sf -H "X-Access-Token: $key" -H 'Content-Type: application/json' -d '{"name":"fuzz spare"}' \
     "$addr/api/keys" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])') ||
     { echo "seeding the spare key failed" >&2; return 2; }
+  # A real cursor: page_id must be a next_page_id the service returned (API.md, Events), which
+  # JSON Schema cannot state; generated requests use this one.
+  cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/conversation/$conv/events/search?limit=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+    { echo "reading a cursor failed" >&2; return 2; }
+
+  # A second conversation and two start tasks, so that the app-conversation and start-task
+  # searches have a second page and a cursor (of the default sort_order, CREATED_AT_DESC).
+  curl -sf -o /dev/null -H "X-Session-API-Key: $session" -H 'Content-Type: application/json' \
+    -d "{\"id\":\"$(python3 -c 'import uuid; print(uuid.uuid4())')\",\"title\":\"fuzz seed 2\"}" \
+    "$addr/api/v1/webhooks/conversations" || { echo "seeding the second conversation failed" >&2; return 2; }
+  for _ in 1 2; do
+    curl -sf -o /dev/null -H "X-Access-Token: $key" -H 'Content-Type: application/json' -d '{}' \
+      "$addr/api/v1/app-conversations" || { echo "seeding a start task failed" >&2; return 2; }
+  done
+  local app_cursor task_cursor
+  app_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/app-conversations/search?limit=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+    { echo "reading an app-conversation cursor failed" >&2; return 2; }
+  task_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/app-conversations/start-tasks/search?limit=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+    { echo "reading a start-task cursor failed" >&2; return 2; }
+
+  # The sandbox and spec searches have cursors of their own kind.
+  local sandbox_cursor spec_cursor
+  sandbox_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/sandboxes/search?limit=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+    { echo "reading a sandbox cursor failed" >&2; return 2; }
+  spec_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/sandbox-specs/search?limit=1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+    { echo "reading a spec cursor failed" >&2; return 2; }
 
   cat >"$WORK/$name.toml" <<TOML
 # Generated by scripts/fuzz-api.sh for one run; holds throwaway keys of a throwaway database.
@@ -177,6 +236,65 @@ values = ["$spare"]
 [parameters]
 "path.conversation_id" = { dictionary = "conversations", probability = 0.5 }
 "path.id" = { dictionary = "keys", probability = 0.3 }
+
+# page_id must be a next_page_id of the same search (API.md), which JSON Schema cannot state.
+[[operations]]
+include-path = "/api/v1/conversation/{conversation_id}/events/search"
+parameters = { "query.page_id" = "$cursor" }
+
+[[operations]]
+include-path = "/api/v1/sandboxes/search"
+parameters = { "query.page_id" = "$sandbox_cursor" }
+
+[[operations]]
+include-path = "/api/v1/sandbox-specs/search"
+parameters = { "query.page_id" = "$spec_cursor" }
+
+# A cursor belongs to one sort_order (API.md, App conversations), which JSON Schema cannot state
+# either: these two searches are fuzzed with the order their cursor was issued for.
+[[operations]]
+include-path = "/api/v1/app-conversations/search"
+parameters = { "query.page_id" = "$app_cursor", "query.sort_order" = "CREATED_AT_DESC" }
+
+[[operations]]
+include-path = "/api/v1/app-conversations/start-tasks/search"
+parameters = { "query.page_id" = "$task_cursor", "query.sort_order" = "CREATED_AT_DESC" }
+
+# A start names a parent conversation or a conversation id that must exist (or must not), and
+# a suggested_task excludes an initial_message: 400s the document states in prose.
+[[operations]]
+include-path-regex = "^/api/v1/app-conversations(/stream-start)?\$"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429", "5xx"]
+
+# A message goes to the conversation's sandbox, which must be running: the seeded
+# conversation's sandbox was registered, not started, so it answers the documented 410 (MISSING).
+[[operations]]
+include-path = "/api/v1/app-conversations/{conversation_id}/send-message"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "410", "429", "5xx"]
+
+# A sandbox starts from a spec of this installation's configuration, which the document cannot
+# enumerate: an unknown sandbox_spec_id is the documented 400 (API.md; OpenHands answers 500).
+[[operations]]
+include-path = "/api/v1/sandboxes"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429", "5xx"]
+
+# Pausing, resuming or deleting a sandbox depends on its state (registered, ERROR or MISSING
+# answer the documented 409), which no schema states either.
+[[operations]]
+include-path-regex = '^/api/v1/sandboxes/\{[a-z_]+\}(/pause|/resume)?\$'
+checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "429", "5xx"]
+
+# The websocket endpoints answer a plain GET (Schemathesis speaks no websocket) with the
+# documented 400 "Not a websocket upgrade"; the frames are tested in crates/api/tests.
+[[operations]]
+include-path-regex = "^/sockets/"
+checks.positive_data_acceptance.expected-statuses = ["101", "400", "401", "403", "404", "429", "5xx"]
+
+# Marketplace names must be unique in the list: a 400 the document states in prose (JSON Schema
+# cannot say "unique by name"), so generated lists with a repeated name may get it.
+[[operations]]
+include-path = "/api/organizations/app"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
 
 [phases.stateful.inference]
 algorithms = ["location-headers", "dependency-analysis"]

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# The main job in one go (`just demo`): Switchboard on a temporary SQLite database runs the
+# OpenHands agent server as a sandbox (process runtime), a fake LLM (scripts/e2e/fake_llm.py)
+# answers it, and ONE curl starts a conversation:
+#
+#   curl -X POST $SWITCHBOARD/api/v1/app-conversations -H "X-Access-Token: $KEY" \
+#        -H 'Content-Type: application/json' \
+#        -d '{"initial_message": {"role": "user", "content": [{"type": "text", "text": "say hello"}]}}'
+#
+# The script then prints the start task's steps, every event of the conversation as it
+# arrives, and the final status.
+#
+# The agent server: $VENV/bin/agent-server (openhands-agent-server 1.58.2, installed there from
+# PyPI on first use when a Python 3.12+ is found). Without Python 3.12+ the demo says so and
+# runs the project's stand-in agent server instead (crates/testkit/fixtures/
+# standin_agent_server.py: same API, no LLM, a canned reply).
+#
+# A real LLM instead of the fake one: LLM_MODEL=anthropic/claude-sonnet-4-5 LLM_API_KEY=sk-...
+# [LLM_BASE_URL=...] scripts/demo.sh (the key is read from the environment, never printed).
+# LLM_STREAM=1 has the LLM stream (`serve --llm-stream`): the agent server sends token deltas,
+# which Switchboard relays to live subscribers as transient frames.
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SWITCHBOARD_BIN [target/release/switchboard,
+# built], MESSAGE ["say hello"], TIMEOUT [300], KEEP_WORK=1, DEMO_AGENT=standin (skip the real
+# agent server), LLM_STREAM=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-${TMPDIR:-/tmp}/agent-server-venv}"
+TIMEOUT="${TIMEOUT:-300}"
+MESSAGE="${MESSAGE:-say hello}"
+log() { printf '[demo] %s\n' "$*" >&2; }
+
+PY312=
+for p in python3.14 python3.13 python3.12 python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
+  p=$(command -v "$p" 2>/dev/null) || continue
+  if "$p" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)' 2>/dev/null; then
+    PY312=$p; break
+  fi
+done
+AGENT=real
+if [ "${DEMO_AGENT:-}" = standin ]; then
+  AGENT=standin
+  log "DEMO_AGENT=standin: using the stand-in agent server (no LLM is called)"
+elif [ ! -x "$VENV/bin/agent-server" ]; then
+  if [ -n "$PY312" ]; then
+    log "installing openhands-agent-server 1.58.2 into $VENV (first run only; a few minutes)"
+    "$PY312" -m venv "$VENV"
+    "$VENV/bin/pip" install -q uv
+    echo "certifi>=2026.1.4" > "$VENV/overrides.txt"
+    "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
+      openhands-agent-server==1.58.2 openhands-sdk==1.58.2 openhands-tools==1.58.2
+  else
+    AGENT=standin
+    log "no Python 3.12+ here: using the stand-in agent server (no LLM is called)"
+  fi
+fi
+
+if [ -z "${SWITCHBOARD_BIN:-}" ]; then
+  log "building switchboard (release)"
+  cargo build --release -p switchboard >/dev/null
+  SWITCHBOARD_BIN="$PWD/target/release/switchboard"
+fi
+PY=$(python3 -c 'import sys; print(sys.executable)')
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() {
+  local rc=$?
+  # Sandboxes outlive serve by design (a restart finds them running): stop the demo's own.
+  [ -f "$WORK/data/switchboard.sqlite" ] && "$PY" - "$WORK/data/switchboard.sqlite" <<'KILL' || true
+import json, os, signal, sqlite3, sys
+for (h,) in sqlite3.connect(sys.argv[1]).execute("SELECT handle FROM sandboxes WHERE handle IS NOT NULL"):
+    try:
+        os.killpg(json.loads(h)["data"]["pid"], signal.SIGKILL)
+    except Exception:
+        pass
+KILL
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  # The agent server's tmux servers leave the process group; their sockets are under
+  # TMUX_TMPDIR with names of their own (-L openhands-...).
+  for sock in "$WORK"/tmux/tmux-*/*; do [ -S "$sock" ] && tmux -S "$sock" kill-server 2>/dev/null; done || true
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+if [ -z "${LLM_MODEL:-}" ]; then
+  LLM_PORT=$(free_port)
+  "$PY" scripts/e2e/fake_llm.py --host 127.0.0.1 --port "$LLM_PORT" --log "$WORK/llm.jsonl" \
+    >"$WORK/fake_llm.log" 2>&1 &
+  PIDS+=("$!")
+  export LLM_MODEL=openai/fake-model LLM_BASE_URL="http://127.0.0.1:$LLM_PORT/v1" LLM_API_KEY=fake-key
+  log "fake LLM on 127.0.0.1:$LLM_PORT"
+else
+  log "LLM: $LLM_MODEL${LLM_BASE_URL:+ at $LLM_BASE_URL}"
+fi
+
+mkdir -p "$WORK/tmux"
+if [ "$AGENT" = real ]; then
+  cat >"$WORK/specs.json" <<EOF
+[{"id": "agent-server", "command": ["$VENV/bin/agent-server"], "initial_env": {
+  "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1",
+  "OH_ENABLE_VSCODE": "false", "OH_ENABLE_VNC": "false", "OH_PRELOAD_TOOLS": "false",
+  "OH_ENABLE_BROWSER": "false", "PYTHONUNBUFFERED": "1", "TMUX_TMPDIR": "$WORK/tmux",
+  "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE": "1", "OH_WEBHOOKS_0_FLUSH_DELAY": "0.5"}}]
+EOF
+else
+  cat >"$WORK/specs.json" <<EOF
+[{"id": "standin", "command": ["$PY", "$PWD/crates/testkit/fixtures/standin_agent_server.py"]}]
+EOF
+fi
+SERVE_FLAGS=()
+if [ "${LLM_STREAM:-0}" = 1 ]; then
+  SERVE_FLAGS+=(--llm-stream)
+  log "the LLM streams (--llm-stream)"
+fi
+"$SWITCHBOARD_BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 \
+  --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 180 ${SERVE_FLAGS[@]+"${SERVE_FLAGS[@]}"} \
+  >"$WORK/serve.out" 2>"$WORK/serve.log" &
+PIDS+=("$!")
+for _ in $(seq 300); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
+SWITCHBOARD=$(jq -r 'select(.event=="listening") | .address' "$WORK/serve.out")
+KEY=$(jq -r 'select(.event=="bootstrapped") | .api_key' "$WORK/serve.out")
+log "Switchboard on $SWITCHBOARD (SQLite in $WORK/data, agent server: $AGENT)"
+
+BODY=$(jq -cn --arg m "$MESSAGE" '{initial_message: {role: "user", content: [{type: "text", text: $m}]}}')
+if [ -n "${E2E_REPO:-}" ]; then
+  BODY=$(echo "$BODY" | jq -c --arg r "$E2E_REPO" '. + {selected_repository: $r, selected_branch: "work"}')
+fi
+echo "\$ curl -X POST $SWITCHBOARD/api/v1/app-conversations -H 'X-Access-Token: ...' -d '$BODY'"
+TASK=$(curl -sS -X POST "$SWITCHBOARD/api/v1/app-conversations" -H "X-Access-Token: $KEY" \
+  -H 'Content-Type: application/json' -d "$BODY")
+echo "$TASK" | jq -c '{id, status}'
+
+E2E_REPO="${E2E_REPO:-}" E2E_DATA_DIR="$WORK/data" "$PY" - "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" "$TIMEOUT" <<'PY'
+import json, os, sys, time, urllib.request
+base, key, task_id, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+deadline = time.time() + timeout
+def get(path):
+    req = urllib.request.Request(base + path, headers={"X-Access-Token": key})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.load(r)
+status = None
+while time.time() < deadline:
+    t = get(f"/api/v1/app-conversations/start-tasks?ids={task_id}")[0]
+    if t["status"] != status:
+        status = t["status"]
+        print(f"task: {status}" + (f" ({t['detail']})" if t.get("detail") else ""))
+    if status in ("READY", "ERROR"):
+        break
+    time.sleep(0.1)
+if status != "READY":
+    sys.exit(f"the start did not reach READY: {status}")
+cid = t["app_conversation_id"]
+print(f"conversation {cid}: events as they arrive")
+seen, run_state = set(), None
+def text_of(e):
+    msg = e.get("llm_message") or {}
+    parts = [p.get("text", "") for p in msg.get("content") or [] if isinstance(p, dict)]
+    if parts:
+        return " ".join(parts)[:100]
+    if e.get("kind") == "ConversationStateUpdateEvent":
+        v = e.get("value")
+        return f"{e.get('key')} = {v if not isinstance(v, (dict, list)) else '{...}'}"
+    if e.get("kind") == "ActionEvent":
+        return json.dumps((e.get("action") or {}).get("command") or e.get("tool_name"))
+    if e.get("kind") == "ObservationEvent":
+        obs = e.get("observation") or {}
+        c = obs.get("content") or []
+        return " ".join(p.get("text", "") for p in c if isinstance(p, dict))[:100]
+    return ""
+while time.time() < deadline:
+    page = get(f"/api/v1/conversation/{cid}/events/search?limit=100&sort_order=TIMESTAMP")
+    for e in page["items"]:
+        if e["id"] in seen:
+            continue
+        seen.add(e["id"])
+        print(f"  {e.get('timestamp', '')[11:23]} {e.get('source', ''):11} {e['kind']:32} {text_of(e)}")
+        if e.get("key") == "execution_status":
+            run_state = e.get("value")
+    if run_state in ("finished", "error", "stuck"):
+        break
+    time.sleep(0.3)
+print(f"final: execution_status = {run_state}, {len(seen)} events")
+if run_state != "finished":
+    sys.exit(1)
+if os.environ.get("E2E_REPO"):
+    # e2e-main: the reply, the clone, the setup script, the task listed and counted.
+    obs = [e for e in page["items"] if e["kind"] == "ObservationEvent"]
+    if not obs:
+        sys.exit("CHECK FAILED: no observation (agent reply) arrived")
+    workdir = None
+    for e in page["items"]:
+        if e.get("key") == "full_state":
+            workdir = ((e.get("value") or {}).get("workspace") or {}).get("working_dir")
+    if not workdir:
+        # The agent server sends no full_state through the webhooks: the process runtime's
+        # layout, DATA_DIR/sandboxes/{sandbox id}/{conversation id, 32 hex}.
+        t = get(f"/api/v1/app-conversations/start-tasks?ids={task_id}")[0]
+        workdir = os.path.join(os.environ["E2E_DATA_DIR"], "sandboxes", t["sandbox_id"],
+                               cid.replace("-", ""))
+    if open(os.path.join(workdir, "README")).read() != "work\n":
+        sys.exit("CHECK FAILED: the branch `work` is not checked out in " + workdir)
+    if open(os.path.join(workdir, "setup-ran")).read() != "set-up\n":
+        sys.exit("CHECK FAILED: .openhands/setup.sh did not run in " + workdir)
+    print(f"clone of branch work and setup.sh output found in {workdir}")
+    listed = get(f"/api/v1/app-conversations/start-tasks/search?conversation_id__eq={cid}")["items"]
+    count = get(f"/api/v1/app-conversations/start-tasks/count?conversation_id__eq={cid}")
+    if [t["id"] for t in listed] != [task_id] or count != 1:
+        sys.exit(f"CHECK FAILED: the task is not listed/counted: {listed} {count}")
+    print("the start task is listed and counted for its conversation")
+PY
+if [ -n "${E2E_REPO:-}" ] && [ "${LLM_STREAM:-0}" = 1 ] && [ "$AGENT" = real ]; then
+  # e2e-main with a streaming LLM, before main_checks deletes the conversation: a Message over
+  # the socket starts a run, its deltas arrive as transient frames before the final
+  # MessageEvent, and a later subscriber gets the history without deltas (the websockets
+  # package of the agent server's venv).
+  "$VENV/bin/python" scripts/e2e/live_checks.py "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" \
+    "$TIMEOUT"
+fi
+if [ -n "${E2E_REPO:-}" ]; then
+  # e2e-main, after the first run: batch get, a second message, search/count, pause/resume,
+  # delete and the end of the agent server's process group.
+  "$PY" scripts/e2e/main_checks.py "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" \
+    "$WORK/data/switchboard.sqlite" "$TIMEOUT"
+fi
