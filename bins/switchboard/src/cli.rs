@@ -334,6 +334,9 @@ pub struct SandboxArgs {
     /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
     #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
     pub secret_key_file: Option<PathBuf>,
+    /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64")]
+    pub sandbox_log_max_mib: u64,
     #[command(flatten)]
     pub docker: DockerArgs,
 }

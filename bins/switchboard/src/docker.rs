@@ -53,7 +53,8 @@ pub fn installation_id(args: &DockerArgs, sealer: &Sealer) -> String {
 /// Connects the Docker runtime for `serve`: the daemon at `DOCKER_HOST`, and the URL
 /// containers post webhooks to (`--docker-public-url`; on a bridge
 /// `http://host.docker.internal:<port>` with an extra listener on the bridge gateway when
-/// `bound` is a loopback address; with host networking `public_url`).
+/// `bound` is a loopback address; with host networking `public_url`); containers log with
+/// `json-file` capped at `log_max_mib` MiB (0: the daemon's default).
 ///
 /// # Errors
 /// No daemon answers, the configuration is refused, or the bridge has no IPv4 gateway while
@@ -63,6 +64,7 @@ pub fn connect(
     installation: String,
     bound: SocketAddr,
     public_url: &str,
+    log_max_mib: u64,
 ) -> Result<DockerWiring> {
     let mut extra_listen = None;
     let webhook_root = match (&args.docker_public_url, args.docker_network) {
@@ -72,6 +74,7 @@ pub fn connect(
     };
     let config = DockerConfig::new(installation)
         .with_network(args.docker_network)
+        .with_log_max_mib(log_max_mib)
         .with_webhook_base_url(Some(format!("{webhook_root}/api/v1/webhooks")));
     let runtime = DockerRuntime::connect(config).context(
         "the Docker runtime is configured (--sandbox-runtime docker, or a spec's runtime) but \

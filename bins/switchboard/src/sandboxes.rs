@@ -39,6 +39,9 @@ const POOL_EVERY: Duration = Duration::from_secs(3);
 const ORPHANS_EVERY: Duration = Duration::from_secs(30);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
+/// How often process sandboxes' logs are checked against their cap (a sandbox may write
+/// this long past it).
+const LOG_TRIM_EVERY: Duration = Duration::from_secs(1);
 /// The timeout of one `/alive` probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -98,6 +101,16 @@ pub struct Configured {
     pub docker: Option<DockerWiring>,
     /// The images of the Docker specs (for the background pull).
     pub docker_images: Vec<String>,
+    /// The process runtime and the cap on its sandboxes' logs in bytes, when capped.
+    pub log_cap: Option<LogCap>,
+}
+
+/// A cap on process sandboxes' log files (`--sandbox-log-max-mib`), kept by a job.
+pub struct LogCap {
+    /// The runtime whose sandboxes' logs are capped.
+    pub runtime: Arc<ProcessRuntime>,
+    /// The cap, in bytes.
+    pub max_bytes: u64,
 }
 
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
@@ -147,12 +160,22 @@ pub fn configure(
         .clone()
         .unwrap_or_else(|| data_dir.join("secret.key"));
     let sealer = secret_key::load_or_create(&key_file)?;
-    let mut runtimes =
-        Runtimes::new().with(Arc::new(ProcessRuntime::new(data_dir.join("sandboxes"))));
+    let process = Arc::new(ProcessRuntime::new(data_dir.join("sandboxes")));
+    let log_cap = (args.sandbox_log_max_mib > 0).then(|| LogCap {
+        runtime: process.clone(),
+        max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),
+    });
+    let mut runtimes = Runtimes::new().with(process);
     let docker_images = docker::docker_images(&specs, &args.specs.sandbox_runtime);
     let docker = if args.specs.sandbox_runtime == DOCKER_RUNTIME || !docker_images.is_empty() {
         let installation = docker::installation_id(&args.docker, &sealer);
-        let wiring = docker::connect(&args.docker, installation, bound, &public_url)?;
+        let wiring = docker::connect(
+            &args.docker,
+            installation,
+            bound,
+            &public_url,
+            args.sandbox_log_max_mib,
+        )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)
     } else {
@@ -184,20 +207,38 @@ pub fn configure(
         managed,
         docker,
         docker_images,
+        log_cap,
     })
 }
 
 /// Registers the sandbox jobs: the launcher (launch and probe starting sandboxes), the
 /// reconciler (on start and every few seconds), the warm pool (when configured), the
-/// cleanup of deleted sandboxes and, with the Docker runtime, the sweep of containers no
-/// record names.
+/// cleanup of deleted sandboxes, the cap on process sandboxes' logs (when set) and, with the
+/// Docker runtime, the sweep of containers no record names.
 pub fn register_jobs(
     supervisor: &mut Supervisor,
     services: &Switchboard,
     wakes: &Wakes,
     warm: bool,
     orphans: Option<OrphanSweeper>,
+    log_cap: Option<LogCap>,
 ) {
+    if let Some(cap) = log_cap {
+        supervisor.every_or_woken(
+            "sandbox-log-cap",
+            LOG_TRIM_EVERY,
+            Arc::new(Notify::new()),
+            move || {
+                for t in cap.runtime.trim_logs(cap.max_bytes)? {
+                    match t.error {
+                        None => tracing::info!(log = %t.path.display(), bytes = t.bytes, "sandbox log over its cap: its end moved to agent-server.log.1, the log starts again"),
+                        Some(e) => tracing::warn!(log = %t.path.display(), bytes = t.bytes, error = %e, "sandbox log over its cap could not be trimmed"),
+                    }
+                }
+                Ok::<(), std::io::Error>(())
+            },
+        );
+    }
     if let Some(sweeper) = orphans {
         let s = services.clone();
         let sweeper = Arc::new(sweeper);

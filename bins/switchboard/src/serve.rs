@@ -87,6 +87,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         crate::docker::pull_missing_in_background(d.runtime.clone(), configured.docker_images);
     }
     let warm = managed.settings.warm_sandboxes > 0;
+    let log_cap = configured.log_cap;
     let timeouts = switchboard_domain::services::StartTimeouts {
         sandbox: Duration::from_secs(args.sandboxes.sandbox_start_timeout.max(1)),
         setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
@@ -178,7 +179,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 store.checkpoint().map(|_| ())
             });
         }
-        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans);
+        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans, log_cap);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;

@@ -170,3 +170,92 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
     let status = server.wait_exit(Duration::from_secs(30)).unwrap();
     assert!(status.success(), "{status:?}");
 }
+
+/// The size of a file, 0 when it is missing.
+fn size_of(path: &std::path::Path) -> u64 {
+    std::fs::metadata(path).map_or(0, |m| m.len())
+}
+
+#[test]
+fn a_flooding_sandbox_log_is_kept_under_its_cap() {
+    let db = TestDatabase::new(Backend::Sqlite);
+    let data = TempDir::new();
+    let standin = switchboard_testkit::standin_agent_server()
+        .display()
+        .to_string();
+    // About 100 MiB/s: 1,024 lines of 1 KiB every 10 ms, from a child in the sandbox's group.
+    let flood = "import sys, time\nwhile True:\n    sys.stdout.write(('x' * 1023 + '\\n') * 1024)\n    sys.stdout.flush()\n    time.sleep(0.01)";
+    let specs = data.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        json!([{
+            "id": "flood",
+            "command": ["sh", "-c",
+                format!("{py} -c \"$FLOOD\" & exec {py} {standin} \"$@\"", py = python()), "sh"],
+            "initial_env": {"FLOOD": flood}
+        }])
+        .to_string(),
+    )
+    .unwrap();
+    let data_dir = data.path().display().to_string();
+    let specs = specs.display().to_string();
+    let server = Server::spawn_with(
+        db.url(),
+        ServeOptions {
+            args: vec![
+                "--data-dir",
+                &data_dir,
+                "--sandbox-specs",
+                &specs,
+                "--sandbox-log-max-mib",
+                "4",
+            ],
+            env: vec![],
+        },
+    );
+    let key = server.bootstrap_key();
+    let id = start(&server, &key, "flood");
+    wait_status(&server, &key, &id, "RUNNING");
+    let dir = data.path().join("sandboxes").join(id.replace('-', ""));
+    let dir = if dir.exists() {
+        dir
+    } else {
+        data.path().join("sandboxes").join(&id)
+    };
+    let log = dir.join("agent-server.log");
+    let previous = dir.join("agent-server.log.1");
+
+    // For 6 s (about 600 MiB written), the log never holds more than the cap plus what the
+    // flood writes between two checks (1 s: about 100 MiB; 200 MiB allowed for a slow machine).
+    let began = Instant::now();
+    let mut largest = 0;
+    while began.elapsed() < Duration::from_secs(6) {
+        largest = largest.max(size_of(&log));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        largest < 204 * 1024 * 1024,
+        "the log reached {largest} bytes against a 4 MiB cap"
+    );
+    // The end of a trimmed log is kept (1 MiB, whole lines), and the server logged the trim.
+    let kept = size_of(&previous);
+    assert!(
+        kept > 0 && kept <= 1024 * 1024,
+        "agent-server.log.1 holds {kept} bytes"
+    );
+    assert!(
+        server
+            .stderr_lines()
+            .iter()
+            .any(|l| l.contains("sandbox log over its cap")),
+        "no trim in the server's log"
+    );
+    let (code, _) = send_json(client().get(server.url("/health")));
+    assert_eq!(code, 200);
+    let (code, body) = send_json(
+        client()
+            .delete(server.url(&format!("/api/v1/sandboxes/{id}")))
+            .header("X-Access-Token", &key),
+    );
+    assert_eq!(code, 200, "{body}");
+}

@@ -16,6 +16,7 @@
 pub mod agent_client;
 pub mod docker;
 pub mod launch;
+pub mod logs;
 pub mod process;
 pub mod procfs;
 

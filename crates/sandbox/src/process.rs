@@ -5,7 +5,7 @@
 //! - **Start**: a free loopback port; the directory `<sandboxes_root>/<sandbox_id>/`; the
 //!   spec's command + `--host 127.0.0.1 --port <port>`; the environment cleared, then
 //!   [`launch::environment`]; `process_group(0)`; stdin closed; stdout and stderr appended to
-//!   [`LOG_FILE`] in the sandbox's directory. A thread per sandbox waits for the process, so
+//!   [`LOG_FILE`] in the sandbox's directory (capped by [`ProcessRuntime::trim_logs`]). A thread per sandbox waits for the process, so
 //!   an ended child is reaped at once and its exit status is kept for [`Observed::Exited`].
 //! - **Identity**: the pid and its start time (`/proc/<pid>/stat` field 22), kept in the
 //!   handle; a process with that pid but another start time is not the sandbox.
@@ -141,6 +141,16 @@ impl ProcessRuntime {
     /// The directory holding every sandbox's directory.
     pub fn sandboxes_root(&self) -> &Path {
         &self.sandboxes_root
+    }
+
+    /// Trims the logs of this runtime's sandboxes that are over `max_bytes`
+    /// ([`crate::logs::trim_logs`] on [`Self::sandboxes_root`]): sandboxes of earlier runs of
+    /// Switchboard included, since it goes by directory.
+    ///
+    /// # Errors
+    /// The sandboxes root exists but cannot be listed.
+    pub fn trim_logs(&self, max_bytes: u64) -> io::Result<Vec<crate::logs::Trimmed>> {
+        crate::logs::trim_logs(&self.sandboxes_root, max_bytes)
     }
 
     /// A loopback port nothing listens on and no sandbox of this runtime was given.

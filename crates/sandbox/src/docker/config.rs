@@ -28,6 +28,9 @@ pub const CONTAINER_PREFIX: &str = "switchboard-sandbox-";
 /// Workspace volume names are this prefix + the sandbox id (`switchboard-workspace-<uuid>`).
 pub const VOLUME_PREFIX: &str = "switchboard-workspace-";
 
+/// The default cap on a container's log, in MiB (as the process runtime's, 64 MiB).
+pub const DEFAULT_LOG_MAX_MIB: u64 = 64;
+
 /// The agent server's port inside a bridged container (OpenHands' Docker preset, reference
 /// app-server §3.3: container port 8000 is `AGENT_SERVER`).
 pub const DEFAULT_CONTAINER_PORT: u16 = 8000;
@@ -111,6 +114,10 @@ pub struct DockerConfig {
     /// reaches the host through `host.docker.internal` (the bridge gateway), not through the
     /// host's loopback. `None`: the launch's URL (host networking).
     pub webhook_base_url: Option<String>,
+    /// Cap on a container's log in MiB ([`DEFAULT_LOG_MAX_MIB`]): the container logs with
+    /// Docker's `json-file` driver, `max-size` this, `max-file` 2 (so at most twice this on
+    /// disk). 0: the daemon's default driver and options, unbounded by Switchboard.
+    pub log_max_mib: u64,
 }
 
 impl DockerConfig {
@@ -125,7 +132,15 @@ impl DockerConfig {
             workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
             webhook_base_url: None,
+            log_max_mib: DEFAULT_LOG_MAX_MIB,
         }
+    }
+
+    /// Sets the cap on a container's log (see [`DockerConfig::log_max_mib`]).
+    #[must_use]
+    pub fn with_log_max_mib(mut self, mib: u64) -> Self {
+        self.log_max_mib = mib;
+        self
     }
 
     /// Sets the webhook base URL containers are given (see [`DockerConfig::webhook_base_url`]).

@@ -6,7 +6,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, PortBinding};
+use bollard::models::{
+    ContainerCreateBody, HostConfig, HostConfigLogConfig, Mount, MountType, PortBinding,
+};
 use switchboard_domain::OrgId;
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 
@@ -120,6 +122,13 @@ pub fn container_body(
             target: Some(config.workspace_mount.clone()),
             ..Default::default()
         }]),
+        log_config: (config.log_max_mib > 0).then(|| HostConfigLogConfig {
+            typ: Some("json-file".to_owned()),
+            config: Some(HashMap::from([
+                ("max-size".to_owned(), format!("{}m", config.log_max_mib)),
+                ("max-file".to_owned(), "2".to_owned()),
+            ])),
+        }),
         ..Default::default()
     };
     let exposed_ports = match config.network {

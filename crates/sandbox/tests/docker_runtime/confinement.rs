@@ -35,6 +35,12 @@ fn a_container_gets_its_limits_a_loopback_port_and_only_its_environment() {
     assert_eq!(host.memory_swap, Some(768 * 1024 * 1024));
     assert_eq!(host.nano_cpus, Some(1_500_000_000));
     assert_eq!(host.init, Some(true));
+    // Its log is capped (issue 13): json-file, 64 MiB, two files.
+    let log = host.log_config.clone().unwrap();
+    assert_eq!(log.typ.as_deref(), Some("json-file"));
+    let options = log.config.unwrap();
+    assert_eq!(options.get("max-size").map(String::as_str), Some("64m"));
+    assert_eq!(options.get("max-file").map(String::as_str), Some("2"));
     assert_eq!(
         host.extra_hosts.unwrap(),
         ["host.docker.internal:host-gateway"]
