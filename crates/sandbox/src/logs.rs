@@ -1,6 +1,6 @@
 //! Caps on sandbox log files (issue 13: "a sandbox process that floods its log … does not take
 //! Switchboard down"). A process sandbox's stdout and stderr are appended to
-//! [`LOG_FILE`](crate::process::LOG_FILE) in its directory by the sandbox's own processes
+//! [`LOG_FILE`] in its directory by the sandbox's own processes
 //! (Switchboard holds no pipe, so sandboxes outlive a restart of Switchboard); without a cap a
 //! sandbox that writes without end fills the disk Switchboard's data lives on.
 //!
