@@ -707,8 +707,47 @@ async fn transient_relay(backend: Backend) {
     );
 }
 
+/// A text frame that is not UTF-8 (RFC 6455 §8.1: the endpoint must fail the connection) is
+/// answered with close code 1007, as the first frame of an unauthenticated socket and on an
+/// authenticated one; the server goes on serving.
+async fn text_frames_that_are_not_utf8(backend: Backend) {
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    let app = spawn_app(backend).await;
+    let (conv, _session) = conversation(&app, 3).await;
+    let raw = |bytes: &'static [u8]| {
+        Message::Frame(Frame::message(bytes, OpCode::Data(Data::Text), true))
+    };
+    for path in [
+        format!("/sockets/session/{conv}"),
+        format!("/sockets/events/{conv}"),
+    ] {
+        // Unauthenticated: the first frame would carry the key.
+        let mut ws = try_connect(&app.base, &path, Auth::None).await.unwrap();
+        ws.send(raw(b"{\"type\":\"auth\",\"session_api_key\":\"\xff\"}"))
+            .await
+            .unwrap();
+        assert_eq!(close_code(&mut ws).await, 1007, "{backend} {path}");
+
+        // Authenticated: history first, then the bad frame.
+        let mut ws = connect(&app.base, &path, &app.owner.key).await;
+        next_json(&mut ws).await;
+        ws.send(raw(b"\xed\xa0\x80")).await.unwrap();
+        assert_eq!(close_code(&mut ws).await, 1007, "{backend} {path}");
+    }
+    let mut ws = connect(
+        &app.base,
+        &format!("/sockets/events/{conv}"),
+        &app.owner.key,
+    )
+    .await;
+    next_json(&mut ws).await;
+    app.stop().await;
+}
+
 on_both_backends!(
     transient_relay,
+    text_frames_that_are_not_utf8,
     socket_messages,
     auth_and_close_codes,
     resend_modes,

@@ -120,12 +120,19 @@ fn upgrade(
         let timeout = live.config().auth_timeout;
         let mut stream = stream;
         let key = match key {
-            Some(k) => Some(k),
+            Some(k) => Ok(k),
             None => first_frame_key(&mut stream, timeout).await,
         };
-        let Some(key) = key else {
-            close(session, CLOSE_AUTH_FAILED, "authentication failed").await;
-            return;
+        let key = match key {
+            Ok(key) => key,
+            Err(CLOSE_INVALID_TEXT) => {
+                close(session, CLOSE_INVALID_TEXT, "text frame is not UTF-8").await;
+                return;
+            }
+            Err(_) => {
+                close(session, CLOSE_AUTH_FAILED, "authentication failed").await;
+                return;
+            }
         };
         let Some(conversation) = parse_uuid(&conversation).map(ConversationId) else {
             close(session, CLOSE_NOT_FOUND, "conversation not found").await;
@@ -151,26 +158,38 @@ fn upgrade(
     Ok(response)
 }
 
+/// Close code for a text frame that is not UTF-8 (RFC 6455 §7.4.1: "inconsistent with the
+/// type of the message").
+const CLOSE_INVALID_TEXT: u16 = 1007;
+
+/// Whether a frame error is a text frame (or a continued text message) that is not UTF-8:
+/// actix-ws reports it as an I/O error of kind `InvalidData`.
+pub(super) fn is_invalid_text(e: &actix_ws::ProtocolError) -> bool {
+    matches!(e, actix_ws::ProtocolError::Io(io) if io.kind() == std::io::ErrorKind::InvalidData)
+}
+
 /// The key of a first frame `{"type":"auth","session_api_key":"…"}` received within
-/// `timeout`; `None` otherwise.
+/// `timeout`; else the close code: [`CLOSE_INVALID_TEXT`] for a text frame that is not UTF-8,
+/// [`CLOSE_AUTH_FAILED`] for anything else (another frame, none in time).
 async fn first_frame_key(
     stream: &mut AggregatedMessageStream,
     timeout: Duration,
-) -> Option<String> {
+) -> Result<String, u16> {
     let frame = tokio::time::timeout(timeout, async {
         loop {
-            match stream.recv().await? {
-                Ok(AggregatedMessage::Text(t)) => return Some(t),
-                Ok(AggregatedMessage::Ping(_) | AggregatedMessage::Pong(_)) => continue,
-                _ => return None,
+            match stream.recv().await {
+                Some(Ok(AggregatedMessage::Text(t))) => return Ok(t),
+                Some(Ok(AggregatedMessage::Ping(_) | AggregatedMessage::Pong(_))) => continue,
+                Some(Err(e)) if is_invalid_text(&e) => return Err(CLOSE_INVALID_TEXT),
+                _ => return Err(CLOSE_AUTH_FAILED),
             }
         }
     })
     .await
-    .ok()??;
+    .map_err(|_| CLOSE_AUTH_FAILED)??;
     match ClientFrame::read(&frame) {
-        ClientFrame::Auth(key) => key,
-        _ => None,
+        ClientFrame::Auth(Some(key)) => Ok(key),
+        _ => Err(CLOSE_AUTH_FAILED),
     }
 }
 

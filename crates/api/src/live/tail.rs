@@ -312,6 +312,9 @@ impl Tail {
                     .await
             }
             Err(actix_ws::ProtocolError::Overflow) => Err(Stop::Close(1009, "frame too large")),
+            Err(e) if super::sockets::is_invalid_text(&e) => {
+                Err(Stop::Close(1007, "text frame is not UTF-8"))
+            }
             Err(_) => Err(Stop::Close(1002, "protocol error")),
         }
     }
