@@ -198,6 +198,24 @@ fn rows() -> Vec<Row> {
             [401, 401, 401, 401],
             [401, 401, 401, 401],
         ]),
+        row(Method::POST, "/api/v1/sandboxes/{t}/resume", None, K::Sandbox, Api, [
+            [409, 409, 404, 404],
+            [409, 409, 404, 404],
+            [409, 404, 404, 404],
+            [409, 404, 409, 404],
+            [409, 409, 404, 404],
+            [409, 404, 409, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // Specs are the installation's, the same for every user.
+        row(Method::GET, "/api/v1/sandbox-specs?id=default", None, K::None, Api, ok_for_users),
+        // Start tasks by id: a user's own only; an unknown id is null.
+        row(Method::GET, "/api/v1/app-conversations/start-tasks?ids=5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f",
+            None, K::None, Api, ok_for_users),
         // Conversations: the owner, and the org's admins and owners (view_org_conversations).
         row(Method::GET, "/api/v1/conversation/{t}/events/search", None, K::Conversation, Api, [
             [200, 200, 404, 404],
@@ -261,6 +279,35 @@ fn rows() -> Vec<Row> {
         row(Method::GET, "/api/v1/app-conversations?ids={t}", None, K::Conversation, Api,
             same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401])),
         row(Method::PATCH, "/api/v1/app-conversations/{t}", Some(r#"{"title":"m"}"#), K::Conversation, Api, [
+            [200, 200, 404, 404],
+            [200, 200, 404, 404],
+            [200, 404, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 404, 404],
+            [200, 404, 200, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        // Sending a message and deleting follow the conversation's visibility; a registered
+        // sandbox (no agent server Switchboard runs) cannot take a message: 409.
+        row(Method::POST, "/api/v1/app-conversations/{t}/send-message",
+            Some(r#"{"role":"user","content":[{"type":"text","text":"m"}]}"#), K::Conversation, Api, [
+            [409, 409, 404, 404],
+            [409, 409, 404, 404],
+            [409, 404, 404, 404],
+            [409, 404, 409, 404],
+            [409, 409, 404, 404],
+            [409, 404, 409, 404],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        row(Method::DELETE, "/api/v1/app-conversations/{t}", None, K::Conversation, Api, [
             [200, 200, 404, 404],
             [200, 200, 404, 404],
             [200, 404, 404, 404],
