@@ -103,6 +103,7 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
     )
     .unwrap();
     let data_dir = data.path().display().to_string();
+    let _cleanup = KillSandboxesOnDrop(data_dir.clone());
     let specs = specs.display().to_string();
     let server = Server::spawn_with(
         db.url(),
@@ -171,6 +172,21 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
     assert!(status.success(), "{status:?}");
 }
 
+/// Kills every process whose working directory is under its path when dropped: a sandbox
+/// outlives the server by design, so a test that fails before deleting its sandboxes would
+/// leave them running (a flooding one would fill the disk through its deleted log).
+struct KillSandboxesOnDrop(String);
+
+impl Drop for KillSandboxesOnDrop {
+    fn drop(&mut self) {
+        for pid in live_processes_under(&self.0) {
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &pid.to_string()])
+                .status();
+        }
+    }
+}
+
 /// The size of a file, 0 when it is missing.
 fn size_of(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
@@ -198,6 +214,7 @@ fn a_flooding_sandbox_log_is_kept_under_its_cap() {
     )
     .unwrap();
     let data_dir = data.path().display().to_string();
+    let _cleanup = KillSandboxesOnDrop(data_dir.clone());
     let specs = specs.display().to_string();
     let server = Server::spawn_with(
         db.url(),
