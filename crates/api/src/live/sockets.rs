@@ -140,7 +140,13 @@ fn upgrade(
         };
         match check(&state, key, requested, conversation).await {
             Ok(ctx) => {
-                run_tail(state, session, stream, ctx, conversation, start, protocol).await;
+                // A task of its own: this one (its handshake state included) ends here and
+                // its memory goes back, so an idle socket holds only the tail's state.
+                actix_web::rt::spawn(async move {
+                    run_tail(state, session, stream, ctx, conversation, start, protocol).await;
+                    drop(admission);
+                });
+                return;
             }
             Err(code) => {
                 let reason = if code == CLOSE_AUTH_FAILED {

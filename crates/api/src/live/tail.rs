@@ -97,7 +97,9 @@ pub(crate) async fn run_tail(
         needed: 0,
     };
     let outcome = async {
-        let count = tail.read(|s, c| s.services.events().event_count(c)).await?;
+        // Awaits other than the idle select! are boxed: a future's size is that of its
+        // largest await, and the idle one is what every open socket holds.
+        let count = Box::pin(tail.read(|s, c| s.services.events().event_count(c))).await?;
         tail.needed = count;
         match start {
             Start::LiveOnly => tail.last = count - 1,
@@ -107,8 +109,8 @@ pub(crate) async fn run_tail(
         }
         match protocol {
             Protocol::Events => {
-                let state = tail.read(|s, c| s.services.events().full_state(c)).await?;
-                tail.send(state).await?;
+                let state = Box::pin(tail.read(|s, c| s.services.events().full_state(c))).await?;
+                Box::pin(tail.send(state)).await?;
             }
             Protocol::Session => {
                 let sync = serde_json::json!({
@@ -116,7 +118,7 @@ pub(crate) async fn run_tail(
                     "from_seq": tail.last + 1,
                     "through_seq": count - 1,
                 });
-                tail.send(sync.to_string()).await?;
+                Box::pin(tail.send(sync.to_string())).await?;
             }
         }
         let ping_every = live.config().ping_interval;
@@ -131,13 +133,13 @@ pub(crate) async fn run_tail(
                 tail.needed = tail.needed.max(*watch.wake.borrow_and_update());
                 // After the wake-up's value: a resync that woke us is seen here.
                 let epoch = live.hub().epoch();
-                behind = tail.send_page(&watch.recent, epoch).await?;
+                behind = Box::pin(tail.send_page(&watch.recent, epoch)).await?;
                 // Between pages, answer what the client sent without waiting for it.
                 while let Some(Some(msg)) = stream.recv().now_or_never() {
-                    tail.on_client(msg).await?;
+                    Box::pin(tail.on_client(msg)).await?;
                 }
                 if pings.tick().now_or_never().is_some() {
-                    tail.ping().await?;
+                    Box::pin(tail.ping()).await?;
                 }
                 continue;
             }
@@ -149,12 +151,12 @@ pub(crate) async fn run_tail(
                     behind = true;
                 }
                 msg = stream.recv() => match msg {
-                    Some(m) => tail.on_client(m).await?,
+                    Some(m) => Box::pin(tail.on_client(m)).await?,
                     None => return Err(Stop::Gone),
                 },
-                _ = pings.tick() => tail.ping().await?,
+                _ = pings.tick() => Box::pin(tail.ping()).await?,
                 frame = relay.frames.recv() => match frame {
-                    Ok(event) => tail.send_transient(&event).await?,
+                    Ok(event) => Box::pin(tail.send_transient(&event)).await?,
                     // Skipped deltas are transient: the final event comes from the store.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {
