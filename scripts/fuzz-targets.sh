@@ -39,6 +39,10 @@ for f in crates/model/tests/fixtures/conformance/valid/*.jsonl; do
     printf '[%s]' "$line" >"$CORPUS/webhook_batch/seed-$i"
   done <"$f"
 done
+# An event sent without an id (given a fresh one at each reading; once a false crash of the
+# target's own check).
+printf '%s' '[{"tool_name":"web_search","tool_call_id":"toolu_04eXyZ","error":"Tool not found","kind":"AgentErrorEvent"}]' \
+  >"$CORPUS/webhook_batch/no-id"
 # Cursors as the service writes them: base64url of v1:<µs>:<seq>, sb1:/sp1:... and garbage.
 python3 - "$CORPUS/cursor" <<'PY'
 import base64, sys, os
