@@ -104,6 +104,33 @@ struct Row {
     expect: [[u16; 4]; 11],
 }
 
+/// A sandbox's or a conversation's visibility: its owner, and its organization's admins and
+/// owners, get `ok` (own, another member's in A; B's actors their own in B); every other
+/// user or key gets `hidden`; revoked, expired, session keys and no key get `refused`. Actors
+/// in [`ACTORS`] order, targets in [`TARGETS`] order.
+const fn visibility(ok: u16, hidden: u16, refused: u16) -> [[u16; 4]; 11] {
+    let (h, r) = (hidden, refused);
+    [
+        [ok, ok, h, h],
+        [ok, ok, h, h],
+        [ok, h, h, h],
+        [ok, h, ok, h],
+        [ok, ok, h, h],
+        [ok, h, ok, h],
+        [r, r, r, r],
+        [r, r, r, r],
+        [r, r, r, r],
+        [r, r, r, r],
+        [r, r, r, r],
+    ]
+}
+
+/// [`visibility`] over HTTP: 404 for what the caller may not see (not 403: ids do not leak),
+/// 401 without a usable API key.
+const fn by_visibility(ok: u16) -> [[u16; 4]; 11] {
+    visibility(ok, 404, 401)
+}
+
 /// The same status for the four targets.
 const fn same(s: [u16; 11]) -> [[u16; 4]; 11] {
     let mut out = [[0; 4]; 11];
@@ -172,104 +199,21 @@ fn rows() -> Vec<Row> {
         row(Method::GET, "/api/v1/sandboxes?id={t}", None, K::Sandbox, Api,
             same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401])),
         // Members see their own sandboxes; admins and owners all of their org's.
-        row(Method::DELETE, "/api/v1/sandboxes/{t}", None, K::Sandbox, Api, [
-            [200, 200, 404, 404],
-            [200, 200, 404, 404],
-            [200, 404, 404, 404],
-            [200, 404, 200, 404],
-            [200, 200, 404, 404],
-            [200, 404, 200, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
-        row(Method::POST, "/api/v1/sandboxes/{t}/pause", None, K::Sandbox, Api, [
-            [409, 409, 404, 404],
-            [409, 409, 404, 404],
-            [409, 404, 404, 404],
-            [409, 404, 409, 404],
-            [409, 409, 404, 404],
-            [409, 404, 409, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
-        row(Method::POST, "/api/v1/sandboxes/{t}/resume", None, K::Sandbox, Api, [
-            [409, 409, 404, 404],
-            [409, 409, 404, 404],
-            [409, 404, 404, 404],
-            [409, 404, 409, 404],
-            [409, 409, 404, 404],
-            [409, 404, 409, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
+        row(Method::DELETE, "/api/v1/sandboxes/{t}", None, K::Sandbox, Api, by_visibility(200)),
+        // The sandboxes here are registered (not run by Switchboard): pausing one is 409.
+        row(Method::POST, "/api/v1/sandboxes/{t}/pause", None, K::Sandbox, Api, by_visibility(409)),
+        row(Method::POST, "/api/v1/sandboxes/{t}/resume", None, K::Sandbox, Api, by_visibility(409)),
         // Specs are the installation's, the same for every user.
         row(Method::GET, "/api/v1/sandbox-specs?id=default", None, K::None, Api, ok_for_users),
         // Start tasks by id: a user's own only; an unknown id is null.
         row(Method::GET, "/api/v1/app-conversations/start-tasks?ids=5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f",
             None, K::None, Api, ok_for_users),
         // Conversations: the owner, and the org's admins and owners (view_org_conversations).
-        row(Method::GET, "/api/v1/conversation/{t}/events/search", None, K::Conversation, Api, [
-            [200, 200, 404, 404],
-            [200, 200, 404, 404],
-            [200, 404, 404, 404],
-            [200, 404, 200, 404],
-            [200, 200, 404, 404],
-            [200, 404, 200, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
+        row(Method::GET, "/api/v1/conversation/{t}/events/search", None, K::Conversation, Api, by_visibility(200)),
         // The websockets: the permissions of reading the conversation's events.
-        row(Method::GET, "/sockets/events/{t}?resend_mode=all", None, K::Conversation, Socket, [
-            [101, 101, 4004, 4004],
-            [101, 101, 4004, 4004],
-            [101, 4004, 4004, 4004],
-            [101, 4004, 101, 4004],
-            [101, 101, 4004, 4004],
-            [101, 4004, 101, 4004],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-        ]),
-        row(Method::GET, "/sockets/session/{t}?after_seq=-1", None, K::Conversation, Socket, [
-            [101, 101, 4004, 4004],
-            [101, 101, 4004, 4004],
-            [101, 4004, 4004, 4004],
-            [101, 4004, 101, 4004],
-            [101, 101, 4004, 4004],
-            [101, 4004, 101, 4004],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-            [4001, 4001, 4001, 4001],
-        ]),
-        row(Method::GET, "/api/v1/conversation/{t}/events/count", None, K::Conversation, Api, [
-            [200, 200, 404, 404],
-            [200, 200, 404, 404],
-            [200, 404, 404, 404],
-            [200, 404, 200, 404],
-            [200, 200, 404, 404],
-            [200, 404, 200, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
+        row(Method::GET, "/sockets/events/{t}?resend_mode=all", None, K::Conversation, Socket, visibility(101, 4004, 4001)),
+        row(Method::GET, "/sockets/session/{t}?after_seq=-1", None, K::Conversation, Socket, visibility(101, 4004, 4001)),
+        row(Method::GET, "/api/v1/conversation/{t}/events/count", None, K::Conversation, Api, by_visibility(200)),
         // App conversations: lists and counts hold what the caller sees; the batch get answers
         // null for the others (checked below); PATCH follows the conversation's visibility.
         row(Method::GET, "/api/v1/app-conversations/search", None, K::None, Api, ok_for_users),
@@ -278,48 +222,12 @@ fn rows() -> Vec<Row> {
         row(Method::GET, "/api/v1/app-conversations/start-tasks/count", None, K::None, Api, ok_for_users),
         row(Method::GET, "/api/v1/app-conversations?ids={t}", None, K::Conversation, Api,
             same([200, 200, 200, 200, 200, 200, 401, 401, 401, 401, 401])),
-        row(Method::PATCH, "/api/v1/app-conversations/{t}", Some(r#"{"title":"m"}"#), K::Conversation, Api, [
-            [200, 200, 404, 404],
-            [200, 200, 404, 404],
-            [200, 404, 404, 404],
-            [200, 404, 200, 404],
-            [200, 200, 404, 404],
-            [200, 404, 200, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
+        row(Method::PATCH, "/api/v1/app-conversations/{t}", Some(r#"{"title":"m"}"#), K::Conversation, Api, by_visibility(200)),
         // Sending a message and deleting follow the conversation's visibility; a registered
         // sandbox (no agent server Switchboard runs) cannot take a message: 409.
         row(Method::POST, "/api/v1/app-conversations/{t}/send-message",
-            Some(r#"{"role":"user","content":[{"type":"text","text":"m"}]}"#), K::Conversation, Api, [
-            [409, 409, 404, 404],
-            [409, 409, 404, 404],
-            [409, 404, 404, 404],
-            [409, 404, 409, 404],
-            [409, 409, 404, 404],
-            [409, 404, 409, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
-        row(Method::DELETE, "/api/v1/app-conversations/{t}", None, K::Conversation, Api, [
-            [200, 200, 404, 404],
-            [200, 200, 404, 404],
-            [200, 404, 404, 404],
-            [200, 404, 200, 404],
-            [200, 200, 404, 404],
-            [200, 404, 200, 404],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-            [401, 401, 401, 401],
-        ]),
+            Some(r#"{"role":"user","content":[{"type":"text","text":"m"}]}"#), K::Conversation, Api, by_visibility(409)),
+        row(Method::DELETE, "/api/v1/app-conversations/{t}", None, K::Conversation, Api, by_visibility(200)),
         // Webhooks: only a session key; a sandbox writes only its owner's conversations in its
         // organization (an unknown id is created as its owner's; B's "in B" target is another
         // sandbox of the same user).
