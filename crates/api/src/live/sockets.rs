@@ -237,7 +237,8 @@ async fn check(
 /// its JSON (transient: never stored, never replayed). Client frames: a `Message` (`{role, content}`) is sent to the
 /// conversation with `run: true`; anything else gets a `ServerErrorEvent` frame. Close codes:
 /// 4001 authentication failed, 4004 unknown or not visible conversation, 1013 at the
-/// subscriber limit, 1001 server stopping, 1009 frame too large. An invalid `resend_mode`
+/// subscriber limit, 1001 server stopping, 1009 frame too large, 1007 a text frame that is
+/// not UTF-8, 1011 heartbeat lost or the store failed. An invalid `resend_mode`
 /// fails the handshake with 403.
 #[utoipa::path(tag = "Live delivery",
     params(
