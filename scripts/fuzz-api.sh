@@ -114,6 +114,18 @@ PG_DB=
 stop_server() {
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
   SERVER_PID=
+  kill_sandboxes
+}
+# Sandboxes outlive the server by design: the stand-ins the generated requests started are
+# killed by working directory (every sandbox process runs in its folder under $WORK).
+kill_sandboxes() {
+  local link pid
+  for link in /proc/[0-9]*/cwd; do
+    pid=${link#/proc/}; pid=${pid%/cwd}
+    case "$(readlink "$link" 2>/dev/null)" in
+      "$WORK"/*) kill -9 "$pid" 2>/dev/null || true ;;
+    esac
+  done
 }
 # shellcheck disable=SC2317 # called by the EXIT trap
 cleanup() {
