@@ -14,14 +14,6 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 const LLM_KEY: &str = "sk-restart-secret-7788";
 
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// Specs: `slow` (the default: the stand-in answering the create call after 60 s) and
 /// `standin`.
 fn specs_file(dir: &std::path::Path) -> String {

@@ -8,39 +8,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_testkit::{Backend, TestDatabase};
-
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
-/// Waits until sandbox `id` shows `status`; its info.
-fn wait_status(server: &Server, key: &str, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (code, body) = send_json(
-            client()
-                .get(server.url(&format!("/api/v1/sandboxes?id={id}")))
-                .header("X-Access-Token", key),
-        );
-        assert_eq!(code, 200, "{body}");
-        if body[0]["status"] == status {
-            return body[0].clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sandbox {id} is {} (waiting for {status}); stderr:\n{}",
-            body[0]["status"],
-            server.stderr_lines().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 fn start(server: &Server, key: &str, spec: &str) -> String {
     let (code, body) = send_json(
@@ -125,7 +94,7 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
     let mut ids = Vec::new();
     for spec in ["plain", "stubborn", "plain", "flood", "stubborn", "plain"] {
         let id = start(&server, &key, spec);
-        wait_status(&server, &key, &id, "RUNNING");
+        wait_sandbox_status(&server, &key, &id, "RUNNING");
         ids.push(id);
     }
     // The flood runs while the server serves.
@@ -232,7 +201,7 @@ fn a_flooding_sandbox_log_is_kept_under_its_cap() {
     );
     let key = server.bootstrap_key();
     let id = start(&server, &key, "flood");
-    wait_status(&server, &key, &id, "RUNNING");
+    wait_sandbox_status(&server, &key, &id, "RUNNING");
     let dir = data.path().join("sandboxes").join(id.replace('-', ""));
     let dir = if dir.exists() {
         dir

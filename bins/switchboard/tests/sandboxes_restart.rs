@@ -13,14 +13,6 @@ use common::*;
 use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 fn specs_file(dir: &std::path::Path) -> String {
     let path = dir.join("specs.json");
     let spec = serde_json::json!([{
@@ -39,29 +31,6 @@ fn serve(url: &str, data: &str, specs: &str) -> Server {
             env: vec![],
         },
     )
-}
-
-/// Waits for the sandbox to show `status` (through the batch get) and returns it.
-fn wait_status(server: &Server, key: &str, id: &str, status: &str) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (code, body) = send_json(
-            client()
-                .get(server.url(&format!("/api/v1/sandboxes?id={id}")))
-                .header("X-Access-Token", key),
-        );
-        assert_eq!(code, 200, "{body}");
-        if body[0]["status"] == status {
-            return body[0].clone();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "sandbox {id} is {} (waiting for {status}); stderr:\n{}",
-            body[0]["status"],
-            server.stderr_lines().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// The stand-in's own pid, from its `/server_info`.
@@ -88,7 +57,7 @@ fn start(server: &Server, key: &str) -> (String, String, u64) {
         "{body}"
     );
     let id = body["id"].as_str().unwrap().to_owned();
-    let running = wait_status(server, key, &id, "RUNNING");
+    let running = wait_sandbox_status(server, key, &id, "RUNNING");
     let url = running["exposed_urls"][0]["url"]
         .as_str()
         .unwrap()
@@ -118,14 +87,14 @@ fn restart_reconciles(backend: Backend) {
 
     let server = serve(db.url(), &data_dir, &specs);
     assert!(server.bootstrapped.is_none());
-    let info = wait_status(&server, &key, &kept, "RUNNING");
+    let info = wait_sandbox_status(&server, &key, &kept, "RUNNING");
     assert_eq!(
         info["exposed_urls"][0]["url"].as_str(),
         Some(kept_url.as_str()),
         "{backend}"
     );
     assert_eq!(agent_pid(&kept_url), Some(kept_pid), "{backend}: restarted");
-    wait_status(&server, &key, &killed, "MISSING");
+    wait_sandbox_status(&server, &key, &killed, "MISSING");
     // Still under control: pause, resume, delete.
     for action in ["pause", "resume"] {
         let (code, body) = send_json(
@@ -135,7 +104,7 @@ fn restart_reconciles(backend: Backend) {
         );
         assert_eq!(code, 200, "{backend}: {action}: {body}");
     }
-    wait_status(&server, &key, &kept, "RUNNING");
+    wait_sandbox_status(&server, &key, &kept, "RUNNING");
     let (code, _) = send_json(
         client()
             .delete(server.url(&format!("/api/v1/sandboxes/{kept}")))

@@ -14,14 +14,6 @@ use common::*;
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
-fn python() -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
-}
-
 /// What the session saw: error bodies and the secrets it was given.
 #[derive(Default)]
 struct Seen {

@@ -423,3 +423,37 @@ pub fn send_json(req: reqwest::blocking::RequestBuilder) -> (u16, Value) {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("body is not JSON ({e}): {text:?}"));
     (status, body)
 }
+
+/// The path of the `python3` on `PATH` (sandbox specs name their interpreter absolutely,
+/// since a sandbox's environment is cleared).
+pub fn python() -> String {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Waits up to 30 s for sandbox `id` to show `status` through the batch get, and returns its
+/// info; on timeout, fails with the server's stderr.
+pub fn wait_sandbox_status(server: &Server, key: &str, id: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, body) = send_json(
+            client()
+                .get(server.url(&format!("/api/v1/sandboxes?id={id}")))
+                .header("X-Access-Token", key),
+        );
+        assert_eq!(code, 200, "{body}");
+        if body[0]["status"] == status {
+            return body[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "sandbox {id} is {} (waiting for {status}); stderr:\n{}",
+            body[0]["status"],
+            server.stderr_lines().join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
