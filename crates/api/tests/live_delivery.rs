@@ -534,9 +534,12 @@ async fn slow_subscriber(backend: Backend) {
     quiet(&mut ws, 200).await;
 }
 
-/// A `Message` frame is sent to the conversation (send-message, `run: true`) on either socket;
-/// a malformed one gets an error frame and nothing is sent.
-async fn socket_messages(backend: Backend) {
+/// A sandbox app with a started (stand-in) sandbox, RUNNING, and a conversation on it made
+/// through the sandbox's webhook: the app, the owner's key, the agent server's URL and the
+/// conversation id.
+async fn running_conversation(
+    backend: Backend,
+) -> (common::sandboxes::SandboxApp, String, String, String) {
     use common::sandboxes::{SandboxOptions, spawn_sandbox_app};
     let app = spawn_sandbox_app(backend, SandboxOptions::default()).await;
     let key = app.owner.key.clone();
@@ -552,6 +555,13 @@ async fn socket_messages(backend: Backend) {
         .post_webhook("/api/v1/webhooks/conversations", Some(&session), body)
         .await;
     assert_eq!(status, 200);
+    (app, key, url, conv)
+}
+
+/// A `Message` frame is sent to the conversation (send-message, `run: true`) on either socket;
+/// a malformed one gets an error frame and nothing is sent.
+async fn socket_messages(backend: Backend) {
+    let (app, key, url, conv) = running_conversation(backend).await;
     let received = || async {
         reqwest::get(format!("{url}/standin/received"))
             .await
@@ -651,21 +661,7 @@ async fn stream_deltas(agent: &str, conv: &str, deltas: &[&str]) -> u64 {
 /// `transient` envelopes on `/sockets/session`), never stored, and not the agent server's
 /// durable events; the upstream socket closes when the last subscriber leaves.
 async fn transient_relay(backend: Backend) {
-    use common::sandboxes::{SandboxOptions, spawn_sandbox_app};
-    let app = spawn_sandbox_app(backend, SandboxOptions::default()).await;
-    let key = app.owner.key.clone();
-    let started = app.start(&key, None).await;
-    let sb = started["id"].as_str().unwrap().to_owned();
-    let info = app.wait_status(&key, &sb, "RUNNING").await;
-    let session = info["session_api_key"].as_str().unwrap().to_owned();
-    let agent = info["exposed_urls"][0]["url"].as_str().unwrap().to_owned();
-    let conv = uuid::Uuid::new_v4().to_string();
-    let body =
-        serde_json::json!({"id": conv, "title": "t", "execution_status": "idle"}).to_string();
-    let (status, _) = app
-        .post_webhook("/api/v1/webhooks/conversations", Some(&session), body)
-        .await;
-    assert_eq!(status, 200);
+    let (app, key, agent, conv) = running_conversation(backend).await;
     assert_eq!(upstream_sockets(&agent, 0).await, 0);
 
     let mut events = connect(&app.base, &format!("/sockets/events/{conv}"), &key).await;
