@@ -71,24 +71,7 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
         .to_string(),
     )
     .unwrap();
-    let data_dir = data.path().display().to_string();
-    let _cleanup = KillSandboxesOnDrop(data_dir.clone());
-    let specs = specs.display().to_string();
-    let server = Server::spawn_with(
-        db.url(),
-        ServeOptions {
-            args: vec![
-                "--data-dir",
-                &data_dir,
-                "--sandbox-specs",
-                &specs,
-                "--max-running-sandboxes",
-                "1",
-            ],
-            env: vec![],
-        },
-    );
-    let key = server.bootstrap_key();
+    let (server, key, _cleanup) = serve_sandboxes(&db, &data, &["--max-running-sandboxes", "1"]);
 
     // One running sandbox at a time: each start pauses the previous one.
     let mut ids = Vec::new();
@@ -123,7 +106,7 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
     // gone within the stop timeout (10 s) and a margin; the server is still up.
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let left = live_processes_under(&data_dir);
+        let left = live_processes_under(&data.path().display().to_string());
         if left.is_empty() {
             break;
         }
@@ -156,6 +139,24 @@ impl Drop for KillSandboxesOnDrop {
     }
 }
 
+/// Serves `db` with its data in `data` and the sandbox specs `data/specs.json` (written by the
+/// test), plus `extra` flags: the server, the bootstrap key, and the guard that kills the
+/// sandboxes' processes when the test ends.
+fn serve_sandboxes(
+    db: &TestDatabase,
+    data: &TempDir,
+    extra: &[&str],
+) -> (Server, String, KillSandboxesOnDrop) {
+    let data_dir = data.path().display().to_string();
+    let cleanup = KillSandboxesOnDrop(data_dir.clone());
+    let specs = data.path().join("specs.json").display().to_string();
+    let mut args = vec!["--data-dir", &data_dir, "--sandbox-specs", &specs];
+    args.extend_from_slice(extra);
+    let server = Server::spawn_with(db.url(), ServeOptions { args, env: vec![] });
+    let key = server.bootstrap_key();
+    (server, key, cleanup)
+}
+
 /// The size of a file, 0 when it is missing.
 fn size_of(path: &std::path::Path) -> u64 {
     std::fs::metadata(path).map_or(0, |m| m.len())
@@ -182,24 +183,7 @@ fn a_flooding_sandbox_log_is_kept_under_its_cap() {
         .to_string(),
     )
     .unwrap();
-    let data_dir = data.path().display().to_string();
-    let _cleanup = KillSandboxesOnDrop(data_dir.clone());
-    let specs = specs.display().to_string();
-    let server = Server::spawn_with(
-        db.url(),
-        ServeOptions {
-            args: vec![
-                "--data-dir",
-                &data_dir,
-                "--sandbox-specs",
-                &specs,
-                "--sandbox-log-max-mib",
-                "4",
-            ],
-            env: vec![],
-        },
-    );
-    let key = server.bootstrap_key();
+    let (server, key, _cleanup) = serve_sandboxes(&db, &data, &["--sandbox-log-max-mib", "4"]);
     let id = start(&server, &key, "flood");
     wait_sandbox_status(&server, &key, &id, "RUNNING");
     let dir = data.path().join("sandboxes").join(id.replace('-', ""));
