@@ -19,6 +19,7 @@ use clap::Parser;
 /// The allocator: jemalloc with its background threads, which give freed memory back to the
 /// system on their own (dirty pages decay over 10 s), where glibc's arenas kept hundreds of MiB
 /// after a burst of request bodies (docs/probe-2026-11-23.md; API.md, Request bodies).
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
