@@ -9,6 +9,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, web};
+use futures_util::future::LocalBoxFuture;
 use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
@@ -205,12 +206,23 @@ fn acceptable_request_id(v: &HeaderValue) -> Option<String> {
 
 /// The middleware: request id, tracing span, metrics, and the `x-request-id` response header.
 ///
+/// The outermost layer, so its future is boxed: actix-http keeps the service's future inline
+/// in each connection's dispatcher, sized for the largest request future, and a websocket
+/// keeps its dispatcher for as long as it is open (API.md, Live delivery: idle sockets).
+///
 /// # Errors
 /// Whatever the inner service returns (errors are rendered into responses by actix).
-pub async fn observe(
+pub fn observe<B: MessageBody + 'static>(
     req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    next: Next<B>,
+) -> LocalBoxFuture<'static, Result<ServiceResponse<B>, actix_web::Error>> {
+    Box::pin(observed(req, next))
+}
+
+async fn observed<B: MessageBody + 'static>(
+    req: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<B>, actix_web::Error> {
     let started = Instant::now();
     let id = req
         .headers()
