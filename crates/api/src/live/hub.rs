@@ -12,7 +12,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytestring::ByteString;
 
 use switchboard_domain::ConversationId;
 use switchboard_domain::events::PositionedEvent;
@@ -47,6 +49,46 @@ pub struct Watch {
 /// The most events a [`Recent`] window keeps: one page of a subscriber's read.
 pub const RECENT_EVENTS: usize = super::tail::PAGE as usize;
 
+/// An event of a [`Recent`] window with the frames sent for it, each rendered once, by the
+/// first subscriber that sends it, and shared by the others (a frame is a reference-counted
+/// `ByteString`: sending it to a thousand sockets copies no JSON).
+pub struct SharedEvent {
+    /// The event as stored.
+    pub event: PositionedEvent,
+    /// One frame per protocol ([`FRAME_KINDS`]), rendered on first use.
+    frames: [OnceLock<ByteString>; FRAME_KINDS],
+}
+
+/// How many different frames an event can be sent as (one per socket protocol).
+pub const FRAME_KINDS: usize = 2;
+
+impl SharedEvent {
+    /// Wraps an event read from the store.
+    pub fn new(event: PositionedEvent) -> Self {
+        SharedEvent {
+            event,
+            frames: Default::default(),
+        }
+    }
+
+    /// The event's position in its conversation.
+    pub fn position(&self) -> i64 {
+        self.event.position
+    }
+
+    /// Frame number `kind` (< [`FRAME_KINDS`]) of this event: `render`ed by the first caller,
+    /// a cheap clone for every later one.
+    pub fn frame(
+        &self,
+        kind: usize,
+        render: impl FnOnce(&PositionedEvent) -> ByteString,
+    ) -> ByteString {
+        self.frames[kind]
+            .get_or_init(|| render(&self.event))
+            .clone()
+    }
+}
+
 /// The last events read from the store for a conversation's subscribers, positions
 /// contiguous, shared by them (see the module docs).
 #[derive(Default)]
@@ -78,7 +120,7 @@ struct Window {
     /// The hub's epoch when the read that reached the window's end began.
     epoch: u64,
     /// Contiguous positions, oldest first, at most [`RECENT_EVENTS`].
-    events: VecDeque<Arc<PositionedEvent>>,
+    events: VecDeque<Arc<SharedEvent>>,
 }
 
 impl Recent {
@@ -117,9 +159,9 @@ impl Recent {
         needed: i64,
         epoch: u64,
         limit: usize,
-    ) -> Option<Vec<Arc<PositionedEvent>>> {
+    ) -> Option<Vec<Arc<SharedEvent>>> {
         let w = self.lock();
-        let (first, last) = (w.events.front()?.position, w.events.back()?.position);
+        let (first, last) = (w.events.front()?.position(), w.events.back()?.position());
         if w.epoch < epoch || last < needed - 1 || after + 1 < first || after > last {
             return None;
         }
@@ -138,34 +180,34 @@ impl Recent {
         after: i64,
         epoch: u64,
         read: Vec<PositionedEvent>,
-    ) -> (Vec<Arc<PositionedEvent>>, bool) {
+    ) -> (Vec<Arc<SharedEvent>>, bool) {
         let read_len = read.len();
-        let fresh: Vec<Arc<PositionedEvent>> = read
+        let fresh: Vec<Arc<SharedEvent>> = read
             .into_iter()
             .zip(after + 1..)
             .take_while(|(e, want)| e.position == *want)
-            .map(|(e, _)| Arc::new(e))
+            .map(|(e, _)| Arc::new(SharedEvent::new(e)))
             .collect();
         let gap = fresh.len() < read_len;
-        let Some(fresh_last) = fresh.last().map(|e| e.position) else {
+        let Some(fresh_last) = fresh.last().map(|e| e.position()) else {
             return (fresh, gap);
         };
         let mut w = self.lock();
         let joins = match (w.events.front(), w.events.back()) {
-            (Some(f), Some(l)) => f.position <= after + 1 && after <= l.position,
+            (Some(f), Some(l)) => f.position() <= after + 1 && after <= l.position(),
             _ => false,
         };
         if !joins {
-            if w.events.front().is_some_and(|f| fresh_last < f.position) {
+            if w.events.front().is_some_and(|f| fresh_last < f.position()) {
                 // A subscriber far behind: the window serves the ones at the front.
                 return (fresh, gap);
             }
             w.events.clear();
         }
-        let window_last = w.events.back().map_or(after, |e| e.position);
+        let window_last = w.events.back().map_or(after, |e| e.position());
         // Events never change: only those past the window's end are new to it.
         w.events
-            .extend(fresh.iter().filter(|e| e.position > window_last).cloned());
+            .extend(fresh.iter().filter(|e| e.position() > window_last).cloned());
         while w.events.len() > RECENT_EVENTS {
             w.events.pop_front();
         }
@@ -261,8 +303,25 @@ mod tests {
             .collect()
     }
 
-    fn positions(page: &[Arc<PositionedEvent>]) -> Vec<i64> {
-        page.iter().map(|e| e.position).collect()
+    fn positions(page: &[Arc<SharedEvent>]) -> Vec<i64> {
+        page.iter().map(|e| e.position()).collect()
+    }
+
+    #[test]
+    fn a_frame_is_rendered_once_and_shared() {
+        let recent = Recent::default();
+        recent.absorb(-1, 0, events(0, 1));
+        let renders = std::cell::Cell::new(0);
+        let render = |e: &PositionedEvent| {
+            renders.set(renders.get() + 1);
+            ByteString::from(format!("[{}]", e.payload))
+        };
+        let a = recent.after(-1, 1, 0, 1).unwrap()[0].frame(1, render);
+        let b = recent.after(-1, 1, 0, 1).unwrap()[0].frame(1, render);
+        assert_eq!((a.as_ref(), renders.get()), ("[{\"n\":0}]", 1));
+        assert!(std::ptr::eq(a.as_ptr(), b.as_ptr()), "the same bytes");
+        let other = recent.after(-1, 1, 0, 1).unwrap()[0].frame(0, |e| e.payload.clone().into());
+        assert_eq!((other.as_ref(), renders.get()), ("{\"n\":0}", 1));
     }
 
     #[test]

@@ -15,8 +15,8 @@ pub mod relay;
 pub mod sockets;
 mod tail;
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -55,15 +55,31 @@ impl Default for LiveConfig {
     }
 }
 
-/// Live delivery's shared state: the hub, the limits, the subscriber count, and the shutdown
-/// signal.
+/// What every socket of a process is told at once: a heartbeat is due, or the server stops.
+/// One `watch` for all sockets, instead of a timer per socket: an idle socket holds one
+/// receiver, and 10,000 of them put no 10,000 timers in the runtime.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Signal {
+    /// Heartbeats so far: each one pings every socket (and closes those that left the last
+    /// two unanswered).
+    pub beat: u64,
+    /// The server is stopping: close with 1001.
+    pub stopping: bool,
+}
+
+/// Live delivery's shared state: the hub, the limits, the subscriber count, and the heartbeat
+/// and shutdown signal.
 pub struct Live {
     hub: Arc<Hub>,
     relays: Arc<Relays>,
     config: LiveConfig,
     subscribers: AtomicUsize,
     max_subscribers: AtomicUsize,
-    stopping: watch::Sender<bool>,
+    /// [`LiveConfig::ping_interval`] in milliseconds, changeable ([`Live::set_ping_interval`]).
+    ping_interval_ms: AtomicU64,
+    /// Whether the heartbeat task runs (it starts with the first socket).
+    beating: AtomicBool,
+    signals: watch::Sender<Signal>,
 }
 
 impl Default for Live {
@@ -81,7 +97,9 @@ impl Live {
             config: config.clone(),
             subscribers: AtomicUsize::new(0),
             max_subscribers: AtomicUsize::new(config.max_subscribers),
-            stopping: watch::Sender::new(false),
+            ping_interval_ms: AtomicU64::new(millis(config.ping_interval)),
+            beating: AtomicBool::new(false),
+            signals: watch::Sender::new(Signal::default()),
         }
     }
 
@@ -106,6 +124,13 @@ impl Live {
         self.max_subscribers.store(max, Ordering::Relaxed);
     }
 
+    /// Changes the heartbeat interval (tests use a short one). It applies from the heartbeat
+    /// after the current one; set it before the first socket opens to have it from the start.
+    pub fn set_ping_interval(&self, every: Duration) {
+        self.ping_interval_ms
+            .store(millis(every), Ordering::Relaxed);
+    }
+
     /// Sockets open now.
     pub fn subscribers(&self) -> usize {
         self.subscribers.load(Ordering::Relaxed)
@@ -114,22 +139,59 @@ impl Live {
     /// Closes every socket (1001, going away) and refuses new ones: called when the server
     /// starts to stop, so that open sockets do not hold the shutdown.
     pub fn shutdown(&self) {
-        self.stopping.send_replace(true);
+        self.signals.send_modify(|s| s.stopping = true);
     }
 
+    /// The heartbeat and shutdown signal, for one socket.
+    pub(crate) fn signals(&self) -> watch::Receiver<Signal> {
+        self.signals.subscribe()
+    }
+
+    /// Counts a socket in under `--max-subscribers`, or `None` at the limit. The first one
+    /// starts the heartbeat task (on the caller's runtime).
     fn admit(self: &Arc<Self>) -> Option<Admission> {
         let max = self.max_subscribers.load(Ordering::Relaxed);
         self.subscribers
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < max).then_some(n + 1)
             })
-            .ok()
-            .map(|_| Admission { live: self.clone() })
+            .ok()?;
+        if !self.beating.swap(true, Ordering::AcqRel) {
+            actix_web::rt::spawn(heartbeat(Arc::downgrade(self)));
+        }
+        Some(Admission { live: self.clone() })
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Signals a heartbeat every [`LiveConfig::ping_interval`] until the server stops (or its
+/// live state is gone).
+async fn heartbeat(live: Weak<Live>) {
+    loop {
+        let Some(every) = live
+            .upgrade()
+            .map(|l| Duration::from_millis(l.ping_interval_ms.load(Ordering::Relaxed)))
+        else {
+            return;
+        };
+        tokio::time::sleep(every).await;
+        let Some(live) = live.upgrade() else { return };
+        let mut stopping = false;
+        live.signals.send_modify(|s| {
+            s.beat += 1;
+            stopping = s.stopping;
+        });
+        if stopping {
+            return;
+        }
     }
 }
 
 /// One admitted socket; counted until dropped.
-struct Admission {
+pub(crate) struct Admission {
     live: Arc<Live>,
 }
 

@@ -12,7 +12,7 @@ use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ConversationId, DomainError, OrgContext, parse_uuid};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::tail::{Protocol, Start, run_tail};
+use super::tail::{Accepted, Protocol, Start, run_tail};
 use crate::AppState;
 use crate::extract::{presented_key, requested_org};
 
@@ -142,10 +142,18 @@ fn upgrade(
             Ok(ctx) => {
                 // A task of its own: this one (its handshake state included) ends here and
                 // its memory goes back, so an idle socket holds only the tail's state.
-                actix_web::rt::spawn(async move {
-                    run_tail(state, session, stream, ctx, conversation, start, protocol).await;
-                    drop(admission);
+                let tail = run_tail(Accepted {
+                    state,
+                    session,
+                    stream,
+                    ctx,
+                    conversation,
+                    start,
+                    protocol,
+                    admission,
                 });
+
+                actix_web::rt::spawn(tail);
                 return;
             }
             Err(code) => {

@@ -3,11 +3,13 @@
 //! sent, woken by the hub when caught up; heartbeats, client frames, and the close on server
 //! shutdown.
 
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
 use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Session};
+use bytestring::ByteString;
 use futures_util::FutureExt;
 use serde_json::Value;
 use switchboard_domain::events::PositionedEvent;
@@ -15,19 +17,37 @@ use switchboard_domain::live_frames::ClientFrame;
 use switchboard_domain::{ConversationId, OrgContext};
 use time::OffsetDateTime;
 
-use super::hub::Recent;
+use super::hub::{SharedEvent, Watch};
+use super::relay::RelayGuard;
+use super::{Admission, Signal};
 use crate::AppState;
 
 /// Events read from the store per page: the most the server holds for one subscriber.
 pub(crate) const PAGE: u32 = 256;
 
-/// Which protocol a socket speaks.
+/// Which protocol a socket speaks; as a number, the kind of frame it is sent for an event
+/// ([`SharedEvent::frame`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Protocol {
     /// `/sockets/events`: each event's stored JSON; a `full_state` first.
-    Events,
+    Events = 0,
     /// `/sockets/session`: envelopes with `seq`.
-    Session,
+    Session = 1,
+}
+
+const _: () = assert!(Protocol::Session as usize + 1 == super::hub::FRAME_KINDS);
+
+/// The frame an event is sent as: its stored JSON on `/sockets/events`, a `durable`
+/// envelope on `/sockets/session`.
+fn render(protocol: Protocol, e: &PositionedEvent) -> ByteString {
+    match protocol {
+        Protocol::Events => e.payload.clone().into(),
+        Protocol::Session => format!(
+            "{{\"type\":\"durable\",\"seq\":{},\"event\":{}}}",
+            e.position, e.payload
+        )
+        .into(),
+    }
 }
 
 /// Where a subscriber starts.
@@ -51,13 +71,33 @@ enum Stop {
     Close(u16, &'static str),
 }
 
-/// The state of one subscriber's tail.
+/// An authenticated socket of a visible conversation, ready to be served (`sockets` hands
+/// it over once the handshake checks passed).
+pub(crate) struct Accepted {
+    pub state: web::Data<AppState>,
+    pub session: Session,
+    pub stream: AggregatedMessageStream,
+    pub ctx: OrgContext,
+    pub conversation: ConversationId,
+    pub start: Start,
+    pub protocol: Protocol,
+    /// Its place under `--max-subscribers`, given back when the socket ends.
+    pub admission: Admission,
+}
+
+/// One subscriber: everything an open socket holds. An idle socket is this struct and the
+/// few wake-up registrations of its `select!`, in one task; what is needed only while
+/// sending (store reads, the close, client frames) is boxed when used, so it never sizes the
+/// idle task.
 struct Tail {
     state: web::Data<AppState>,
     session: Session,
-    ctx: OrgContext,
+    stream: AggregatedMessageStream,
+    /// Boxed: read only to send a client's messages.
+    ctx: Box<OrgContext>,
     conversation: ConversationId,
     protocol: Protocol,
+    start: Start,
     /// The last position sent (or skipped as before the start).
     last: i64,
     /// While replaying `resend_mode=since`: the filter and the end of that history.
@@ -67,120 +107,165 @@ struct Tail {
     /// The event count the last wake-up announced (or the count read at the start): every
     /// position below it is committed.
     needed: i64,
+    /// The conversation's wake-up and shared window; registered before the store is read.
+    watch: Watch,
+    /// The agent server's transient events, relayed while this socket is open.
+    relay: RelayGuard,
+    /// Heartbeats and the server's shutdown.
+    signals: tokio::sync::watch::Receiver<Signal>,
+    _admission: Admission,
 }
 
-/// Runs a subscriber until the client leaves, the heartbeat fails, or the server stops.
-pub(crate) async fn run_tail(
-    state: web::Data<AppState>,
-    session: Session,
-    mut stream: AggregatedMessageStream,
-    ctx: OrgContext,
-    conversation: ConversationId,
-    start: Start,
-    protocol: Protocol,
-) {
-    let live = state.live.clone();
+/// Closes with `code` and `reason`; boxed, so that it does not size the task that awaits it.
+fn close(session: Session, code: u16, reason: &'static str) -> Pin<Box<dyn Future<Output = ()>>> {
+    Box::pin(async move {
+        let _ = session
+            .close(Some(CloseReason {
+                code: CloseCode::from(code),
+                description: Some(reason.to_owned()),
+            }))
+            .await;
+    })
+}
+
+/// Serves a socket until the client leaves, the heartbeat fails, or the server stops. Not an
+/// `async fn`: the task's future is [`Tail::run`]'s alone, with no second copy of the socket.
+pub(crate) fn run_tail(socket: Accepted) -> impl Future<Output = ()> {
+    let live = socket.state.live.clone();
     // Registered before the store is read: an append committed after this wakes us.
-    let mut watch = live.hub().watch(conversation);
-    let mut stopping = live.stopping.subscribe();
-    // The agent server's transient events, relayed while this socket is open.
-    let mut relay = live.relays().join(state.clone(), conversation);
-    let mut tail = Tail {
-        state,
-        session,
-        ctx,
-        conversation,
-        protocol,
+    let watch = live.hub().watch(socket.conversation);
+    let relay = live
+        .relays()
+        .join(socket.state.clone(), socket.conversation);
+    let tail = Tail {
+        signals: live.signals(),
+        state: socket.state,
+        session: socket.session,
+        stream: socket.stream,
+        ctx: Box::new(socket.ctx),
+        conversation: socket.conversation,
+        protocol: socket.protocol,
+        start: socket.start,
         last: -1,
         since: None,
         missed_pongs: 0,
         needed: 0,
+        watch,
+        relay,
+        _admission: socket.admission,
     };
-    let outcome = async {
-        // Awaits other than the idle select! are boxed: a future's size is that of its
-        // largest await, and the idle one is what every open socket holds.
-        let count = Box::pin(tail.read(|s, c| s.services.events().event_count(c))).await?;
-        tail.needed = count;
-        match start {
-            Start::LiveOnly => tail.last = count - 1,
-            Start::All => {}
-            Start::Since(t) => tail.since = Some((t, count)),
-            Start::AfterSeq(n) => tail.last = n,
-        }
-        match protocol {
-            Protocol::Events => {
-                let state = Box::pin(tail.read(|s, c| s.services.events().full_state(c))).await?;
-                Box::pin(tail.send(state)).await?;
-            }
-            Protocol::Session => {
-                let sync = serde_json::json!({
-                    "type": "sync",
-                    "from_seq": tail.last + 1,
-                    "through_seq": count - 1,
-                });
-                Box::pin(tail.send(sync.to_string())).await?;
+    tail.run()
+}
+
+impl Tail {
+    /// The socket's task. Not an `async fn`: one taking `mut self` keeps a second copy of
+    /// `self` (the argument, then the binding), and this future is what an idle socket costs
+    /// (872 bytes, not 1,304).
+    #[allow(clippy::manual_async_fn)]
+    fn run(mut self) -> impl Future<Output = ()> {
+        async move {
+            if let Err(Stop::Close(code, reason)) = self.serve().await {
+                close(self.session.clone(), code, reason).await;
             }
         }
-        let ping_every = live.config().ping_interval;
-        let mut pings =
-            tokio::time::interval_at(tokio::time::Instant::now() + ping_every, ping_every);
+    }
+
+    /// The first frame, then history and live events until the socket ends.
+    async fn serve(&mut self) -> Result<(), Stop> {
+        Box::pin(self.begin()).await?;
         let mut behind = true;
         loop {
-            if *stopping.borrow() {
-                return Err(Stop::Close(1001, "server stopping"));
+            if self.signals.has_changed().unwrap_or(true) {
+                Box::pin(self.on_signal()).await?;
             }
             if behind {
-                tail.needed = tail.needed.max(*watch.wake.borrow_and_update());
-                // After the wake-up's value: a resync that woke us is seen here.
-                let epoch = live.hub().epoch();
-                behind = Box::pin(tail.send_page(&watch.recent, epoch)).await?;
+                behind = self.send_next().await?;
                 // Between pages, answer what the client sent without waiting for it.
-                while let Some(Some(msg)) = stream.recv().now_or_never() {
-                    Box::pin(tail.on_client(msg)).await?;
-                }
-                if pings.tick().now_or_never().is_some() {
-                    Box::pin(tail.ping()).await?;
+                while let Some(Some(msg)) = self.stream.recv().now_or_never() {
+                    Box::pin(self.on_client(msg)).await?;
                 }
                 continue;
             }
             tokio::select! {
-                changed = watch.wake.changed() => {
+                changed = self.watch.wake.changed() => {
                     if changed.is_err() {
                         return Err(Stop::Gone);
                     }
                     behind = true;
                 }
-                msg = stream.recv() => match msg {
-                    Some(m) => Box::pin(tail.on_client(m)).await?,
+                msg = self.stream.recv() => match msg {
+                    Some(m) => Box::pin(self.on_client(m)).await?,
                     None => return Err(Stop::Gone),
                 },
-                _ = pings.tick() => Box::pin(tail.ping()).await?,
-                frame = relay.frames.recv() => match frame {
-                    Ok(event) => Box::pin(tail.send_transient(&event)).await?,
+                changed = self.signals.changed() => {
+                    if changed.is_err() {
+                        return Err(Stop::Close(1001, "server stopping"));
+                    }
+                    Box::pin(self.on_signal()).await?;
+                }
+                frame = self.relay.frames.recv() => match frame {
+                    Ok(event) => Box::pin(self.send_transient(&event)).await?,
                     // Skipped deltas are transient: the final event comes from the store.
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => {
                         return Err(Stop::Close(1011, "internal error"));
                     }
                 },
-                _ = stopping.changed() => return Err(Stop::Close(1001, "server stopping")),
             }
         }
     }
-    .await;
-    let result: Result<(), Stop> = outcome;
-    if let Err(Stop::Close(code, reason)) = result {
-        let _ = tail
-            .session
-            .close(Some(CloseReason {
-                code: CloseCode::from(code),
-                description: Some(reason.to_owned()),
-            }))
-            .await;
-    }
-}
 
-impl Tail {
+    /// Reads the event count, places the start, and sends the first frame (`full_state`, or
+    /// `sync`).
+    async fn begin(&mut self) -> Result<(), Stop> {
+        let count = self.read(|s, c| s.services.events().event_count(c)).await?;
+        self.needed = count;
+        match self.start {
+            Start::LiveOnly => self.last = count - 1,
+            Start::All => {}
+            Start::Since(t) => self.since = Some((t, count)),
+            Start::AfterSeq(n) => self.last = n,
+        }
+        match self.protocol {
+            Protocol::Events => {
+                let state = self.read(|s, c| s.services.events().full_state(c)).await?;
+                self.send(state.into()).await
+            }
+            Protocol::Session => {
+                let sync = serde_json::json!({
+                    "type": "sync",
+                    "from_seq": self.last + 1,
+                    "through_seq": count - 1,
+                });
+                self.send(sync.to_string().into()).await
+            }
+        }
+    }
+
+    /// Sends what the last wake-up announced: from the conversation's shared window when it
+    /// covers it (the common case: one append, every subscriber woken for it), else a page
+    /// read from the store. Whether more may follow at once.
+    async fn send_next(&mut self) -> Result<bool, Stop> {
+        self.needed = self.needed.max(*self.watch.wake.borrow_and_update());
+        // After the wake-up's value: a resync that woke us is seen here.
+        let epoch = self.state.live.hub().epoch();
+        if self.since.is_none()
+            && let Some(page) =
+                self.watch
+                    .recent
+                    .after(self.last, self.needed, epoch, PAGE as usize)
+        {
+            let full = page.len() == PAGE as usize;
+            for e in &page {
+                let frame = e.frame(self.protocol as usize, |e| render(self.protocol, e));
+                self.send(frame).await?;
+                self.last = self.last.max(e.position());
+            }
+            return Ok(full || self.last < self.needed - 1);
+        }
+        Box::pin(self.send_page(epoch)).await
+    }
+
     /// Runs a blocking read on the blocking pool.
     async fn read<T: Send + 'static>(
         &self,
@@ -199,12 +284,12 @@ impl Tail {
             })
     }
 
-    async fn send(&mut self, text: String) -> Result<(), Stop> {
-        self.session.text(text).await.map_err(|_| Stop::Gone)
+    async fn send(&mut self, frame: ByteString) -> Result<(), Stop> {
+        self.session.text(frame).await.map_err(|_| Stop::Gone)
     }
 
-    /// Reads and sends the next page; whether more may follow at once.
-    async fn send_page(&mut self, recent: &Recent, epoch: u64) -> Result<bool, Stop> {
+    /// Reads and sends the next page from the store; whether more may follow at once.
+    async fn send_page(&mut self, epoch: u64) -> Result<bool, Stop> {
         let after = self.last;
         if let Some((t, end)) = self.since {
             let page = self
@@ -224,10 +309,12 @@ impl Tail {
             }
             return Ok(true);
         }
-        let (page, gap) = self.live_page(recent, epoch).await?;
+        let (page, gap) = self.live_page(epoch).await?;
         let full = page.len() == PAGE as usize;
         for e in &page {
-            self.send_event(e).await?;
+            let frame = e.frame(self.protocol as usize, |e| render(self.protocol, e));
+            self.send(frame).await?;
+            self.last = self.last.max(e.position());
         }
         if gap || (page.is_empty() && self.last < self.needed - 1) {
             // Not yet visible (a commit still in flight): read again shortly.
@@ -241,12 +328,9 @@ impl Tail {
     /// window when it covers this wake-up, else read from the store by one subscriber at a
     /// time (the others then find it in the window: one query per append, not one per
     /// subscriber). The flag: the store showed a later event past a gap.
-    async fn live_page(
-        &self,
-        recent: &Recent,
-        epoch: u64,
-    ) -> Result<(Vec<Arc<PositionedEvent>>, bool), Stop> {
+    async fn live_page(&self, epoch: u64) -> Result<(Vec<Arc<SharedEvent>>, bool), Stop> {
         let after = self.last;
+        let recent = &self.watch.recent;
         let turn = loop {
             if let Some(page) = recent.after(after, self.needed, epoch, PAGE as usize) {
                 return Ok((page, false));
@@ -265,16 +349,7 @@ impl Tail {
     }
 
     async fn send_event(&mut self, e: &PositionedEvent) -> Result<(), Stop> {
-        let frame = match self.protocol {
-            Protocol::Events => e.payload.clone(),
-            Protocol::Session => {
-                format!(
-                    "{{\"type\":\"durable\",\"seq\":{},\"event\":{}}}",
-                    e.position, e.payload
-                )
-            }
-        };
-        self.send(frame).await?;
+        self.send(render(self.protocol, e)).await?;
         self.last = self.last.max(e.position);
         Ok(())
     }
@@ -286,9 +361,19 @@ impl Tail {
             Protocol::Events => event.to_owned(),
             Protocol::Session => format!("{{\"type\":\"transient\",\"event\":{event}}}"),
         };
-        self.send(frame).await
+        self.send(frame.into()).await
     }
 
+    /// The process's signal changed: the server stops (close 1001), or a heartbeat.
+    async fn on_signal(&mut self) -> Result<(), Stop> {
+        let signal = *self.signals.borrow_and_update();
+        if signal.stopping {
+            return Err(Stop::Close(1001, "server stopping"));
+        }
+        self.ping().await
+    }
+
+    /// A heartbeat: pings, or closes (1011) when the last two pings went unanswered.
     async fn ping(&mut self) -> Result<(), Stop> {
         if self.missed_pongs >= 2 {
             return Err(Stop::Close(1011, "heartbeat: two pings unanswered"));
@@ -386,6 +471,6 @@ impl Tail {
                 "detail": detail,
             }),
         };
-        self.send(frame.to_string()).await
+        self.send(frame.to_string().into()).await
     }
 }
