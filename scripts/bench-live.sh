@@ -4,9 +4,12 @@
 #
 # Starts `switchboard serve` (SWITCHBOARD_BIN, default target/release/switchboard) on SQLite,
 # then with the benchmark client (crates/api/examples/live_bench.rs):
-#   1. webhook → frame latency with 1, 100 and 1,000 subscribers on one conversation;
-#   2. 10,000 idle sockets: the server's RSS and CPU while they sit idle for 30 s;
+#   1. 10,000 idle sockets on the fresh server: its RSS before and with them, and its CPU
+#      while they sit idle for 30 s;
+#   2. webhook → frame latency with 1, 100 and 1,000 subscribers on one conversation;
 #   3. a 100,000-event history replayed over one socket.
+# Then the same 10,000 idle sockets against the stack alone (bins/switchboard/examples/
+# ws_floor.rs: actix-web and actix-ws, nothing of Switchboard's), for what the stack costs.
 # Then two servers on one PostgreSQL database (SWITCHBOARD_BENCH_PG_URL, default
 # postgres://postgres@127.0.0.1:5432/postgres; a database is created and dropped): webhooks
 # into A, subscribers on B, with 1, 100 and 1,000 subscribers.
@@ -22,7 +25,12 @@ REPLAY="${SB_LIVE_REPLAY:-100000}"
 ROUNDS="${SB_LIVE_ROUNDS:-200}"
 CLIENT="target/$PROFILE/examples/live_bench"
 [ "$PROFILE" = dev ] && CLIENT="target/debug/examples/live_bench"
-[ -n "${SB_LIVE_SKIP_BUILD:-}" ] || cargo build -q --profile "$PROFILE" -p switchboard-api --example live_bench
+FLOOR="target/$PROFILE/examples/ws_floor"
+[ "$PROFILE" = dev ] && FLOOR="target/debug/examples/ws_floor"
+[ -n "${SB_LIVE_SKIP_BUILD:-}" ] || {
+  cargo build -q --profile "$PROFILE" -p switchboard-api --example live_bench
+  cargo build -q --profile "$PROFILE" -p switchboard --example ws_floor
+}
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 WORK=$(mktemp -d /tmp/bench-live.XXXXXX)
 PIDS=()
@@ -50,29 +58,44 @@ keys() {
 rss_kib() { awk '/VmRSS/ {print $2}' "/proc/$1/status"; }
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
+# idle PID ADDR: holds $IDLE idle sockets on the server at ADDR (process PID), prints its RSS
+# before and with them and its CPU while they sit idle for 30 s
+idle() {
+  local before c t0 t1
+  before=$(rss_kib "$1")
+  MODE=idle N=$IDLE HOLD=40 PUB=$2 KEY=$KEY SESSION=$SESSION "$CLIENT" >/dev/null &
+  c=$!
+  for _ in $(seq 600); do
+    [ "$(ls /proc/"$1"/fd | wc -l)" -ge "$IDLE" ] && break; sleep 0.1
+  done
+  sleep 5
+  t0=$(cpu_ticks "$1"); sleep 30; t1=$(cpu_ticks "$1")
+  echo "{\"idle_sockets\":$IDLE,\"rss_before_kib\":$before,\"rss_kib\":$(rss_kib "$1"),\"cpu_percent_idle\":$(python3 -c "print(round(($t1-$t0)/$(getconf CLK_TCK)/30*100,2))")}"
+  wait "$c" || true
+}
+
 echo "== SQLite"
 DB="sqlite://$WORK/live.sqlite"
 keys "$DB"
 serve sqlite "$DB"
 SQ_ADDR=$ADDR; SQ_PID=$PID
-echo "server RSS at start: $(rss_kib "$SQ_PID") KiB"
+echo "-- $IDLE idle sockets on the fresh server (30 s)"
+idle "$SQ_PID" "$SQ_ADDR"
 for n in 1 100 1000; do
   MODE=latency N=$n ROUNDS=$ROUNDS PUB=$SQ_ADDR KEY=$KEY SESSION=$SESSION "$CLIENT"
 done
-echo "-- $IDLE idle sockets (30 s)"
-before=$(rss_kib "$SQ_PID")
-MODE=idle N=$IDLE HOLD=40 PUB=$SQ_ADDR KEY=$KEY SESSION=$SESSION "$CLIENT" &
-C=$!
-for _ in $(seq 600); do
-  [ "$(ls /proc/"$SQ_PID"/fd | wc -l)" -ge "$IDLE" ] && break; sleep 0.1
-done
-sleep 5
-t0=$(cpu_ticks "$SQ_PID"); sleep 30; t1=$(cpu_ticks "$SQ_PID")
-echo "{\"idle_sockets\":$IDLE,\"rss_before_kib\":$before,\"rss_kib\":$(rss_kib "$SQ_PID"),\"cpu_percent_idle\":$(python3 -c "print(round(($t1-$t0)/$(getconf CLK_TCK)/30*100,2))")}"
-wait "$C" || true
 echo "-- replay of $REPLAY events"
 MODE=replay N=$REPLAY PUB=$SQ_ADDR KEY=$KEY SESSION=$SESSION "$CLIENT"
 kill "$SQ_PID"
+
+echo "== the stack alone (actix-web + actix-ws, examples/ws_floor.rs)"
+"$FLOOR" >"$WORK/floor.out" &
+FLOOR_PID=$!; PIDS+=("$FLOOR_PID")
+for _ in $(seq 100); do [ -s "$WORK/floor.out" ] && break; sleep 0.1; done
+FLOOR_ADDR=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["address"])' "$WORK/floor.out")
+echo "-- $IDLE idle sockets (30 s)"
+idle "$FLOOR_PID" "$FLOOR_ADDR"
+kill "$FLOOR_PID"
 
 echo "== PostgreSQL, two replicas (webhooks into A, subscribers on B)"
 PGDB="bench_live_$$"
