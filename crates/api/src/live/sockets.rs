@@ -152,7 +152,6 @@ fn upgrade(
                     protocol,
                     admission,
                 });
-
                 actix_web::rt::spawn(tail);
                 return;
             }
