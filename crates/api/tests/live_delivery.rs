@@ -236,6 +236,10 @@ async fn auth_and_close_codes(backend: Backend) {
     is_full_state(&next_json(&mut ws).await);
     app.live.shutdown();
     assert_eq!(close_code(&mut ws).await, 1001);
+    // And a socket opened while it stops, at once (not at the next heartbeat, 20 s on).
+    let mut late = connect(&app.base, &path, &key).await;
+    let code = tokio::time::timeout(Duration::from_secs(5), close_code(&mut late)).await;
+    assert_eq!(code.expect("closed within 5 s"), 1001);
 }
 
 async fn resend_modes(backend: Backend) {

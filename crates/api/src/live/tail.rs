@@ -172,6 +172,10 @@ impl Tail {
 
     /// The first frame, then history and live events until the socket ends.
     async fn serve(&mut self) -> Result<(), Stop> {
+        // A socket admitted while the server stops: its receiver has already seen the signal.
+        if self.signals.borrow().stopping {
+            return Err(Stop::Close(1001, "server stopping"));
+        }
         Box::pin(self.begin()).await?;
         let mut behind = true;
         loop {
