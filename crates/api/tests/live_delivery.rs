@@ -828,17 +828,17 @@ fn parse_frame(b: &[u8]) -> Option<(u8, Vec<u8>, usize)> {
 /// 1011 at the next heartbeat.
 async fn heartbeats(backend: Backend) {
     let app = spawn_app(backend).await;
-    let every = Duration::from_millis(150);
+    let every = Duration::from_millis(250);
     app.live.set_ping_interval(every);
     let (conv, session) = conversation(&app, 1).await;
     let path = format!("/sockets/session/{conv}");
     let mut answering = connect(&app.base, &path, &app.owner.key).await;
     let mut silent = RawSocket::open(&app.base, &path, &app.owner.key).await;
     assert_eq!(next_json(&mut answering).await["type"], "sync");
-    // The answering client reads (tungstenite answers each ping) for ten intervals; the
+    // The answering client reads (tungstenite answers each ping) for eight intervals; the
     // silent one never answers anything.
     let mut pings = 0;
-    let until = tokio::time::Instant::now() + every * 10;
+    let until = tokio::time::Instant::now() + every * 8;
     while let Ok(m) = tokio::time::timeout_at(until, answering.next()).await {
         match m {
             Some(Ok(Message::Ping(_))) => pings += 1,
@@ -847,8 +847,8 @@ async fn heartbeats(backend: Backend) {
         }
     }
     assert!(
-        (5..=11).contains(&pings),
-        "{backend}: {pings} pings in ten intervals"
+        (4..=9).contains(&pings),
+        "{backend}: {pings} pings in eight intervals"
     );
     let frames = silent.frames_until_close().await;
     let pings = frames.iter().filter(|(op, _)| *op == 0x9).count();
