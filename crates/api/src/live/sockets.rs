@@ -79,7 +79,7 @@ fn forbidden(detail: &str) -> HttpResponse {
 }
 
 /// Closes with `code` and a short reason.
-async fn close(session: Session, code: u16, reason: &str) {
+pub(super) async fn close(session: Session, code: u16, reason: &str) {
     let _ = session
         .close(Some(CloseReason {
             code: CloseCode::from(code),

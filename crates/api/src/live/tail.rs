@@ -3,12 +3,11 @@
 //! sent, woken by the hub when caught up; heartbeats, client frames, and the close on server
 //! shutdown.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
-use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Session};
+use actix_ws::{AggregatedMessage, AggregatedMessageStream, Session};
 use bytestring::ByteString;
 use futures_util::FutureExt;
 use serde_json::Value;
@@ -19,6 +18,7 @@ use time::OffsetDateTime;
 
 use super::hub::{SharedEvent, Watch};
 use super::relay::RelayGuard;
+use super::sockets::close;
 use super::{Admission, Signal};
 use crate::AppState;
 
@@ -116,18 +116,6 @@ struct Tail {
     _admission: Admission,
 }
 
-/// Closes with `code` and `reason`; boxed, so that it does not size the task that awaits it.
-fn close(session: Session, code: u16, reason: &'static str) -> Pin<Box<dyn Future<Output = ()>>> {
-    Box::pin(async move {
-        let _ = session
-            .close(Some(CloseReason {
-                code: CloseCode::from(code),
-                description: Some(reason.to_owned()),
-            }))
-            .await;
-    })
-}
-
 /// Serves a socket until the client leaves, the heartbeat fails, or the server stops. Not an
 /// `async fn`: the task's future is [`Tail::run`]'s alone, with no second copy of the socket.
 pub(crate) fn run_tail(socket: Accepted) -> impl Future<Output = ()> {
@@ -165,7 +153,8 @@ impl Tail {
     fn run(mut self) -> impl Future<Output = ()> {
         async move {
             if let Err(Stop::Close(code, reason)) = self.serve().await {
-                close(self.session.clone(), code, reason).await;
+                // Boxed: the close does not size the task that awaits it.
+                Box::pin(close(self.session.clone(), code, reason)).await;
             }
         }
     }
