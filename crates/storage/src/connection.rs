@@ -142,6 +142,9 @@ impl DatabaseUrl {
 /// store's group commit shares among concurrent webhook batches.
 pub const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;";
 
+/// The busy timeout [`SQLITE_PRAGMAS`] sets, in milliseconds.
+pub const SQLITE_BUSY_TIMEOUT_MS: u32 = 5000;
+
 /// Creates pool connections.
 #[derive(Debug, Clone)]
 pub struct ConnectionManager {
@@ -328,5 +331,10 @@ mod tests {
         assert!(DatabaseUrl::parse("sqlite:///no/such/dir/x.sqlite").is_err());
         assert!(DatabaseUrl::parse("mysql://x").is_err());
         assert!(DatabaseUrl::parse("").is_err());
+    }
+
+    #[test]
+    fn the_busy_timeout_constant_is_the_one_the_pragmas_set() {
+        assert!(SQLITE_PRAGMAS.contains(&format!("busy_timeout = {SQLITE_BUSY_TIMEOUT_MS};")));
     }
 }

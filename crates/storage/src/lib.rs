@@ -14,7 +14,7 @@ pub mod schema;
 mod store;
 
 pub use connection::{
-    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, has_pending_migrations,
-    revert_all_migrations, run_migrations,
+    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, SQLITE_BUSY_TIMEOUT_MS,
+    has_pending_migrations, revert_all_migrations, run_migrations,
 };
 pub use store::{Checkpoint, DieselStore, NOTIFY_CHANNEL, PoolUsage, WAL_TRUNCATE_FRAMES};

@@ -136,4 +136,29 @@ fn the_log_stays_bounded_under_steady_reads_and_writes() {
     assert!(last.truncated, "{last:?}");
     assert_eq!(wal_bytes(&db), 0);
     assert_eq!(store.event_count(conversation.id).unwrap(), written as i64);
+
+    // The truncation waited with a short busy timeout; every pooled connection has the pool's
+    // own back (holding them all at once reaches the one the checkpoints used).
+    let held: Vec<_> = (0..store.pool_usage().connections)
+        .map(|_| store.conn().unwrap())
+        .collect();
+    for mut conn in held {
+        assert_eq!(
+            busy_timeout(&mut conn),
+            i64::from(switchboard_storage::SQLITE_BUSY_TIMEOUT_MS)
+        );
+    }
+}
+
+fn busy_timeout(conn: &mut switchboard_storage::DbConnection) -> i64 {
+    #[derive(diesel::QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        timeout: i64,
+    }
+    use diesel::RunQueryDsl;
+    diesel::sql_query("PRAGMA busy_timeout")
+        .get_result::<Row>(conn)
+        .unwrap()
+        .timeout
 }

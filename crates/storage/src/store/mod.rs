@@ -32,7 +32,8 @@ use switchboard_domain::StorageError;
 use switchboard_domain::ports::{AppendObserver, Store};
 
 use crate::connection::{
-    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, build_pool,
+    BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, SQLITE_BUSY_TIMEOUT_MS,
+    build_pool,
 };
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
@@ -186,7 +187,20 @@ impl DieselStore {
         if passive.log_frames < truncate_from_frames {
             return Ok(passive);
         }
-        let truncated = wal_checkpoint(&mut conn, "TRUNCATE")?;
+        // This process's writers queue behind the truncation instead of racing it: a TRUNCATE
+        // first needs the write lock, and SQLite's busy handler only polls for it, so a writer
+        // that commits back to back (the group commit under load) could keep it from ever
+        // getting it. Held, the truncation waits only for the readers on the log, and for at
+        // most TRUNCATE_WAIT_MS: writers are never held back longer than that.
+        let truncated = {
+            let _writers = self
+                .sqlite_writer
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            with_busy_timeout(&mut conn, TRUNCATE_WAIT_MS, |c| {
+                wal_checkpoint(c, "TRUNCATE")
+            })?
+        };
         if truncated.busy {
             tracing::debug!(
                 log_frames = passive.log_frames,
@@ -238,6 +252,29 @@ struct CheckpointRow {
     log: i32,
     #[diesel(sql_type = diesel::sql_types::Integer)]
     checkpointed: i32,
+}
+
+/// How long a TRUNCATE checkpoint waits for the readers on the log, in milliseconds, with this
+/// process's writers held back; past it the checkpoint reports `busy` and the next one retries.
+const TRUNCATE_WAIT_MS: u32 = 250;
+
+/// Runs `f` with the SQLite connection's busy timeout set to `ms`, then sets it back to the
+/// pool's (5 s, [`crate::connection::SQLITE_PRAGMAS`]) whether `f` failed or not.
+fn with_busy_timeout<T>(
+    conn: &mut crate::connection::DbConnection,
+    ms: u32,
+    f: impl FnOnce(&mut crate::connection::DbConnection) -> Result<T, StorageError>,
+) -> Result<T, StorageError> {
+    use diesel::connection::SimpleConnection;
+    conn.batch_execute(&format!("PRAGMA busy_timeout = {ms}"))
+        .map_err(db_err)?;
+    let result = f(conn);
+    let restored = conn
+        .batch_execute(&format!("PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}"))
+        .map_err(db_err);
+    let value = result?;
+    restored?;
+    Ok(value)
 }
 
 /// `PRAGMA wal_checkpoint(mode)` on a SQLite connection.
