@@ -35,6 +35,11 @@ pub const MARKETPLACE_SOURCE_PATTERNS: [&str; 3] = [
     r"^(https?://|ssh://|git://|git@)([A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+[:/][A-Za-z0-9._~/:-]*[A-Za-z0-9._~-]$",
     r"^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(/([a-zA-Z0-9_-][a-zA-Z0-9_.-]*|\.([a-zA-Z0-9_-][a-zA-Z0-9_.-]*)?|\.\.[a-zA-Z0-9_.-]+)?)*$",
 ];
+/// A UUID as every id parser takes it ([`switchboard_domain::parse_uuid`]): 32 hex digits, or
+/// dashed `8-4-4-4-12`; either case. `format: uuid` alone states no form (validators need not
+/// check formats), so a client or a generator that reads only the schema could take any string
+/// for an id, and values such as `None` (a missing id copied into a path) for valid ones.
+pub const UUID_PATTERN: &str = r"^([0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$";
 /// What a `repo_path` must not match: absolute, `..` anywhere, a URL.
 pub const REPO_PATH_REFUSED: &str = r"^/|\.\.|://";
 /// Unix seconds of 1900-01-01 and 3000-01-01: the range of [`DATE_TIME_PATTERN`].
@@ -174,7 +179,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 "description": "The agent server's `ConversationInfo`: `id` is required; `title` and `execution_status` are read (a status OpenHands does not define is ignored); the whole object is kept as the conversation's metadata, NUL included (the title column gets U+FFFD for each NUL).",
                 "required": ["id"],
                 "properties": {
-                    "id": {"type": "string", "format": "uuid", "description": "The conversation (dashed or 32 hex digits)."},
+                    "id": {"type": "string", "format": "uuid", "pattern": UUID_PATTERN, "description": "The conversation (dashed or 32 hex digits)."},
                     "title": {"type": ["string", "null"]},
                     "execution_status": {"type": ["string", "null"], "description": "`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`, `deleting` (ignored), or a newer value (ignored)."},
                 },
@@ -191,7 +196,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 /// `initial_message`; the parent must exist) is a 400 the operation documents.
 fn start_request_schema() -> Value {
     let text = || json!({"type": ["string", "null"], "pattern": NO_NUL_PATTERN});
-    let uuid = || json!({"anyOf": [{"type": "string", "format": "uuid"}, {"type": "null"}]});
+    let uuid = || json!({"anyOf": [{"type": "string", "format": "uuid", "pattern": UUID_PATTERN}, {"type": "null"}]});
     let string_map = || {
         json!({
             "type": ["object", "null"],
@@ -297,8 +302,9 @@ fn org_header_schema() -> Value {
     json!({"type": "string", "format": "uuid"})
 }
 
-/// Adds the request schemas to `doc`'s components, points the operations' bodies at them and
-/// gives every `X-Org-Id` parameter its UUID schema.
+/// Adds the request schemas to `doc`'s components, points the operations' bodies at them,
+/// gives every `X-Org-Id` parameter its UUID schema and every UUID in a path or a query its
+/// [`UUID_PATTERN`].
 pub fn apply(doc: &mut Value) {
     let schemas = doc["components"]["schemas"]
         .as_object_mut()
@@ -328,9 +334,38 @@ pub fn apply(doc: &mut Value) {
             for p in params.into_iter().flatten() {
                 if p["name"] == "X-Org-Id" {
                     p["schema"] = org_header_schema();
+                } else if p["in"] == "path" || p["in"] == "query" {
+                    pattern_uuids(&mut p["schema"]);
                 }
             }
         }
+    }
+}
+
+/// Gives every `format: uuid` string in `schema` (nested in `anyOf`, `oneOf` or `items`)
+/// [`UUID_PATTERN`]. The `X-Org-Id` header keeps `format` alone: its value is trimmed before it
+/// is parsed, so the header takes more than the pattern says.
+fn pattern_uuids(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    if object.get("format").and_then(Value::as_str) == Some("uuid") {
+        object
+            .entry("pattern")
+            .or_insert_with(|| Value::from(UUID_PATTERN));
+    }
+    for key in ["anyOf", "oneOf"] {
+        for member in object
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            pattern_uuids(member);
+        }
+    }
+    if let Some(items) = object.get_mut("items") {
+        pattern_uuids(items);
     }
 }
 
@@ -424,5 +459,48 @@ mod tests {
             );
         }
         assert!(matches(NO_NUL_PATTERN, "ab") && !matches(NO_NUL_PATTERN, "a\u{0}"));
+        for s in [
+            "0ab2e2bb-c820-4933-8b28-222c9733efa0",
+            "0AB2E2BB-C820-4933-8B28-222C9733EFA0",
+            "0ab2e2bbc82049338b28222c9733efa0",
+            "None",
+            "",
+            "{0ab2e2bb-c820-4933-8b28-222c9733efa0}",
+            "urn:uuid:0ab2e2bb-c820-4933-8b28-222c9733efa0",
+            "0ab2e2bb-c82049338b28-222c9733efa0",
+            "0ab2e2bbc-820-4933-8b28-222c9733efa0",
+            "0ab2e2bb-c820-4933-8b28-222c9733efa0\n",
+            "0ab2e2bb-c820-4933-8b28-222c9733efg0",
+        ] {
+            assert_eq!(
+                matches(UUID_PATTERN, s),
+                switchboard_domain::parse_uuid(s).is_some(),
+                "uuid {s:?}"
+            );
+        }
+    }
+
+    /// Every UUID a path or a query takes carries the pattern (a path id copied from a `null`
+    /// is `None`, which `format` alone lets pass for valid).
+    #[test]
+    fn path_and_query_uuids_have_the_pattern() {
+        let doc = crate::openapi::document();
+        let mut seen = 0;
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                for p in op["parameters"].as_array().into_iter().flatten() {
+                    let text = p["schema"].to_string();
+                    if p["in"] != "header" && text.contains(r#""format":"uuid""#) {
+                        assert!(
+                            text.contains(UUID_PATTERN),
+                            "{method} {path} {}: {text}",
+                            p["name"]
+                        );
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen >= 10, "only {seen} UUID parameters");
     }
 }
