@@ -162,9 +162,9 @@ impl DieselStore {
     /// only when a writer finds it wholly copied and no reader on it, which a server under
     /// steady reads and writes never offers (a 2-minute soak grew a 64 MB database's log to
     /// 1.9 GB, and its index, mapped in memory, with it). So when the log holds
-    /// [`WAL_TRUNCATE_FRAMES`] or more, a TRUNCATE checkpoint follows: it waits (up to the
-    /// busy timeout) for the readers on the log to finish, with writers held back meanwhile,
-    /// copies the rest and empties the log file.
+    /// [`WAL_TRUNCATE_FRAMES`] or more, a TRUNCATE checkpoint follows: with this process's
+    /// writers held back (the writer mutex), it waits up to 250 ms for the readers on the log to
+    /// finish, copies the rest and empties the log file.
     ///
     /// # Errors
     /// [`StorageError::Unavailable`] when no connection is free in time, or the checkpoint's
