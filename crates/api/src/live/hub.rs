@@ -49,43 +49,43 @@ pub struct Watch {
 /// The most events a [`Recent`] window keeps: one page of a subscriber's read.
 pub const RECENT_EVENTS: usize = super::tail::PAGE as usize;
 
-/// An event of a [`Recent`] window with the frames sent for it, each rendered once, by the
-/// first subscriber that sends it, and shared by the others (a frame is a reference-counted
-/// `ByteString`: sending it to a thousand sockets copies no JSON).
-pub struct SharedEvent {
-    /// The event as stored.
-    pub event: PositionedEvent,
+/// Something sent to many sockets (a stored event of a [`Recent`] window, a relayed transient
+/// event) with the frames sent for it, each rendered once, by the first subscriber that sends
+/// it, and shared by the others (a frame is a reference-counted `ByteString`: sending it to a
+/// thousand sockets copies no JSON).
+pub struct Shared<T> {
+    /// What the frames are rendered from.
+    pub item: T,
     /// One frame per protocol ([`FRAME_KINDS`]), rendered on first use.
     frames: [OnceLock<ByteString>; FRAME_KINDS],
 }
 
-/// How many different frames an event can be sent as (one per socket protocol).
+/// A stored event of a [`Recent`] window, with its frames.
+pub type SharedEvent = Shared<PositionedEvent>;
+
+/// How many different frames an item can be sent as (one per socket protocol).
 pub const FRAME_KINDS: usize = 2;
 
-impl SharedEvent {
-    /// Wraps an event read from the store.
-    pub fn new(event: PositionedEvent) -> Self {
-        SharedEvent {
-            event,
+impl<T> Shared<T> {
+    /// Wraps an item; no frame is rendered yet.
+    pub fn new(item: T) -> Self {
+        Shared {
+            item,
             frames: Default::default(),
         }
     }
 
+    /// Frame number `kind` (< [`FRAME_KINDS`]) of this item: `render`ed by the first caller,
+    /// a cheap clone for every later one.
+    pub fn frame(&self, kind: usize, render: impl FnOnce(&T) -> ByteString) -> ByteString {
+        self.frames[kind].get_or_init(|| render(&self.item)).clone()
+    }
+}
+
+impl SharedEvent {
     /// The event's position in its conversation.
     pub fn position(&self) -> i64 {
-        self.event.position
-    }
-
-    /// Frame number `kind` (< [`FRAME_KINDS`]) of this event: `render`ed by the first caller,
-    /// a cheap clone for every later one.
-    pub fn frame(
-        &self,
-        kind: usize,
-        render: impl FnOnce(&PositionedEvent) -> ByteString,
-    ) -> ByteString {
-        self.frames[kind]
-            .get_or_init(|| render(&self.event))
-            .clone()
+        self.item.position
     }
 }
 

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::web;
+use bytestring::ByteString;
 use futures_util::StreamExt;
 use serde_json::Value;
 use switchboard_domain::ConversationId;
@@ -18,6 +19,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
+use super::hub::Shared;
 use crate::AppState;
 
 /// Transient frames buffered per conversation; a subscriber further behind skips the oldest
@@ -37,8 +39,12 @@ pub struct Relays {
     running: Mutex<HashMap<ConversationId, Relay>>,
 }
 
+/// A relayed transient event: the agent server's JSON, with the frames sent for it (each
+/// rendered once for all the subscribers of this process).
+pub type Transient = Arc<Shared<ByteString>>;
+
 struct Relay {
-    frames: broadcast::Sender<Arc<str>>,
+    frames: broadcast::Sender<Transient>,
     stop: watch::Sender<bool>,
     subscribers: usize,
 }
@@ -48,8 +54,8 @@ struct Relay {
 pub struct RelayGuard {
     relays: Arc<Relays>,
     conversation: ConversationId,
-    /// The conversation's transient events, each as the agent server's JSON.
-    pub frames: broadcast::Receiver<Arc<str>>,
+    /// The conversation's transient events.
+    pub frames: broadcast::Receiver<Transient>,
 }
 
 impl Relays {
@@ -117,7 +123,7 @@ enum Ended {
 async fn run(
     state: web::Data<AppState>,
     conversation: ConversationId,
-    frames: broadcast::Sender<Arc<str>>,
+    frames: broadcast::Sender<Transient>,
     mut stop: watch::Receiver<bool>,
 ) {
     let mut backoff = FIRST_BACKOFF;
@@ -141,7 +147,7 @@ async fn run(
 async fn relay_once(
     state: &web::Data<AppState>,
     conversation: ConversationId,
-    frames: &broadcast::Sender<Arc<str>>,
+    frames: &broadcast::Sender<Transient>,
     stop: &mut watch::Receiver<bool>,
     backoff: &mut Duration,
 ) -> Ended {
@@ -203,7 +209,7 @@ async fn relay_once(
                 Some(Ok(Message::Text(text))) => {
                     if is_relayed(text.as_str()) {
                         // No receiver is not an error: a subscriber may be between joins.
-                        let _ = frames.send(Arc::from(text.as_str()));
+                        let _ = frames.send(Arc::new(Shared::new(ByteString::from(text.as_str()))));
                     }
                 }
                 Some(Ok(Message::Close(_))) | None => {

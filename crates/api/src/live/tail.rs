@@ -17,7 +17,7 @@ use switchboard_domain::{ConversationId, OrgContext};
 use time::OffsetDateTime;
 
 use super::hub::{SharedEvent, Watch};
-use super::relay::RelayGuard;
+use super::relay::{RelayGuard, Transient};
 use super::sockets::close;
 use super::{Admission, Signal};
 use crate::AppState;
@@ -26,7 +26,7 @@ use crate::AppState;
 pub(crate) const PAGE: u32 = 256;
 
 /// Which protocol a socket speaks; as a number, the kind of frame it is sent for an event
-/// ([`SharedEvent::frame`]).
+/// ([`Shared::frame`](super::hub::Shared::frame)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Protocol {
     /// `/sockets/events`: each event's stored JSON; a `full_state` first.
@@ -350,12 +350,12 @@ impl Tail {
 
     /// A relayed transient event (never stored): the agent server's JSON on
     /// `/sockets/events`, a `transient` envelope on `/sockets/session`.
-    async fn send_transient(&mut self, event: &str) -> Result<(), Stop> {
-        let frame = match self.protocol {
-            Protocol::Events => event.to_owned(),
-            Protocol::Session => format!("{{\"type\":\"transient\",\"event\":{event}}}"),
-        };
-        self.send(frame.into()).await
+    async fn send_transient(&mut self, event: &Transient) -> Result<(), Stop> {
+        let frame = event.frame(self.protocol as usize, |text| match self.protocol {
+            Protocol::Events => text.clone(),
+            Protocol::Session => format!("{{\"type\":\"transient\",\"event\":{text}}}").into(),
+        });
+        self.send(frame).await
     }
 
     /// The process's signal changed: the server stops (close 1001), or a heartbeat.
