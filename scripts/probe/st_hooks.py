@@ -75,16 +75,23 @@ def sent_violations(case):
     return found
 
 
-def keep(failure, case):
-    """Whether to keep `failure` of `case` (only ST202 on a request valid as sent)."""
+def why_dropped(failure, case):
+    """The reasons to drop `failure` of `case`: the containers a request that got an ST202
+    violated as sent; empty (keep it) for any other failure or a request valid as sent."""
     if getattr(failure, "code", None) != "ST202":
-        return True
-    return not sent_violations(case)
+        return []
+    return sent_violations(case)
+
+
+def keep(failure, case):
+    """Whether to keep `failure` of `case`."""
+    return not why_dropped(failure, case)
 
 
 @schemathesis.hook
 def filter_failure(context, failure, case, response):
-    if keep(failure, case):
+    violations = why_dropped(failure, case)
+    if not violations:
         return True
     path = os.environ.get("SWITCHBOARD_FUZZ_DROPPED")
     if path:
@@ -94,7 +101,7 @@ def filter_failure(context, failure, case, response):
                 "operation": case.operation.label,
                 "status": response.status_code,
                 "why": "the request as sent is not valid by the document",
-                "violations": sent_violations(case),
+                "violations": violations,
             }
             f.write(json.dumps(record, default=str) + "\n")
     return False
