@@ -328,6 +328,12 @@ pub struct SandboxArgs {
     /// Running sandboxes per user; starting or resuming beyond it pauses the user's least recently used one.
     #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_running_sandboxes: u32,
+    /// Sandboxes holding resources (STARTING, RUNNING or PAUSED: paused ones keep their memory) per user; a start beyond it is 409 naming which to delete.
+    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_USER", default_value_t = switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER, value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sandboxes_per_user: u32,
+    /// Sandboxes holding resources per organization, for hosts shared between teams [default: unbounded].
+    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_sandboxes_per_org: Option<u32>,
     /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
     #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0")]
     pub warm_sandboxes: u32,

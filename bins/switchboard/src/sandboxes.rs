@@ -193,6 +193,8 @@ pub fn configure(
                 ..StatusPolicy::default()
             },
             max_running_per_user: args.max_running_sandboxes,
+            max_sandboxes_per_user: args.max_sandboxes_per_user,
+            max_sandboxes_per_org: args.max_sandboxes_per_org,
             warm_sandboxes: args.warm_sandboxes,
             probe_timeout: PROBE_TIMEOUT,
         },

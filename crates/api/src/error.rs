@@ -88,7 +88,9 @@ impl ApiError {
                     D::TooManyIds(_) | D::TooManySandboxIds { .. } | D::SandboxSpecNotFound(_) => {
                         StatusCode::BAD_REQUEST
                     }
-                    D::SandboxNotManaged | D::SandboxNotRunnable(_) => StatusCode::CONFLICT,
+                    D::SandboxNotManaged
+                    | D::SandboxNotRunnable(_)
+                    | D::SandboxQuotaExceeded(_) => StatusCode::CONFLICT,
                     D::SandboxesDisabled => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
                     D::DuplicateMarketplaceNames(_)

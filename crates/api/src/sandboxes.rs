@@ -79,7 +79,8 @@ pub(crate) fn batch_ids(query: &QueryPairs) -> Result<Vec<String>, ApiError> {
 
 /// Starts a sandbox from a spec: the query's `sandbox_spec_id` (as OpenHands clients send
 /// it), else the body's, else the first spec. Answers at once: `STARTING` (the server drives
-/// it to `RUNNING`), or `RUNNING` when a warm-pool sandbox was claimed.
+/// it to `RUNNING`), or `RUNNING` when a warm-pool sandbox was claimed. At the caller's or the
+/// organization's sandbox quota, 409 naming which sandboxes to delete (issue 18, Quotas).
 #[utoipa::path(tag = "Sandboxes",
     params(
         ("sandbox_spec_id" = Option<String>, Query, description = "The spec to run (default: the first)"),
@@ -90,6 +91,7 @@ pub(crate) fn batch_ids(query: &QueryPairs) -> Result<Vec<String>, ApiError> {
     responses(
         (status = 200, body = SandboxInfo),
         (status = 400, description = "Unknown sandbox spec (named in the detail)", body = ErrorDetail),
+        (status = 409, description = "The caller (--max-sandboxes-per-user) or the organization (--max-sandboxes-per-org) holds as many sandboxes as allowed (STARTING, RUNNING or PAUSED); the detail names which to delete", body = ErrorDetail),
         (status = 503, description = "This server runs no sandboxes, or no room among the request bodies in flight in time", body = ErrorDetail),
         (status = 408, description = "The body did not arrive in time (read timeout or minimum rate)", body = ErrorDetail),
         (status = 413, description = "Body over 1 MiB", body = ErrorDetail),

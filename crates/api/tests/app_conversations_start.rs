@@ -752,6 +752,7 @@ async fn concurrent_starts(backend: Backend) {
         SandboxOptions {
             warm: 0,
             max_running: 25,
+            ..Default::default()
         },
     )
     .await;

@@ -117,6 +117,10 @@ pub enum DomainError {
     /// Pause or resume of a sandbox whose process is gone or failed.
     #[error("Sandbox is {0}: only a STARTING, RUNNING or PAUSED sandbox can be paused or resumed")]
     SandboxNotRunnable(crate::sandboxes::runtime::SandboxStatus),
+    /// A start would pass `--max-sandboxes-per-user` or `--max-sandboxes-per-org` (issue 18,
+    /// Quotas: 409); the text says which quota and which sandboxes to delete.
+    #[error("{0}")]
+    SandboxQuotaExceeded(String),
     /// A sandbox runtime failed unexpectedly (logged; answered as an internal error).
     #[error("sandbox runtime failure: {0}")]
     Runtime(String),

@@ -39,6 +39,10 @@ pub struct SandboxOptions {
     pub warm: u32,
     /// `--max-running-sandboxes`.
     pub max_running: u32,
+    /// `--max-sandboxes-per-user`.
+    pub max_per_user: u32,
+    /// `--max-sandboxes-per-org`.
+    pub max_per_org: Option<u32>,
 }
 
 impl Default for SandboxOptions {
@@ -46,6 +50,8 @@ impl Default for SandboxOptions {
         SandboxOptions {
             warm: 0,
             max_running: 5,
+            max_per_user: switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER,
+            max_per_org: None,
         }
     }
 }
@@ -54,6 +60,9 @@ impl Default for SandboxOptions {
 pub struct SandboxApp {
     pub app: TestApp,
     pub runtime: Arc<ProcessRuntime>,
+    /// What the app's sandbox service runs with (for a second replica over the same
+    /// database).
+    pub managed: ManagedSandboxes,
     stop: Arc<AtomicBool>,
     passes: Option<JoinHandle<()>>,
     _root: tempfile::TempDir,
@@ -144,6 +153,8 @@ pub async fn spawn_sandbox_app_with(
                 health_grace: Duration::from_secs(30),
             },
             max_running_per_user: options.max_running,
+            max_sandboxes_per_user: options.max_per_user,
+            max_sandboxes_per_org: options.max_per_org,
             warm_sandboxes: options.warm,
             probe_timeout: Duration::from_secs(2),
         },
@@ -153,6 +164,7 @@ pub async fn spawn_sandbox_app_with(
         observer: None,
         wake: None,
     };
+    let kept = managed.clone();
     let app = spawn_app_on(
         backend,
         switchboard_api::extract::BodyLimits::default(),
@@ -182,6 +194,7 @@ pub async fn spawn_sandbox_app_with(
     SandboxApp {
         app,
         runtime,
+        managed: kept,
         stop,
         passes: Some(passes),
         _root: root,

@@ -16,8 +16,8 @@ pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
 pub use sandboxes::{
-    ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartSandbox,
-    StartedSandbox, WarmClaim,
+    ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
+    StartSandbox, StartedSandbox, WarmClaim,
 };
 pub use start_tasks::{StartTaskQuery, StartTaskStore, StartedConversation};
 

@@ -8,6 +8,7 @@ use crate::error::StorageError;
 use crate::identity::session_keys::SessionKeyHash;
 use crate::ids::{OrgId, SandboxId, UserId};
 use crate::sandboxes::Sandbox;
+use crate::sandboxes::quotas::{QuotaExceeded, SandboxQuota};
 use crate::sandboxes::records::{SandboxCursor, SandboxRecord};
 use crate::sandboxes::runtime::SandboxStatus;
 
@@ -36,6 +37,17 @@ pub struct StartSandbox {
     pub claim_warm: Option<WarmClaim>,
     /// The running limit of the new sandbox's owner.
     pub limit: RunningLimit,
+    /// The quotas checked first, in the same transaction (issue 18, Quotas).
+    pub quota: SandboxQuota,
+}
+
+/// What a start did: started, or refused by a quota (nothing written).
+#[derive(Debug, Clone)]
+pub enum StartOutcome {
+    /// Claimed or inserted.
+    Started(Box<StartedSandbox>),
+    /// A quota is reached.
+    OverQuota(QuotaExceeded),
 }
 
 /// Which warm-pool sandbox a start may claim.
@@ -148,9 +160,12 @@ pub trait SandboxStore: Send + Sync {
         key_hash: &SessionKeyHash,
     ) -> Result<(), StorageError>;
 
-    /// Starts a sandbox for a user in one transaction: claims a warm one or inserts the new
-    /// one, then applies the running limit.
-    fn start_sandbox(&self, start: &StartSandbox) -> Result<StartedSandbox, StorageError>;
+    /// Starts a sandbox for a user in one transaction: counts what the owner (and, with a
+    /// per-organization quota, the organization) holds and refuses the start at a quota,
+    /// else claims a warm one or inserts the new one, then applies the running limit. The
+    /// count and the insert are serialized per owner and per organization across processes
+    /// (PostgreSQL: advisory locks; SQLite: its single writer).
+    fn start_sandbox(&self, start: &StartSandbox) -> Result<StartOutcome, StorageError>;
 
     /// Resumes a `PAUSED` sandbox in one transaction: it becomes `STARTING` with `started_at`
     /// and `last_used_at` = `now`, then the running limit is applied. `None` when it is not

@@ -3,6 +3,7 @@
 //! belong to its organization and owner.
 
 pub mod limits;
+pub mod quotas;
 pub mod records;
 pub mod runtime;
 pub mod settings;

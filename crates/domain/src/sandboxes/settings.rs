@@ -41,6 +41,9 @@ impl Runtimes {
     }
 }
 
+/// Default of [`SandboxSettings::max_sandboxes_per_user`] (issue 18, Quotas).
+pub const DEFAULT_MAX_SANDBOXES_PER_USER: u32 = 20;
+
 /// The operator's choices (issue 9 flags).
 #[derive(Debug, Clone)]
 pub struct SandboxSettings {
@@ -59,6 +62,13 @@ pub struct SandboxSettings {
     pub policy: StatusPolicy,
     /// Running (or starting) sandboxes per user (`--max-running-sandboxes`, default 5).
     pub max_running_per_user: u32,
+    /// Sandboxes holding resources (`STARTING`, `RUNNING` or `PAUSED`) per user
+    /// (`--max-sandboxes-per-user`, default [`DEFAULT_MAX_SANDBOXES_PER_USER`]; issue 18,
+    /// Quotas): a start beyond it is refused (409).
+    pub max_sandboxes_per_user: u32,
+    /// The same per organization (`--max-sandboxes-per-org`; `None`, the default, is
+    /// unbounded; issue 24 item 6).
+    pub max_sandboxes_per_org: Option<u32>,
     /// Unowned sandboxes of the default spec kept started (`--warm-sandboxes`, default 0).
     pub warm_sandboxes: u32,
     /// The timeout of one `/alive` probe.

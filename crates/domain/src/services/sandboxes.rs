@@ -17,9 +17,10 @@ use crate::identity::session_keys::{SessionKey, SessionKeyHash};
 use crate::ids::{OrgId, SandboxId, UserId};
 use crate::permissions::Permission;
 use crate::ports::sandboxes::{
-    ResumeSandbox, RunningLimit, SandboxQuery, SandboxUpdate, StartSandbox, WarmClaim,
+    ResumeSandbox, RunningLimit, SandboxQuery, SandboxUpdate, StartOutcome, StartSandbox, WarmClaim,
 };
 use crate::ports::{IdentityStore, SandboxStore};
+use crate::sandboxes::quotas::SandboxQuota;
 use crate::sandboxes::records::{
     AGENT_SERVER_URL_NAME, ExposedUrl, MAX_SANDBOX_BATCH, Page, SandboxCursor, SandboxRecord,
     SandboxView, SpecCursor,
@@ -212,9 +213,12 @@ impl SandboxService {
     /// named, else the first. With a warm pool of that spec a ready sandbox is claimed and is
     /// `RUNNING` at once; otherwise the answer is `STARTING` and the background launcher runs
     /// it. Beyond the caller's running limit their least recently used sandboxes are paused.
+    /// At `--max-sandboxes-per-user` (or `--max-sandboxes-per-org`) sandboxes holding
+    /// resources, the start is refused and nothing is written (issue 18, Quotas).
     ///
     /// # Errors
-    /// [`DomainError::SandboxSpecNotFound`], [`DomainError::SandboxesDisabled`], storage.
+    /// [`DomainError::SandboxSpecNotFound`], [`DomainError::SandboxesDisabled`],
+    /// [`DomainError::SandboxQuotaExceeded`] (409, naming what to delete), storage.
     pub fn start_sandbox(
         &self,
         ctx: &OrgContext,
@@ -255,7 +259,7 @@ impl SandboxService {
                 spec_id: spec.id.clone(),
                 runtime,
             });
-        let started = self.sandboxes.start_sandbox(&StartSandbox {
+        let outcome = self.sandboxes.start_sandbox(&StartSandbox {
             record,
             key_hash: key.hash(),
             claim_warm,
@@ -263,7 +267,23 @@ impl SandboxService {
                 owner: user,
                 max: settings.max_running_per_user.max(1),
             },
+            quota: SandboxQuota {
+                owner: user,
+                per_user: settings.max_sandboxes_per_user.max(1),
+                org: ctx.org.id,
+                per_org: settings.max_sandboxes_per_org,
+            },
         })?;
+        let started = match outcome {
+            StartOutcome::Started(s) => s,
+            StartOutcome::OverQuota(refused) => {
+                let see_all = ctx.role.grants(Permission::ViewOrgConversations);
+                tracing::info!(user = %user, org = %ctx.org.id, scope = %refused.scope, limit = refused.limit, "sandbox start refused: quota reached");
+                return Err(DomainError::SandboxQuotaExceeded(
+                    refused.detail(user, see_all),
+                ));
+            }
+        };
         self.pause_displaced(m, &started.displaced);
         if started.claimed
             && let Some(observer) = &m.m.observer

@@ -8,13 +8,17 @@ use switchboard_domain::StorageError;
 use switchboard_domain::identity::session_keys::SessionKeyHash;
 use switchboard_domain::ports::sandboxes::later;
 use switchboard_domain::ports::{
-    ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartSandbox,
-    StartedSandbox,
+    ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
+    StartSandbox, StartedSandbox,
 };
 use switchboard_domain::sandboxes::Sandbox;
+use switchboard_domain::sandboxes::quotas::{
+    HOLDING_STATUSES, HeldSandbox, QuotaExceeded, QuotaScope, SandboxQuota,
+    least_recently_used_first,
+};
 use switchboard_domain::sandboxes::records::{EXTERNAL_RUNTIME, EXTERNAL_SPEC_ID, SandboxRecord};
 use switchboard_domain::sandboxes::runtime::SandboxStatus;
-use switchboard_domain::{SandboxId, UserId};
+use switchboard_domain::{OrgId, SandboxId, UserId};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
@@ -35,6 +39,9 @@ const STATUSES: [SandboxStatus; 5] = [
 /// (the second key is derived from the owner's id), so two concurrent starts cannot both
 /// stay under the running limit.
 const OWNER_LOCK_CLASS: i32 = 0x5342_5358; // "SBSX"
+/// The class of the advisory locks that serialize one organization's starts under
+/// `--max-sandboxes-per-org` (taken before the owner's, always in that order).
+const ORG_LOCK_CLASS: i32 = 0x5342_534F; // "SBSO"
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = sandboxes)]
@@ -142,15 +149,87 @@ fn load(conn: &mut DbConnection, id: SandboxId) -> Result<Option<SandboxRecord>,
 
 /// On PostgreSQL, serializes the starts and resumes of one owner until the transaction ends.
 fn lock_owner(conn: &mut DbConnection, owner: UserId) -> Result<(), StorageError> {
+    advisory_lock(conn, OWNER_LOCK_CLASS, owner.0.as_u64_pair().0 as i32)
+}
+
+/// On PostgreSQL, serializes the starts of one organization until the transaction ends.
+fn lock_org(conn: &mut DbConnection, org: OrgId) -> Result<(), StorageError> {
+    advisory_lock(conn, ORG_LOCK_CLASS, org.0.as_u64_pair().0 as i32)
+}
+
+/// `pg_advisory_xact_lock(class, key)` on PostgreSQL; nothing on SQLite, whose writes are
+/// serialized already (one writer, `BEGIN IMMEDIATE`).
+fn advisory_lock(conn: &mut DbConnection, class: i32, key: i32) -> Result<(), StorageError> {
     if let DbConnection::Postgres(c) = conn {
-        let key = owner.0.as_u64_pair().0 as i32;
         diesel::sql_query("SELECT pg_advisory_xact_lock($1, $2)")
-            .bind::<diesel::sql_types::Integer, _>(OWNER_LOCK_CLASS)
+            .bind::<diesel::sql_types::Integer, _>(class)
             .bind::<diesel::sql_types::Integer, _>(key)
             .execute(c)
             .map_err(db_err)?;
     }
     Ok(())
+}
+
+/// The managed sandboxes holding resources (`STARTING`, `RUNNING`, `PAUSED`) of an owner, or
+/// of an organization, least recently used first.
+fn holding(
+    conn: &mut DbConnection,
+    owner: Option<UserId>,
+    org: Option<OrgId>,
+) -> Result<Vec<HeldSandbox>, StorageError> {
+    let owner = owner.map(|o| o.to_string());
+    let org = org.map(|o| o.to_string());
+    let statuses = HOLDING_STATUSES.map(SandboxStatus::as_str);
+    let rows = native!(&mut *conn, |c| {
+        let mut q = sandboxes::table
+            .filter(sandboxes::deleted_at.is_null())
+            .filter(sandboxes::runtime.ne(EXTERNAL_RUNTIME))
+            .filter(sandboxes::status.eq_any(statuses))
+            .select(SandboxRow::as_select())
+            .into_boxed();
+        if let Some(owner) = &owner {
+            q = q.filter(sandboxes::owner_id.eq(owner));
+        }
+        if let Some(org) = &org {
+            q = q.filter(sandboxes::org_id.eq(org));
+        }
+        q.load(c)
+    })
+    .map_err(db_err)?;
+    let mut held: Vec<HeldSandbox> = records(rows)?.iter().map(HeldSandbox::of).collect();
+    least_recently_used_first(&mut held);
+    Ok(held)
+}
+
+/// Takes the locks of a start (organization first when it has a quota, then owner) and
+/// checks its quotas: the refusal, if one is reached.
+fn check_quota(
+    conn: &mut DbConnection,
+    quota: &SandboxQuota,
+) -> Result<Option<QuotaExceeded>, StorageError> {
+    if quota.per_org.is_some() {
+        lock_org(conn, quota.org)?;
+    }
+    lock_owner(conn, quota.owner)?;
+    let mine = holding(conn, Some(quota.owner), None)?;
+    if mine.len() >= quota.per_user.max(1) as usize {
+        return Ok(Some(QuotaExceeded {
+            scope: QuotaScope::User,
+            limit: quota.per_user,
+            held: mine,
+        }));
+    }
+    if let Some(max) = quota.per_org {
+        let org = holding(conn, None, Some(quota.org))?;
+        if org.len() >= max.max(1) as usize {
+            return Ok(Some(QuotaExceeded {
+                scope: QuotaScope::Org,
+                limit: max,
+                held: org,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// Applies the running limit after `keep` started or resumed: the owner's other running or
@@ -299,9 +378,14 @@ impl SandboxStore for DieselStore {
         self.write(|c| insert(c, record, key_hash))
     }
 
-    fn start_sandbox(&self, start: &StartSandbox) -> Result<StartedSandbox, StorageError> {
+    fn start_sandbox(&self, start: &StartSandbox) -> Result<StartOutcome, StorageError> {
         self.write(|c| {
-            lock_owner(c, start.limit.owner)?;
+            if let Some(refused) = check_quota(c, &start.quota)? {
+                return Ok(StartOutcome::OverQuota(refused));
+            }
+            if start.limit.owner != start.quota.owner {
+                lock_owner(c, start.limit.owner)?;
+            }
             let claimed = match &start.claim_warm {
                 Some(w) => claim(c, start, &w.spec_id, &w.runtime)?,
                 None => None,
@@ -314,11 +398,11 @@ impl SandboxStore for DieselStore {
                 }
             };
             let displaced = enforce_limit(c, start.limit, record.id, start.record.created_at)?;
-            Ok(StartedSandbox {
+            Ok(StartOutcome::Started(Box::new(StartedSandbox {
                 record,
                 claimed: was_claimed,
                 displaced,
-            })
+            })))
         })
     }
 
