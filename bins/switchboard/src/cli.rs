@@ -224,6 +224,14 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub max_subscribers: usize,
+    /// Websockets one API key may hold at once on this process (issue 18, Quotas); one more is closed with 1013, so one key never takes every socket.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_SOCKETS_PER_KEY",
+        default_value_t = switchboard_api::live::DEFAULT_MAX_SOCKETS_PER_KEY,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub max_sockets_per_key: usize,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
     #[command(flatten)]

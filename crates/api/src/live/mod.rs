@@ -15,10 +15,12 @@ pub mod relay;
 pub mod sockets;
 mod tail;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use switchboard_domain::ApiKeyId;
 use tokio::sync::watch;
 
 pub use hub::Hub;
@@ -30,6 +32,14 @@ pub struct LiveConfig {
     /// Sockets this process serves at once; one more is accepted and closed with 1013
     /// (`--max-subscribers`).
     pub max_subscribers: usize,
+    /// Sockets one API key may hold at once on this process; one more is closed with 1013
+    /// once authenticated, so that one key never takes every socket (`--max-sockets-per-key`,
+    /// issue 18, Quotas).
+    pub max_sockets_per_key: usize,
+    /// Upstream sockets of transient-event relays at once; a conversation watched beyond it
+    /// gets durable frames only (its subscribers are not refused). Derived from the
+    /// open-files limit by `serve`.
+    pub max_relays: usize,
     /// How often the server pings each socket; a socket that leaves two pings unanswered is
     /// closed.
     pub ping_interval: Duration,
@@ -43,11 +53,17 @@ pub struct LiveConfig {
 
 /// Default [`LiveConfig::max_subscribers`].
 pub const DEFAULT_MAX_SUBSCRIBERS: usize = 20_000;
+/// Default [`LiveConfig::max_sockets_per_key`] (issue 18, Quotas).
+pub const DEFAULT_MAX_SOCKETS_PER_KEY: usize = 200;
+/// Default [`LiveConfig::max_relays`].
+pub const DEFAULT_MAX_RELAYS: usize = 10_000;
 
 impl Default for LiveConfig {
     fn default() -> Self {
         LiveConfig {
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
+            max_sockets_per_key: DEFAULT_MAX_SOCKETS_PER_KEY,
+            max_relays: DEFAULT_MAX_RELAYS,
             ping_interval: Duration::from_secs(20),
             max_frame_bytes: 1 << 20,
             auth_timeout: Duration::from_secs(10),
@@ -75,6 +91,10 @@ pub struct Live {
     config: LiveConfig,
     subscribers: AtomicUsize,
     max_subscribers: AtomicUsize,
+    /// Sockets per API key, for [`LiveConfig::max_sockets_per_key`] (keys with none are
+    /// removed).
+    per_key: Mutex<HashMap<ApiKeyId, usize>>,
+    max_sockets_per_key: AtomicUsize,
     /// [`LiveConfig::ping_interval`] in milliseconds, changeable ([`Live::set_ping_interval`]).
     ping_interval_ms: AtomicU64,
     /// Whether the heartbeat task runs (it starts with the first socket).
@@ -93,10 +113,12 @@ impl Live {
     pub fn new(config: LiveConfig) -> Self {
         Live {
             hub: Arc::new(Hub::default()),
-            relays: Arc::new(Relays::default()),
+            relays: Arc::new(Relays::new(config.max_relays)),
             config: config.clone(),
             subscribers: AtomicUsize::new(0),
             max_subscribers: AtomicUsize::new(config.max_subscribers),
+            per_key: Mutex::new(HashMap::new()),
+            max_sockets_per_key: AtomicUsize::new(config.max_sockets_per_key),
             ping_interval_ms: AtomicU64::new(millis(config.ping_interval)),
             beating: AtomicBool::new(false),
             signals: watch::Sender::new(Signal::default()),
@@ -122,6 +144,22 @@ impl Live {
     /// Changes the subscriber limit for sockets admitted from now on.
     pub fn set_max_subscribers(&self, max: usize) {
         self.max_subscribers.store(max, Ordering::Relaxed);
+    }
+
+    /// Changes the per-key socket limit for sockets admitted from now on.
+    pub fn set_max_sockets_per_key(&self, max: usize) {
+        self.max_sockets_per_key.store(max, Ordering::Relaxed);
+    }
+
+    /// Sockets `key` holds now.
+    pub fn sockets_of(&self, key: ApiKeyId) -> usize {
+        self.per_key_table().get(&key).copied().unwrap_or(0)
+    }
+
+    fn per_key_table(&self) -> std::sync::MutexGuard<'_, HashMap<ApiKeyId, usize>> {
+        self.per_key
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Changes the heartbeat interval (tests use a short one). It applies from the heartbeat
@@ -159,7 +197,10 @@ impl Live {
         if !self.beating.swap(true, Ordering::AcqRel) {
             actix_web::rt::spawn(heartbeat(Arc::downgrade(self)));
         }
-        Some(Admission { live: self.clone() })
+        Some(Admission {
+            live: self.clone(),
+            key: None,
+        })
     }
 }
 
@@ -190,13 +231,46 @@ async fn heartbeat(live: Weak<Live>) {
     }
 }
 
-/// One admitted socket; counted until dropped.
+/// One admitted socket; counted until dropped (and, once authenticated, counted against its
+/// API key too).
 pub(crate) struct Admission {
     live: Arc<Live>,
+    key: Option<ApiKeyId>,
+}
+
+impl Admission {
+    /// Counts the socket against `key` under [`LiveConfig::max_sockets_per_key`]; `false`
+    /// (nothing counted) when the key holds as many already.
+    pub(crate) fn count_for_key(&mut self, key: ApiKeyId) -> bool {
+        if self.key.is_some() {
+            return true;
+        }
+        let max = self.live.max_sockets_per_key.load(Ordering::Relaxed);
+        let mut table = self.live.per_key_table();
+        let held = table.entry(key).or_insert(0);
+        if *held >= max {
+            if *held == 0 {
+                table.remove(&key);
+            }
+            return false;
+        }
+        *held += 1;
+        self.key = Some(key);
+        true
+    }
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
         self.live.subscribers.fetch_sub(1, Ordering::AcqRel);
+        if let Some(key) = self.key {
+            let mut table = self.live.per_key_table();
+            if let Some(held) = table.get_mut(&key) {
+                *held -= 1;
+                if *held == 0 {
+                    table.remove(&key);
+                }
+            }
+        }
     }
 }

@@ -33,10 +33,20 @@ const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// Event kinds relayed (the rest arrives durably through the webhooks and the store).
 const RELAYED_KINDS: [&str; 2] = ["StreamingDeltaEvent", "ConversationStateUpdateEvent"];
 
-/// The relays of this process, one per watched conversation.
-#[derive(Default)]
+/// The relays of this process, one per watched conversation, at most `max` at once (each
+/// holds a socket to an agent server: `serve` derives `max` from the open-files limit).
 pub struct Relays {
     running: Mutex<HashMap<ConversationId, Relay>>,
+    max: usize,
+    /// Whether a conversation was left without a relay at `max` since the last one ended
+    /// (logged once per such stretch).
+    full_logged: std::sync::atomic::AtomicBool,
+}
+
+impl Default for Relays {
+    fn default() -> Self {
+        Relays::new(super::DEFAULT_MAX_RELAYS)
+    }
 }
 
 /// A relayed transient event: the agent server's JSON, with the frames sent for it (each
@@ -54,11 +64,22 @@ struct Relay {
 pub struct RelayGuard {
     relays: Arc<Relays>,
     conversation: ConversationId,
+    /// Whether it counts as a subscriber of a relay (`false`: none could be started).
+    counted: bool,
     /// The conversation's transient events.
     pub frames: broadcast::Receiver<Transient>,
 }
 
 impl Relays {
+    /// No relay yet; at most `max` at once.
+    pub fn new(max: usize) -> Self {
+        Relays {
+            running: Mutex::new(HashMap::new()),
+            max,
+            full_logged: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ConversationId, Relay>> {
         self.running
             .lock()
@@ -66,13 +87,29 @@ impl Relays {
     }
 
     /// Joins the relay of `conversation`, starting it (on the current runtime) if this is its
-    /// first subscriber.
+    /// first subscriber. At the limit of relays, a conversation without one gets a guard
+    /// that receives nothing (its subscribers still get every durable event).
     pub fn join(
         self: &Arc<Self>,
         state: web::Data<AppState>,
         conversation: ConversationId,
     ) -> RelayGuard {
         let mut map = self.lock();
+        if !map.contains_key(&conversation) && map.len() >= self.max {
+            if !self
+                .full_logged
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                tracing::warn!(max = self.max, %conversation, "transient relay: at the limit of relays (derived from the open-files limit); newly watched conversations get durable events only until one ends");
+            }
+            let (_, frames) = broadcast::channel(1);
+            return RelayGuard {
+                relays: self.clone(),
+                conversation,
+                counted: false,
+                frames,
+            };
+        }
         let relay = map.entry(conversation).or_insert_with(|| {
             let (frames, _) = broadcast::channel(BUFFER);
             let (stop, stopped) = watch::channel(false);
@@ -87,6 +124,7 @@ impl Relays {
         RelayGuard {
             relays: self.clone(),
             conversation,
+            counted: true,
             frames: relay.frames.subscribe(),
         }
     }
@@ -99,12 +137,18 @@ impl Relays {
 
 impl Drop for RelayGuard {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let mut map = self.relays.lock();
         if let Some(r) = map.get_mut(&self.conversation) {
             r.subscribers -= 1;
             if r.subscribers == 0 {
                 r.stop.send_replace(true);
                 map.remove(&self.conversation);
+                self.relays
+                    .full_logged
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

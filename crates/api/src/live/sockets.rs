@@ -20,7 +20,8 @@ use crate::extract::{presented_key, requested_org};
 pub const CLOSE_AUTH_FAILED: u16 = 4001;
 /// Close code: the conversation is unknown or not visible to the caller.
 pub const CLOSE_NOT_FOUND: u16 = 4004;
-/// Close code: the server is at `--max-subscribers` (try again later).
+/// Close code: the server is at `--max-subscribers`, or the key at `--max-sockets-per-key`
+/// (try again later).
 pub const CLOSE_TRY_AGAIN: u16 = 1013;
 
 /// Registers the socket routes and their OpenAPI paths.
@@ -113,7 +114,7 @@ fn upgrade(
         .aggregate_continuations()
         .max_continuation_size(live.config().max_frame_bytes);
     actix_web::rt::spawn(async move {
-        let Some(admission) = live.admit() else {
+        let Some(mut admission) = live.admit() else {
             close(session, CLOSE_TRY_AGAIN, "too many subscribers").await;
             return;
         };
@@ -139,6 +140,14 @@ fn upgrade(
             return;
         };
         match check(&state, key, requested, conversation).await {
+            Ok(ctx) if !admission.count_for_key(ctx.principal.key_id) => {
+                close(
+                    session,
+                    CLOSE_TRY_AGAIN,
+                    "too many sockets for this API key",
+                )
+                .await;
+            }
             Ok(ctx) => {
                 // A task of its own: this one (its handshake state included) ends here and
                 // its memory goes back, so an idle socket holds only the tail's state.

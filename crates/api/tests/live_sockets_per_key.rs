@@ -1,0 +1,113 @@
+//! Websockets per API key (issue 18, Quotas: `--max-sockets-per-key`, default 200), on both
+//! backends: one key opens as many as it may, one more is closed with 1013, and another key
+//! still gets a socket even when the server has room for only one more; a socket closed makes
+//! room for its key again.
+
+#[macro_use]
+mod common;
+
+use std::time::Duration;
+
+use common::{TestApp, spawn_app};
+use futures_util::StreamExt;
+use serde_json::Value;
+use switchboard_testkit::Backend;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+on_both_backends!(one_key_cannot_take_every_socket);
+
+/// The default `--max-sockets-per-key`.
+const PER_KEY: usize = 200;
+
+async fn open(app: &TestApp, conv: &str, key: &str) -> Ws {
+    let url = format!(
+        "{}/sockets/session/{conv}",
+        app.base.replacen("http://", "ws://", 1)
+    );
+    let mut req = url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("X-Access-Token", key.parse().unwrap());
+    tokio_tungstenite::connect_async(req).await.unwrap().0
+}
+
+/// What the server sends first: `Ok(type)` of a text frame, or `Err(close code)`.
+async fn first(ws: &mut Ws) -> Result<String, u16> {
+    loop {
+        let m = tokio::time::timeout(Duration::from_secs(20), ws.next())
+            .await
+            .expect("a frame within 20 s");
+        match m {
+            Some(Ok(Message::Text(t))) => {
+                let v: Value = serde_json::from_str(&t).unwrap();
+                return Ok(v["type"].as_str().unwrap_or_default().to_owned());
+            }
+            Some(Ok(Message::Close(Some(c)))) => return Err(u16::from(c.code)),
+            Some(Ok(Message::Close(None))) | None => return Err(1005),
+            Some(Ok(_)) => continue,
+            Some(Err(e)) => panic!("socket error: {e}"),
+        }
+    }
+}
+
+async fn one_key_cannot_take_every_socket(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let session = app.register_sandbox(app.org, app.owner.user_id).await;
+    let conv = uuid::Uuid::new_v4().to_string();
+    app.ingest(
+        &session,
+        &conv,
+        &[r#"{"id":"e1","timestamp":"2026-11-21T10:00:00","source":"user","kind":"PauseEvent"}"#],
+    )
+    .await;
+    // Room on the server for one socket more than a key may hold.
+    app.live
+        .set_max_subscribers(app.live.subscribers() + PER_KEY + 1);
+    let greedy = app.owner.key.clone();
+    let mut held = Vec::with_capacity(PER_KEY);
+    for i in 0..PER_KEY {
+        let mut ws = open(&app, &conv, &greedy).await;
+        assert_eq!(
+            first(&mut ws).await,
+            Ok("sync".into()),
+            "{backend}: socket {i}"
+        );
+        held.push(ws);
+    }
+    let mut over = open(&app, &conv, &greedy).await;
+    assert_eq!(
+        first(&mut over).await,
+        Err(1013),
+        "{backend}: one over the key's limit"
+    );
+    // Another key (the admin's) is not refused: the server still has room for it.
+    let mut other = open(&app, &conv, &app.admin.key).await;
+    assert_eq!(
+        first(&mut other).await,
+        Ok("sync".into()),
+        "{backend}: another key"
+    );
+    // So is another key of the same user: the limit is per key.
+    drop(other);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut bound = open(&app, &conv, &app.bound_owner.key).await;
+    assert_eq!(
+        first(&mut bound).await,
+        Ok("sync".into()),
+        "{backend}: the owner's other key"
+    );
+    // A socket closed gives its key room again.
+    let mut one = held.pop().unwrap();
+    one.close(None).await.unwrap();
+    drop(one);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = open(&app, &conv, &greedy).await;
+    assert_eq!(
+        first(&mut again).await,
+        Ok("sync".into()),
+        "{backend}: room again"
+    );
+}
