@@ -9,6 +9,7 @@
 mod cli;
 mod commands;
 mod docker;
+mod open_files;
 mod sandboxes;
 mod secret_key;
 mod serve;

@@ -47,6 +47,7 @@ fn init_tracing(format: LogFormat) {
 /// The database cannot be opened, the address cannot be bound, or the server fails.
 pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
+    let open_files = crate::open_files::raise_and_log();
     let (store, applied) = db.open(args.db_pool_size, true)?;
     let db_url = db.url()?;
     if !applied.is_empty() {
@@ -122,6 +123,10 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         }));
     }
     let db_concurrency = store.pool_usage().max_size as usize;
+    let workers = args
+        .workers
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+    let files = crate::open_files::budget(&open_files, &store, workers, &args)?;
     let stats_store = store.clone();
     let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
         let u = stats_store.pool_usage();
@@ -136,7 +141,9 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             .with_body_limits(args.body_limits())
             .with_rate_limits(args.rate_limits())
             .with_live(switchboard_api::live::LiveConfig {
-                max_subscribers: args.max_subscribers,
+                max_subscribers: args.max_subscribers.min(files.subscribers as usize),
+                max_sockets_per_key: args.max_sockets_per_key,
+                max_relays: files.relays as usize,
                 ..Default::default()
             });
     state.metrics = metrics;
@@ -144,12 +151,10 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     store.observe_appends(state.live.hub());
     let live = state.live.clone();
     let state = actix_web::web::Data::new(state);
-    let workers = args
-        .workers
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     actix_web::rt::System::new().block_on(async move {
         let mut server = actix_web::HttpServer::new(move || create_app(state.clone()))
             .workers(workers)
+            .max_connections(files.connections_per_worker as usize)
             .shutdown_timeout(args.shutdown_timeout)
             .keep_alive(Duration::from_secs(75))
             // actix stops at once on SIGINT; both signals stop gracefully here instead.

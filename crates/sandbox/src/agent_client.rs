@@ -15,6 +15,9 @@ use switchboard_domain::sandboxes::runtime::{
 const PROBE_BODY_LIMIT: u64 = 4096;
 /// The most bytes read from an answer of a conversation or bash call.
 const CALL_BODY_LIMIT: u64 = 4 << 20;
+/// The most characters of an unexpected answer's body kept in its error (redacted, then
+/// shortened, by whoever shows it).
+const ERROR_BODY_CHARS: usize = 16 * 1024;
 /// The header carrying a sandbox's session key (brief: cross-cutting decisions).
 const SESSION_HEADER: &str = "X-Session-API-Key";
 /// How long a send-message or conversation delete may take.
@@ -217,14 +220,26 @@ impl HttpAgentServerClient {
     }
 }
 
+/// An unexpected answer: its status and body, up to [`ERROR_BODY_CHARS`] characters. The body
+/// is not cut to a display length here: whoever shows it redacts it first, then shortens it
+/// (an answer may echo a secret of the request; issue 24 item 1).
 fn bad_answer(url: &str, status: u16, body: &str) -> AgentServerError {
     AgentServerError::BadAnswer {
         url: url.to_owned(),
         detail: format!(
             "HTTP {status}: {}",
-            body.chars().take(200).collect::<String>()
+            body.chars().take(ERROR_BODY_CHARS).collect::<String>()
         ),
     }
+}
+
+/// Whether a transport failure is Switchboard's own lack of resources (no descriptor or
+/// memory for a socket) rather than anything about the agent server.
+fn is_local_shortage(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::MFILE, Errno::NFILE, Errno::NOBUFS, Errno::NOMEM]
+        .iter()
+        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
 fn transport_error(url: &str, timeout: Duration, error: ureq::Error) -> AgentServerError {
@@ -232,6 +247,10 @@ fn transport_error(url: &str, timeout: Duration, error: ureq::Error) -> AgentSer
         ureq::Error::Timeout(_) => AgentServerError::Timeout {
             url: url.to_owned(),
             timeout,
+        },
+        ureq::Error::Io(e) if is_local_shortage(&e) => AgentServerError::Local {
+            url: url.to_owned(),
+            detail: e.to_string(),
         },
         other => AgentServerError::Unreachable {
             url: url.to_owned(),

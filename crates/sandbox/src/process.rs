@@ -287,8 +287,11 @@ impl ProcessRuntime {
     /// Whether process group `identity.pid` can be signalled as the sandbox's: its leader is
     /// still the sandbox's process, or has ended (a group's id is not given to a new process
     /// while the group has members).
-    fn group_is_ours(identity: ProcessIdentity) -> bool {
-        procfs::read_stat(identity.pid).is_none_or(|s| s.start_time == identity.start_time)
+    /// `/proc` that cannot be read is an error: the group is not signalled blind.
+    fn group_is_ours(identity: ProcessIdentity) -> Result<bool, RuntimeError> {
+        procfs::try_read_stat(identity.pid)
+            .map(|s| s.is_none_or(|s| s.start_time == identity.start_time))
+            .map_err(|e| RuntimeError::Io(format!("reading /proc/{}/stat: {e}", identity.pid)))
     }
 
     /// SIGTERM (and SIGCONT, so stopped members can act on it) to the group, up to the stop
@@ -405,21 +408,30 @@ impl SandboxRuntime for ProcessRuntime {
     }
 
     fn observe(&self, handle: &RuntimeHandle) -> Observed {
+        self.try_observe(handle).unwrap_or(Observed::Gone)
+    }
+
+    /// As `observe`, but a `/proc` that cannot be read (e.g. `EMFILE`) is an error, never
+    /// "gone" (issue 24 item 3).
+    fn try_observe(&self, handle: &RuntimeHandle) -> Result<Observed, RuntimeError> {
         let Ok(identity) = ProcessIdentity::of(handle) else {
-            return Observed::Gone;
+            return Ok(Observed::Gone);
         };
         let exited = || {
             self.exit_reason(identity)
                 .map(|reason| Observed::Exited { reason })
         };
-        match Self::current(identity) {
+        let current = procfs::try_read_stat(identity.pid)
+            .map_err(|e| RuntimeError::Io(format!("reading /proc/{}/stat: {e}", identity.pid)))?
+            .filter(|s| s.start_time == identity.start_time);
+        Ok(match current {
             Some(stat) if stat.is_dead() => exited().unwrap_or_else(|| Observed::Exited {
                 reason: "exited (not yet reaped)".into(),
             }),
             Some(stat) if stat.is_stopped() => Observed::Stopped,
             Some(_) => Observed::Running,
             None => exited().unwrap_or(Observed::Gone),
-        }
+        })
     }
 
     fn pause(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError> {
@@ -440,6 +452,7 @@ impl SandboxRuntime for ProcessRuntime {
                 self.sandboxes_root.display()
             )));
         }
+        let ours = Self::group_is_ours(identity)?;
         // Forgotten first, so its waiting thread records nothing once it is reaped.
         let our_child = self
             .children
@@ -448,7 +461,7 @@ impl SandboxRuntime for ProcessRuntime {
             .remove(&identity)
             .is_some();
         let mut outcome = Ok(());
-        if Self::group_is_ours(identity) {
+        if ours {
             outcome = self.stop_group(identity);
         }
         if our_child {

@@ -3,6 +3,7 @@
 //! a pid reused by another process has a different start time.
 
 use std::fs;
+use std::io;
 
 /// What `/proc/<pid>/stat` says of a process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,8 +35,34 @@ impl ProcStat {
 
 /// Reads `/proc/<pid>/stat`; `None` when there is no such process (or it cannot be read).
 pub fn read_stat(pid: u32) -> Option<ProcStat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    try_read_stat(pid).ok().flatten()
+}
+
+/// Reads `/proc/<pid>/stat`, telling "no such process" (`Ok(None)`: the file does not exist,
+/// or the process ended while it was read) from "could not look" (`Err`: e.g. `EMFILE`, no
+/// file descriptor left to open it), which must never be taken for the process being gone
+/// (issue 24 item 3).
+///
+/// # Errors
+/// Any failure to read other than the process being gone; unparsable text is `InvalidData`.
+pub fn try_read_stat(pid: u32) -> io::Result<Option<ProcStat>> {
+    match fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(text) => parse_stat(&text).map(Some).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("/proc/{pid}/stat: {text:?}"),
+            )
+        }),
+        Err(e) if is_gone(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether reading a process's file failed because the process is not there: the file does
+/// not exist (`ENOENT`), or the process ended while it was read (`ESRCH`).
+fn is_gone(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::SRCH.raw_os_error())
 }
 
 /// Parses the text of a `/proc/<pid>/stat` file. The command name (field 2) is in

@@ -221,8 +221,27 @@ impl Server {
     /// As [`Server::spawn`], with extra arguments and environment.
     #[track_caller]
     pub fn spawn_with(url: &str, options: ServeOptions<'_>) -> Server {
+        Server::spawn_under(&[], url, options)
+    }
+
+    /// As [`Server::spawn_with`], the binary run by `launcher` (a program and its arguments
+    /// before the binary's path, e.g. `["prlimit", "--nofile=256:256", "--"]`); none: the
+    /// binary itself.
+    #[track_caller]
+    pub fn spawn_under(launcher: &[&str], url: &str, options: ServeOptions<'_>) -> Server {
         let cwd = TempDir::new();
-        let mut cmd = command(cwd.path());
+        let mut cmd = match launcher.split_first() {
+            None => command(cwd.path()),
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                for var in SWITCHBOARD_ENV {
+                    c.env_remove(var);
+                }
+                c.current_dir(cwd.path()).stdin(Stdio::null());
+                c.args(args).arg(BIN);
+                c
+            }
+        };
         cmd.args([
             "serve",
             "--bind",

@@ -156,6 +156,19 @@ pub trait SandboxRuntime: Send + Sync {
     /// listing or a reconciliation pass.
     fn observe(&self, handle: &RuntimeHandle) -> Observed;
 
+    /// As [`SandboxRuntime::observe`], telling "could not look" apart: reconciliation uses
+    /// it, and a sandbox it cannot look at keeps its stored status (issue 24 item 3: an
+    /// `EMFILE` read as "gone" once made every running sandbox `MISSING`). The default is
+    /// `observe`, for runtimes whose looking cannot fail.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Io`] when the runtime could not look (no file descriptor left to read
+    /// `/proc`, a container daemon that does not answer, …); only a definite answer is
+    /// [`Observed::Gone`].
+    fn try_observe(&self, handle: &RuntimeHandle) -> Result<Observed, RuntimeError> {
+        Ok(self.observe(handle))
+    }
+
     /// Pauses the sandbox (all of it: a process group, a container). Pausing a paused sandbox
     /// succeeds.
     ///
@@ -204,7 +217,17 @@ pub enum AgentServerError {
     BadAnswer {
         /// The URL called.
         url: String,
-        /// The status and what was wrong with the body.
+        /// The status and the answer's body as received (up to a bound, never cut to a
+        /// display length): a caller redacts it before it shortens it (issue 24 item 1).
+        detail: String,
+    },
+    /// Switchboard itself could not make the call (no file descriptor or memory left for a
+    /// socket): nothing is known of the agent server (issue 24 item 3).
+    #[error("{url}: could not call: {detail}")]
+    Local {
+        /// The URL to call.
+        url: String,
+        /// The operating system's words.
         detail: String,
     },
 }
@@ -226,7 +249,8 @@ pub trait AgentServerClient: Send + Sync {
     ///
     /// # Errors
     /// Transport failures, a timeout, or any other status ([`AgentServerError::BadAnswer`]
-    /// names the status and at most 200 characters of the answer, never the request).
+    /// names the status and the answer's body, never the request; the answer may echo the
+    /// request's secrets, so it is redacted before it is shown or shortened).
     fn create_conversation(
         &self,
         base_url: &str,

@@ -431,6 +431,7 @@ fn agent_failed(e: AgentServerError) -> DomainError {
     tracing::warn!(error = %e, "an agent server call failed");
     DomainError::AgentServerFailed(match e {
         AgentServerError::Unreachable { .. } => "it did not answer".into(),
+        AgentServerError::Local { .. } => "Switchboard could not call it now".into(),
         AgentServerError::Timeout { timeout, .. } => format!("no answer within {timeout:?}"),
         AgentServerError::BadAnswer { detail, .. } => {
             // `detail` starts with `HTTP <status>`; only that part is shown.

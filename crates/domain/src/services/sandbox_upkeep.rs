@@ -15,7 +15,9 @@ use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::ports::sandboxes::SandboxUpdate;
 use crate::sandboxes::records::SandboxRecord;
-use crate::sandboxes::runtime::{LaunchSpec, Observation, Observed, SandboxStatus, status_of};
+use crate::sandboxes::runtime::{
+    AgentServerError, LaunchSpec, Observation, Observed, SandboxStatus, status_of,
+};
 use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
 use crate::time_input::now_micros;
 
@@ -71,7 +73,9 @@ impl SandboxService {
     /// processes: the pid and its start time in `/proc`) and, when it runs, probed at
     /// `/alive`; the status that follows ([`status_of`]) is stored. A process that died is
     /// `MISSING`; one still running after a Switchboard restart is `RUNNING` again with
-    /// nothing restarted. Also reports the status metrics.
+    /// nothing restarted. A sandbox the runtime cannot look at (an error other than a
+    /// definite "gone", e.g. no file descriptor left) keeps its status, and the log says so.
+    /// Also reports the status metrics.
     ///
     /// # Errors
     /// Storage failures.
@@ -286,12 +290,31 @@ impl SandboxService {
         let Some((runtime, handle)) = runtime_and_handle(m, record) else {
             return Ok(());
         };
-        let observed = runtime.observe(&handle);
-        let alive = observed == Observed::Running
-            && m.m
+        // A runtime that cannot look, or a probe Switchboard could not make, says nothing of
+        // the sandbox: its stored status stays (issue 24 item 3).
+        let observed = match runtime.try_observe(&handle) {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(sandbox = %record.id, status = %record.status, error = %e, "sandbox status unknown: the runtime could not be looked at; the stored status is kept");
+                return Ok(());
+            }
+        };
+        let alive = if observed == Observed::Running {
+            match m
+                .m
                 .client
                 .alive(&handle.agent_server_url, m.m.settings.probe_timeout)
-                .is_ok();
+            {
+                Ok(()) => true,
+                Err(e @ AgentServerError::Local { .. }) => {
+                    tracing::warn!(sandbox = %record.id, status = %record.status, error = %e, "sandbox status unknown: its health probe could not be made; the stored status is kept");
+                    return Ok(());
+                }
+                Err(_) => false,
+            }
+        } else {
+            false
+        };
         let now = now_micros();
         let health = self.health_of(m, record, alive, now);
         let status = status_of(

@@ -18,8 +18,9 @@
 //!   sandbox's labels is never acted on.
 //! - **Status**: running → running, paused → stopped, exited → exited with the
 //!   reason from its exit code ([`exit_reason`]; never "paused", unlike OpenHands), removed → gone. When the
-//!   daemon does not answer, a container is reported running, so the `/alive` probe decides
-//!   (a daemon restart must not make live sandboxes `MISSING`).
+//!   daemon does not answer, `observe` reports a container running and `try_observe` an
+//!   error, so reconciliation keeps the stored status (a daemon restart must not make live
+//!   sandboxes `MISSING`).
 //! - **Pause / resume**: `docker pause` (the cgroup freezer) / `docker unpause`, or `docker
 //!   start` for a container that had stopped.
 //! - **Delete**: unpause if paused, `docker stop` with the stop timeout (then the engine
@@ -273,6 +274,19 @@ impl SandboxRuntime for DockerRuntime {
             Ok(None) | Err(RuntimeError::BadHandle(_)) => Observed::Gone,
             // The daemon did not answer: the health probe decides (see the module's docs).
             Err(_) => Observed::Running,
+        }
+    }
+
+    /// As `observe`, but a daemon that does not answer is an error: reconciliation keeps
+    /// the stored status (issue 24 item 3).
+    fn try_observe(&self, handle: &RuntimeHandle) -> Result<Observed, RuntimeError> {
+        let Ok(identity) = self.identity(handle) else {
+            return Ok(Observed::Gone);
+        };
+        match self.block_on(self.inspect(&identity)) {
+            Ok(Some(c)) => Ok(state::observed_of(&c.state.unwrap_or_default())),
+            Ok(None) | Err(RuntimeError::BadHandle(_)) => Ok(Observed::Gone),
+            Err(e) => Err(e),
         }
     }
 
