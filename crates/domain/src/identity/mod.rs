@@ -3,6 +3,7 @@
 //! ([`require_member`]); API keys ([`api_keys`]) and sandbox session keys ([`session_keys`]).
 
 pub mod api_keys;
+pub mod redaction;
 pub mod sealing;
 mod secrets;
 pub mod session_keys;

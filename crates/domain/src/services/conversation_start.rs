@@ -13,11 +13,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use crate::app_conversations::sealed_start::{SealedStart, mask_credentials, secret_sources};
 use crate::app_conversations::start_request::{StartRequest, parse_start_request};
 use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::conversations::Conversation;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
+use crate::identity::redaction::{MASK, mask_url_credentials, redact, shorten, url_credentials};
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, SandboxId};
 use crate::permissions::Permission;
@@ -26,8 +28,9 @@ use crate::sandboxes::runtime::{AgentServerClient, BashCommand, SandboxStatus};
 use crate::services::sandboxes::SandboxService;
 use crate::time_input::now_micros;
 
-/// What is masked in place of a secret in a task's `detail`.
-const MASK: &str = "**********";
+/// The most characters of a task's `detail`, once redacted (issue 24 item 1: redaction comes
+/// first, so the cut never shows part of a secret).
+const DETAIL_MAX_CHARS: usize = 1000;
 
 /// The LLM every conversation gets unless the request names a model (issue 10: `--llm-model`,
 /// `--llm-base-url`, `--llm-api-key-file` or `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`).
@@ -139,42 +142,34 @@ impl ConversationStartService {
     ///
     /// # Errors
     /// [`DomainError::Invalid`] (422) for a malformed body; [`DomainError::BadStartRequest`]
-    /// (400) for a `suggested_task` with an `initial_message`, a parent conversation the
-    /// caller does not see, or a `conversation_id` already used by a conversation or a start
-    /// task; [`DomainError::SandboxesDisabled`] when this server runs no sandboxes; storage.
+    /// (400) for a `suggested_task` with an `initial_message` or a parent conversation the
+    /// caller does not see; [`DomainError::AlreadyExists`] (409) for a `conversation_id` of a
+    /// conversation the caller sees (one they do not see is taken as unknown: the start gets
+    /// a fresh id; issue 24 item 5); [`DomainError::SandboxesDisabled`] when this server runs
+    /// no sandboxes; storage.
     pub fn begin(&self, ctx: &OrgContext, body: &Value) -> Result<StartTask, DomainError> {
         let request = parse_start_request(body)?.map_err(|e| DomainError::BadStartRequest(e.0))?;
         let m = self.sandboxes.managed()?;
         if let Some(parent) = request.parent_conversation_id {
-            let seen = self.conversations.conversation(parent)?.is_some_and(|c| {
-                c.org_id == ctx.org.id
-                    && (c.owner_id == ctx.principal.user_id
-                        || ctx.role.grants(Permission::ViewOrgConversations))
-            });
+            let seen = self
+                .conversations
+                .conversation(parent)?
+                .is_some_and(|c| sees(ctx, &c));
             if !seen {
                 return Err(DomainError::BadStartRequest(format!(
                     "Parent conversation not found: {parent}"
                 )));
             }
         }
-        let conversation_id = match request.conversation_id {
-            Some(id) => {
-                if self.conversations.conversation(id)?.is_some() {
-                    return Err(DomainError::BadStartRequest(format!(
-                        "Conversation {id} already exists"
-                    )));
-                }
-                id
-            }
-            None => ConversationId::new_random(),
-        };
+        let conversation_id = self.chosen_conversation_id(ctx, request.conversation_id)?;
         let id = StartTaskId::new_random();
-        let secrets_sealed = (!request.secrets.is_empty()).then(|| {
-            m.m.sealer.seal(
-                &Value::Object(request.secrets.clone()).to_string(),
-                &id.to_string(),
-            )
-        });
+        let mut echo = request.echo(body);
+        let sealed = SealedStart {
+            secrets: request.secrets.clone(),
+            request: mask_credentials(&mut echo).then(|| body.clone()),
+        };
+        let secrets_sealed =
+            (!sealed.is_empty()).then(|| m.m.sealer.seal(&sealed.to_text(), &id.to_string()));
         let now = now_micros();
         let task = StartTask {
             id,
@@ -185,13 +180,37 @@ impl ConversationStartService {
             conversation_id,
             sandbox_id: None,
             agent_server_url: None,
-            request: request.echo(body),
+            request: echo,
             secrets_sealed,
             created_at: now,
             updated_at: now,
         };
         self.tasks.insert_start_task(&task)?;
         Ok(task)
+    }
+
+    /// The conversation id of a start: the requested one when no conversation has it; a
+    /// conversation the caller sees is 409; one they do not see (another organization's,
+    /// another member's) is taken as unknown and the start gets a fresh id, so that the
+    /// answer never tells what exists outside the caller's scope (issue 24 item 5).
+    fn chosen_conversation_id(
+        &self,
+        ctx: &OrgContext,
+        requested: Option<ConversationId>,
+    ) -> Result<ConversationId, DomainError> {
+        let Some(id) = requested else {
+            return Ok(ConversationId::new_random());
+        };
+        match self.conversations.conversation(id)? {
+            None => Ok(id),
+            Some(c) if sees(ctx, &c) => Err(DomainError::AlreadyExists(format!(
+                "Conversation {id} already exists"
+            ))),
+            Some(_) => {
+                tracing::info!(requested = %id, "a start named a conversation id the caller does not see: a fresh id is used");
+                Ok(ConversationId::new_random())
+            }
+        }
     }
 
     /// Runs the pipeline of a task [`begin`](Self::begin) wrote, blocking until `READY` or
@@ -217,7 +236,7 @@ impl ConversationStartService {
                 run.set(StartTaskStatus::Ready);
             }
             Err(Failure(detail)) => {
-                let detail = run.redact(&detail);
+                let detail = shorten(&run.redact(&detail), DETAIL_MAX_CHARS);
                 tracing::info!(task = %run.task.id, detail = %detail, "conversation start failed");
                 if let Some(sandbox) = run.created_sandbox.take()
                     && let Err(e) = self.sandboxes.delete_sandbox_internal(sandbox)
@@ -286,35 +305,92 @@ impl Run<'_> {
         redact(text, &self.secrets)
     }
 
-    fn steps(&mut self) -> Result<(), Failure> {
-        let request: StartRequest = match parse_start_request(&self.task.request) {
-            Ok(Ok(r)) => r,
-            _ => return Err(Failure("the stored start request is unreadable".into())),
-        };
-        let svc = self.svc;
-        let m = svc
+    /// The last 300 characters of a command's error output, on one line, redacted before
+    /// they are cut.
+    fn tail(&self, stderr: &str) -> String {
+        tail(&self.redact(stderr))
+    }
+
+    /// The request as sent (sealed when its echo was masked, else the echo) and its secrets,
+    /// each secret (and the clone URL's credentials) kept for redaction.
+    fn unsealed(&mut self) -> Result<(StartRequest, Map<String, Value>), Failure> {
+        let m = self
+            .svc
             .sandboxes
             .managed()
             .map_err(|e| Failure(e.to_string()))?;
-        if let Some(k) = &svc.llm.api_key {
-            self.secrets.push(k.clone());
-        }
-        let secrets: Map<String, Value> = match &self.task.secrets_sealed {
+        let sealed = match &self.task.secrets_sealed {
             Some(sealed) => m
                 .m
                 .sealer
                 .open(sealed, &self.task.id.to_string())
                 .ok()
-                .and_then(|s| serde_json::from_str(&s).ok())
+                .and_then(|s| SealedStart::from_text(&s))
                 .ok_or_else(|| Failure("the start request's secrets cannot be unsealed".into()))?,
-            None => Map::new(),
+            None => SealedStart::default(),
         };
+        let raw = sealed.request.as_ref().unwrap_or(&self.task.request);
+        let request: StartRequest = match parse_start_request(raw) {
+            Ok(Ok(r)) => r,
+            _ => return Err(Failure("the stored start request is unreadable".into())),
+        };
+        if let Some(k) = &self.svc.llm.api_key {
+            self.secrets.push(k.clone());
+        }
         self.secrets.extend(
-            secrets
+            sealed
+                .secrets
                 .values()
                 .filter_map(Value::as_str)
                 .map(str::to_owned),
         );
+        if let Some(userinfo) = request
+            .selected_repository
+            .as_deref()
+            .and_then(url_credentials)
+        {
+            self.secrets.push(userinfo.to_owned());
+            if let Some((_, password)) = userinfo.split_once(':') {
+                self.secrets.push(password.to_owned());
+            }
+        }
+        Ok((request, sealed.secrets))
+    }
+
+    /// Records the conversation row of the start ([`StartTaskStore::create_started_conversation`]);
+    /// when its id was taken meanwhile by a conversation the caller does not see, a fresh id
+    /// is used instead (issue 24 item 5). The id recorded.
+    fn record_conversation(
+        &mut self,
+        mut started: StartedConversation,
+        now: time::OffsetDateTime,
+    ) -> Result<ConversationId, Failure> {
+        for _ in 0..2 {
+            let id = started.conversation.id;
+            match self.svc.tasks.create_started_conversation(&started, now) {
+                Ok(true) => return Ok(id),
+                Ok(false) => {}
+                Err(e) => return Err(Failure(format!("recording the conversation failed: {e}"))),
+            }
+            let taken = self.svc.conversations.conversation(id).ok().flatten();
+            if taken.is_some_and(|c| sees(self.ctx, &c)) {
+                return Err(Failure(format!("Conversation {id} already exists")));
+            }
+            let fresh = ConversationId::new_random();
+            tracing::info!(task = %self.task.id, requested = %id, "the start's conversation id was taken by a conversation the caller does not see: a fresh id is used");
+            self.task.conversation_id = fresh;
+            started.conversation.id = fresh;
+        }
+        Err(Failure("no conversation id could be recorded".into()))
+    }
+
+    fn steps(&mut self) -> Result<(), Failure> {
+        let (request, secrets) = self.unsealed()?;
+        let svc = self.svc;
+        let m = svc
+            .sandboxes
+            .managed()
+            .map_err(|e| Failure(e.to_string()))?;
 
         // WAITING_FOR_SANDBOX
         self.set(StartTaskStatus::WaitingForSandbox);
@@ -428,7 +504,7 @@ impl Run<'_> {
                 Some(code) => {
                     return Err(Failure(format!(
                         "cloning the repository failed (exit {code}): {}",
-                        tail(&out.stderr)
+                        self.tail(&out.stderr)
                     )));
                 }
                 None => {
@@ -448,7 +524,7 @@ impl Run<'_> {
             if out.exit_code != Some(0) {
                 return Err(Failure(format!(
                     "creating the working directory failed: {}",
-                    tail(&out.stderr)
+                    self.tail(&out.stderr)
                 )));
             }
         }
@@ -473,7 +549,7 @@ impl Run<'_> {
                 Some(code) => {
                     return Err(Failure(format!(
                         ".openhands/setup.sh failed (exit {code}): {}",
-                        tail(&out.stderr)
+                        self.tail(&out.stderr)
                     )));
                 }
                 None => {
@@ -503,7 +579,10 @@ impl Run<'_> {
                 created_at: now,
                 updated_at: now,
             },
-            selected_repository: request.selected_repository.clone(),
+            selected_repository: request
+                .selected_repository
+                .as_deref()
+                .map(mask_url_credentials),
             selected_branch: request.selected_branch.clone(),
             git_provider: request.git_provider.clone(),
             trigger: request.trigger.map(|t| t.as_str()),
@@ -513,15 +592,7 @@ impl Run<'_> {
             public: request.public,
             tags: Value::Object(request.tags.clone()).to_string(),
         };
-        match svc.tasks.create_started_conversation(&started, now) {
-            Ok(true) => {}
-            Ok(false) => {
-                return Err(Failure(format!(
-                    "conversation id {id} is used in another organization"
-                )));
-            }
-            Err(e) => return Err(Failure(format!("recording the conversation failed: {e}"))),
-        }
+        let id = self.record_conversation(started, now)?;
         let Some(model) = model else {
             return Err(Failure(
                 "no LLM model: the request has no llm_model and the server no --llm-model".into(),
@@ -561,13 +632,21 @@ impl Run<'_> {
             body["tags"] = Value::Object(request.tags.clone());
         }
         if !secrets.is_empty() {
-            body["secrets"] = Value::Object(secrets);
+            body["secrets"] = secret_sources(&secrets);
         }
         client
             .create_conversation(&url, &key, &body, svc.timeouts.create)
             .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
         Ok(())
     }
+}
+
+/// Whether the caller sees the conversation (the project's visibility rule: its
+/// organization's, and their own or `view_org_conversations`).
+fn sees(ctx: &OrgContext, c: &Conversation) -> bool {
+    c.org_id == ctx.org.id
+        && (c.owner_id == ctx.principal.user_id
+            || ctx.role.grants(Permission::ViewOrgConversations))
 }
 
 /// `s` quoted for a POSIX shell.
@@ -582,38 +661,9 @@ fn tail(s: &str) -> String {
     s[start..].replace('\n', " | ")
 }
 
-/// `text` with every secret of `secrets` (of 4 characters or more) and the credentials of any
-/// URL (`scheme://user:password@host`) replaced by `**********` (spec: secrets never in a
-/// task detail).
-pub fn redact(text: &str, secrets: &[String]) -> String {
-    let mut out = text.to_owned();
-    for s in secrets {
-        if s.len() >= 4 {
-            out = out.replace(s.as_str(), MASK);
-        }
-    }
-    static USERINFO: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
-    let re = USERINFO.get_or_init(|| {
-        regex::Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@").expect("a valid pattern")
-    });
-    re.replace_all(&out, format!("${{1}}{MASK}@")).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redaction_masks_secrets_and_url_credentials() {
-        let out = redact(
-            "clone https://bob:tok123@git.example/x failed; key sk-live-9 seen",
-            &["sk-live-9".into(), "ab".into()],
-        );
-        assert_eq!(
-            out,
-            "clone https://**********@git.example/x failed; key ********** seen"
-        );
-    }
 
     #[test]
     fn quoting_survives_single_quotes() {

@@ -17,10 +17,11 @@ mod users;
 
 use std::sync::Arc;
 
+pub use crate::identity::redaction::redact;
 pub use api_keys::ApiKeyService;
 pub use app_conversations::{AppConversationService, MessageSent};
 pub use auth::AuthService;
-pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts, redact};
+pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts};
 pub use conversations::ConversationService;
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
