@@ -134,10 +134,6 @@ impl IntoResponses for WebhookErrors {
                 "401".to_owned(),
                 answer::<ErrorDetail>("Missing or invalid session key"),
             ),
-            (
-                "404".to_owned(),
-                answer::<ErrorDetail>("The conversation belongs to another organization"),
-            ),
             ("408".to_owned(), answer::<ErrorDetail>(BODY_TIMEOUT)),
             (
                 "413".to_owned(),

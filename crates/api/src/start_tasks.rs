@@ -91,7 +91,8 @@ const START_DOC: &str = "OpenHands' AppConversationStartRequest, read strictly: 
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = AppConversationStartTask),
-        (status = 400, description = "A suggested_task with an initial_message, an unknown parent conversation, or a conversation_id in use", body = ErrorDetail),
+        (status = 400, description = "A suggested_task with an initial_message, or an unknown parent conversation", body = ErrorDetail),
+        (status = 409, description = "The conversation_id of a conversation the caller sees (one it does not see is taken as unknown: the start gets a fresh id)", body = ErrorDetail),
         (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -117,6 +118,7 @@ pub async fn start_conversation(
     responses(
         (status = 200, description = "A JSON array of task snapshots, streamed", body = Vec<AppConversationStartTask>),
         (status = 400, description = "As POST /api/v1/app-conversations", body = ErrorDetail),
+        (status = 409, description = "As POST /api/v1/app-conversations", body = ErrorDetail),
         (status = 503, description = "This server runs no sandboxes", body = ErrorDetail),
         ApiKeyErrors,
     ))]

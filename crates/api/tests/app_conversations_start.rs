@@ -472,7 +472,7 @@ async fn bad_requests(backend: Backend) {
         ),
         "{backend}"
     );
-    // A conversation id in use.
+    // A conversation id in use by a conversation the caller sees: 409 (issue 24 item 5).
     let t = start(
         &app,
         &key,
@@ -507,7 +507,7 @@ async fn bad_requests(backend: Backend) {
     let (status, got) = call(json!({"conversation_id": used.to_string()})).await;
     assert_eq!(
         (status, got),
-        (400, detail(&format!("Conversation {used} already exists"))),
+        (409, detail(&format!("Conversation {used} already exists"))),
         "{backend}"
     );
     // Batch get: no ids (422), an invalid one (422 at its index), 101 (400).

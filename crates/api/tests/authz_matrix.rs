@@ -108,6 +108,23 @@ struct Row {
 /// owners, get `ok` (own, another member's in A; B's actors their own in B); every other
 /// user or key gets `hidden`; revoked, expired, session keys and no key get `refused`. Actors
 /// in [`ACTORS`] order, targets in [`TARGETS`] order.
+/// The event the webhook row posts, and its batch.
+const WEBHOOK_EVENT_ID: &str = "5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f";
+const WEBHOOK_BATCH: &str = r#"[{"id":"5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f","timestamp":"2026-11-23T10:00:00","kind":"PauseEvent"}]"#;
+
+/// How many events with id `event` conversation `conversation` holds, as stored.
+async fn stored_events(app: &common::TestApp, conversation: &str, event: &str) -> usize {
+    use switchboard_domain::ports::EventStore;
+    let id = switchboard_domain::ConversationId(
+        switchboard_domain::parse_uuid(conversation).expect("a conversation id"),
+    );
+    let store = app.store.clone();
+    let event = event.to_owned();
+    tokio::task::spawn_blocking(move || store.get_events(id, &[event]).unwrap().len())
+        .await
+        .unwrap()
+}
+
 const fn visibility(ok: u16, hidden: u16, refused: u16) -> [[u16; 4]; 11] {
     let (h, r) = (hidden, refused);
     [
@@ -230,9 +247,10 @@ fn rows() -> Vec<Row> {
         row(Method::DELETE, "/api/v1/app-conversations/{t}", None, K::Conversation, Api, by_visibility(200)),
         // Webhooks: only a session key; a sandbox writes only its owner's conversations in its
         // organization (an unknown id is created as its owner's; B's "in B" target is another
-        // sandbox of the same user).
+        // sandbox of the same user). Another's conversation is answered as an unknown one and
+        // nothing is stored (ids do not leak: issue 24 item 5).
         row(Method::POST, "/api/v1/webhooks/events/{t}",
-            Some(r#"[{"id":"5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f","timestamp":"2026-11-23T10:00:00","kind":"PauseEvent"}]"#),
+            Some(WEBHOOK_BATCH),
             K::Conversation, Webhook, [
             [401, 401, 401, 401],
             [401, 401, 401, 401],
@@ -242,8 +260,8 @@ fn rows() -> Vec<Row> {
             [401, 401, 401, 401],
             [401, 401, 401, 401],
             [401, 401, 401, 401],
-            [200, 404, 404, 200],
-            [200, 404, 200, 200],
+            [200, 200, 200, 200],
+            [200, 200, 200, 200],
             [401, 401, 401, 401],
         ]),
     ]
@@ -376,7 +394,11 @@ async fn matrix(backend: Backend) {
                     let null_batch = body
                         .as_array()
                         .is_some_and(|a| a.iter().all(Value::is_null));
-                    if !null_batch {
+                    // A webhook into another's conversation is answered as an unknown id's
+                    // and must store nothing there (issue 24 item 5).
+                    let nothing_stored = r.via == Via::Webhook
+                        && stored_events(app, &id, WEBHOOK_EVENT_ID).await == 0;
+                    if !null_batch && !nothing_stored {
                         failures.push(format!(
                             "CROSS-ORG {} {} as {actor:?} on {target:?}: {status} {body}",
                             r.method, r.path

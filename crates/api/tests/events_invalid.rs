@@ -1,6 +1,7 @@
 //! Everything the webhook and the events routes must refuse (API.md, Conventions, Events and
 //! Event ingestion): invalid events reject their whole batch, authentication comes first, other
-//! organizations' conversations are 404, malformed queries are FastAPI-shaped 422s.
+//! organizations' conversations are 404 to readers and store nothing from another
+//! organization's sandbox, malformed queries are FastAPI-shaped 422s.
 
 #[macro_use]
 mod common;
@@ -195,18 +196,15 @@ async fn webhook_refusals(backend: Backend) {
         "{backend}"
     );
 
-    // Another organization's conversation.
+    // Another organization's conversation: answered as an unknown one (ids do not leak),
+    // nothing stored.
     app.ingest(&session, &conv, &[&ev]).await;
     let session_b = app
         .register_sandbox(app.other_org, app.non_member.user_id)
         .await;
     let (id_b, ev_b) = fresh("MessageEvent.jsonl");
     let (status, body) = post_batch(&app, Some(&session_b), &conv, &[&ev_b]).await;
-    assert_eq!(
-        (status, body),
-        (404, detail("Conversation not found")),
-        "{backend}"
-    );
+    assert_eq!((status, body), (200, json!({"success": true})), "{backend}");
     let info = json!({"id": conv, "title": "hijacked", "execution_status": "error"});
     let (status, body) = app
         .post_webhook(
@@ -215,11 +213,7 @@ async fn webhook_refusals(backend: Backend) {
             info.to_string(),
         )
         .await;
-    assert_eq!(
-        (status, body),
-        (404, detail("Conversation not found")),
-        "{backend}"
-    );
+    assert_eq!((status, body), (200, json!({"success": true})), "{backend}");
     assert_eq!(
         count(&app, &app.owner.key, &conv).await,
         json!(1),

@@ -67,9 +67,9 @@ pub trait StartTaskStore: Send + Sync {
     /// Every task not `READY` or `ERROR` (for the recovery at server start).
     fn unfinished_start_tasks(&self) -> Result<Vec<StartTask>, StorageError>;
     /// Creates the conversation row a start runs, with its app fields, unless a row with that
-    /// id exists: then its app fields and sandbox are set when it is in the same organization
-    /// (a webhook came first; `Ok(true)`), and nothing is written when it is in another one
-    /// (`Ok(false)`).
+    /// id exists: then its app fields are set when it is in the same organization and of the
+    /// start's sandbox (its webhook came first; `Ok(true)`), and nothing is written otherwise
+    /// (another organization's, or another sandbox's conversation: `Ok(false)`).
     fn create_started_conversation(
         &self,
         started: &StartedConversation,

@@ -29,9 +29,13 @@ impl ConversationService {
     /// NUL). A `deleting` status is ignored, as OpenHands does; a status
     /// OpenHands does not define leaves the run state as it is.
     ///
+    /// A conversation the sandbox may not write (another organization's, or another user's)
+    /// is left untouched and the call answered as any other, so that a sandbox cannot learn
+    /// which ids exist outside its own (issue 24 item 5); the log says so.
+    ///
     /// # Errors
     /// [`DomainError::Invalid`] for a body without a UUID `id` or with non-string title or
-    /// status; [`DomainError::ConversationNotFound`] for another organization's conversation.
+    /// status.
     pub fn ingest_conversation_info(
         &self,
         sandbox: &Sandbox,
@@ -47,14 +51,13 @@ impl ConversationService {
         // characters).
         conv.title = parsed.title.map(crate::validation::nul_replaced);
         conv.execution_status = parsed.execution_status;
-        if self
+        if !self
             .conversations
             .upsert_conversation_info(&conv, &info.to_string(), now)?
         {
-            Ok(())
-        } else {
-            Err(DomainError::ConversationNotFound)
+            tracing::warn!(sandbox = %sandbox.id, conversation = %parsed.id, "a webhook for a conversation its sandbox may not write: nothing stored");
         }
+        Ok(())
     }
 
     /// The conversation `id` when the caller sees it: it belongs to the caller's organization

@@ -39,10 +39,13 @@ impl EventService {
     /// unknown (owned by the sandbox's owner and org), the run state updated in the same
     /// transaction.
     ///
+    /// A batch for a conversation the sandbox may not write (another organization's or
+    /// another user's: a sandbox writes only its owner's) stores nothing and is answered as
+    /// any other, so that a sandbox cannot learn which ids exist outside its own (issue 24
+    /// item 5); the log says so.
+    ///
     /// # Errors
-    /// [`DomainError::Invalid`] (422 at `["body", i, …]`), [`DomainError::ConversationNotFound`]
-    /// when the conversation belongs to another organization or another user (a sandbox
-    /// writes only its owner's conversations).
+    /// [`DomainError::Invalid`] (422 at `["body", i, …]`), storage failures.
     pub fn ingest_events(
         &self,
         sandbox: &Sandbox,
@@ -51,14 +54,21 @@ impl EventService {
     ) -> Result<AppendOutcome, DomainError> {
         let batch = prepare_batch(body)?;
         let now = now_micros();
-        self.events
-            .append_events(Append {
-                conversation: Conversation::in_sandbox(sandbox, conversation, now),
-                events: batch.events,
-                status: batch.status,
-                now,
-            })?
-            .ok_or(DomainError::ConversationNotFound)
+        let received = batch.events.len();
+        let outcome = self.events.append_events(Append {
+            conversation: Conversation::in_sandbox(sandbox, conversation, now),
+            events: batch.events,
+            status: batch.status,
+            now,
+        })?;
+        Ok(outcome.unwrap_or_else(|| {
+            tracing::warn!(sandbox = %sandbox.id, %conversation, events = received, "a webhook for a conversation its sandbox may not write: nothing stored");
+            AppendOutcome {
+                stored: 0,
+                skipped: received,
+                event_count: 0,
+            }
+        }))
     }
 
     /// One page of a conversation's events (spec §4.1): the next page continues after the

@@ -218,14 +218,15 @@ impl StartTaskStore for DieselStore {
         let conv = &s.conversation;
         let id = conv.id.to_string();
         self.write(|conn| {
-            let org: Option<String> = conversations::table
+            let existing: Option<(String, Option<String>)> = conversations::table
                 .filter(conversations::id.eq(&id))
-                .select(conversations::org_id)
+                .select((conversations::org_id, conversations::sandbox_id))
                 .first(conn)
                 .optional()
                 .map_err(db_err)?;
-            match org {
-                Some(org) if org != conv.org_id.to_string() => Ok(false),
+            let sandbox = conv.sandbox_id.map(|s| s.to_string());
+            match existing {
+                Some((org, of)) if org != conv.org_id.to_string() || of != sandbox => Ok(false),
                 Some(_) => {
                     diesel::update(conversations::table.filter(conversations::id.eq(&id)))
                         .set((
