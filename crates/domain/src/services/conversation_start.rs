@@ -11,22 +11,27 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
-use crate::app_conversations::sealed_start::{SealedStart, mask_credentials, secret_sources};
-use crate::app_conversations::start_request::{StartRequest, parse_start_request};
+use crate::app_conversations::sealed_start::{SealedStart, mask_credentials};
+use crate::app_conversations::start_request::parse_start_request;
 use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::conversations::Conversation;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
-use crate::identity::redaction::{MASK, mask_url_credentials, redact, shorten, url_credentials};
+use crate::identity::redaction::{MASK, mask_url_credentials, redact, shorten};
 use crate::identity::session_keys::SessionKey;
-use crate::ids::{ConversationId, SandboxId};
-use crate::permissions::Permission;
+use crate::ids::SandboxId;
 use crate::ports::{ConversationStore, StartTaskStore, StartedConversation};
 use crate::sandboxes::runtime::{AgentServerClient, BashCommand, SandboxStatus};
 use crate::services::sandboxes::SandboxService;
+use crate::services::start_body::{CreateBody, create_body};
 use crate::time_input::now_micros;
+
+mod ids;
+mod secrets;
+
+use ids::sees;
 
 /// The most characters of a task's `detail`, once redacted (issue 24 item 1: redaction comes
 /// first, so the cut never shows part of a secret).
@@ -189,30 +194,6 @@ impl ConversationStartService {
         Ok(task)
     }
 
-    /// The conversation id of a start: the requested one when no conversation has it; a
-    /// conversation the caller sees is 409; one they do not see (another organization's,
-    /// another member's) is taken as unknown and the start gets a fresh id, so that the
-    /// answer never tells what exists outside the caller's scope (issue 24 item 5).
-    fn chosen_conversation_id(
-        &self,
-        ctx: &OrgContext,
-        requested: Option<ConversationId>,
-    ) -> Result<ConversationId, DomainError> {
-        let Some(id) = requested else {
-            return Ok(ConversationId::new_random());
-        };
-        match self.conversations.conversation(id)? {
-            None => Ok(id),
-            Some(c) if sees(ctx, &c) => Err(DomainError::AlreadyExists(format!(
-                "Conversation {id} already exists"
-            ))),
-            Some(_) => {
-                tracing::info!(requested = %id, "a start named a conversation id the caller does not see: a fresh id is used");
-                Ok(ConversationId::new_random())
-            }
-        }
-    }
-
     /// Runs the pipeline of a task [`begin`](Self::begin) wrote, blocking until `READY` or
     /// `ERROR`; `on_step` sees the task after every write (for `stream-start`). Returns the
     /// final task. Never panics on a failed step: the failure is the task's `ERROR`.
@@ -309,79 +290,6 @@ impl Run<'_> {
     /// they are cut.
     fn tail(&self, stderr: &str) -> String {
         tail(&self.redact(stderr))
-    }
-
-    /// The request as sent (sealed when its echo was masked, else the echo) and its secrets,
-    /// each secret (and the clone URL's credentials) kept for redaction.
-    fn unsealed(&mut self) -> Result<(StartRequest, Map<String, Value>), Failure> {
-        let m = self
-            .svc
-            .sandboxes
-            .managed()
-            .map_err(|e| Failure(e.to_string()))?;
-        let sealed = match &self.task.secrets_sealed {
-            Some(sealed) => m
-                .m
-                .sealer
-                .open(sealed, &self.task.id.to_string())
-                .ok()
-                .and_then(|s| SealedStart::from_text(&s))
-                .ok_or_else(|| Failure("the start request's secrets cannot be unsealed".into()))?,
-            None => SealedStart::default(),
-        };
-        let raw = sealed.request.as_ref().unwrap_or(&self.task.request);
-        let request: StartRequest = match parse_start_request(raw) {
-            Ok(Ok(r)) => r,
-            _ => return Err(Failure("the stored start request is unreadable".into())),
-        };
-        if let Some(k) = &self.svc.llm.api_key {
-            self.secrets.push(k.clone());
-        }
-        self.secrets.extend(
-            sealed
-                .secrets
-                .values()
-                .filter_map(Value::as_str)
-                .map(str::to_owned),
-        );
-        if let Some(userinfo) = request
-            .selected_repository
-            .as_deref()
-            .and_then(url_credentials)
-        {
-            self.secrets.push(userinfo.to_owned());
-            if let Some((_, password)) = userinfo.split_once(':') {
-                self.secrets.push(password.to_owned());
-            }
-        }
-        Ok((request, sealed.secrets))
-    }
-
-    /// Records the conversation row of the start ([`StartTaskStore::create_started_conversation`]);
-    /// when its id was taken meanwhile by a conversation the caller does not see, a fresh id
-    /// is used instead (issue 24 item 5). The id recorded.
-    fn record_conversation(
-        &mut self,
-        mut started: StartedConversation,
-        now: time::OffsetDateTime,
-    ) -> Result<ConversationId, Failure> {
-        for _ in 0..2 {
-            let id = started.conversation.id;
-            match self.svc.tasks.create_started_conversation(&started, now) {
-                Ok(true) => return Ok(id),
-                Ok(false) => {}
-                Err(e) => return Err(Failure(format!("recording the conversation failed: {e}"))),
-            }
-            let taken = self.svc.conversations.conversation(id).ok().flatten();
-            if taken.is_some_and(|c| sees(self.ctx, &c)) {
-                return Err(Failure(format!("Conversation {id} already exists")));
-            }
-            let fresh = ConversationId::new_random();
-            tracing::info!(task = %self.task.id, requested = %id, "the start's conversation id was taken by a conversation the caller does not see: a fresh id is used");
-            self.task.conversation_id = fresh;
-            started.conversation.id = fresh;
-        }
-        Err(Failure("no conversation id could be recorded".into()))
     }
 
     fn steps(&mut self) -> Result<(), Failure> {
@@ -598,55 +506,19 @@ impl Run<'_> {
                 "no LLM model: the request has no llm_model and the server no --llm-model".into(),
             ));
         };
-        let mut llm = json!({"model": model, "usage_id": "agent", "num_retries": 0});
-        if let Some(b) = &svc.llm.base_url {
-            llm["base_url"] = json!(b);
-        }
-        if let Some(k) = &svc.llm.api_key {
-            llm["api_key"] = json!(k);
-        }
-        if svc.llm.stream {
-            llm["stream"] = json!(true);
-        }
-        let mut agent = json!({
-            "kind": "Agent",
-            "llm": llm,
-            "tools": [{"name": "terminal"}, {"name": "file_editor"}, {"name": "task_tracker"}],
+        let body = create_body(&CreateBody {
+            id,
+            request: &request,
+            llm: &svc.llm,
+            model: &model,
+            workdir: &workdir,
+            secrets: &secrets,
         });
-        if let Some(suffix) = &request.system_message_suffix {
-            agent["agent_context"] = json!({"system_message_suffix": suffix});
-        }
-        let mut body = json!({
-            "conversation_id": id.to_string(),
-            "agent": agent,
-            "workspace": {"working_dir": workdir},
-            "autotitle": request.title.is_none(),
-        });
-        if let Some(message) = request.effective_initial_message() {
-            body["initial_message"] = message;
-        }
-        if let Some(n) = request.max_iterations {
-            body["max_iterations"] = json!(n);
-        }
-        if !request.tags.is_empty() {
-            body["tags"] = Value::Object(request.tags.clone());
-        }
-        if !secrets.is_empty() {
-            body["secrets"] = secret_sources(&secrets);
-        }
         client
             .create_conversation(&url, &key, &body, svc.timeouts.create)
             .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
         Ok(())
     }
-}
-
-/// Whether the caller sees the conversation (the project's visibility rule: its
-/// organization's, and their own or `view_org_conversations`).
-fn sees(ctx: &OrgContext, c: &Conversation) -> bool {
-    c.org_id == ctx.org.id
-        && (c.owner_id == ctx.principal.user_id
-            || ctx.role.grants(Permission::ViewOrgConversations))
 }
 
 /// `s` quoted for a POSIX shell.

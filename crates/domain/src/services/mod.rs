@@ -10,8 +10,10 @@ mod conversations;
 mod events;
 mod operator;
 mod org_settings;
+mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
+mod start_body;
 mod start_tasks;
 mod users;
 

@@ -1,8 +1,8 @@
 //! Sandboxes (issue 9; design: Sandboxes): registration and session-key authentication of
 //! agent servers; start, pause, resume, delete, search and batch get of the sandboxes
-//! Switchboard runs, and the sandbox specs. The background work that drives them (launch,
-//! probes, reconciliation, warm pool, cleanup) is in `sandbox_upkeep.rs`; the binary's
-//! supervisor calls it.
+//! Switchboard runs (the specs are read in `sandbox_specs.rs`). The background work that
+//! drives them (launch, probes, reconciliation, warm pool, cleanup) is in
+//! `sandbox_upkeep.rs`; the binary's supervisor calls it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,11 +23,10 @@ use crate::ports::{IdentityStore, SandboxStore};
 use crate::sandboxes::quotas::SandboxQuota;
 use crate::sandboxes::records::{
     AGENT_SERVER_URL_NAME, ExposedUrl, MAX_SANDBOX_BATCH, Page, SandboxCursor, SandboxRecord,
-    SandboxView, SpecCursor,
+    SandboxView,
 };
 use crate::sandboxes::runtime::{RuntimeError, RuntimeHandle, SandboxRuntime, SandboxStatus};
 use crate::sandboxes::settings::ManagedSandboxes;
-use crate::sandboxes::specs::SandboxSpec;
 use crate::sandboxes::{RegisteredSandbox, Sandbox};
 use crate::services::existing_member;
 use crate::time_input::now_micros;
@@ -171,42 +170,6 @@ impl SandboxService {
             self.sandboxes.touch_sandbox(sandbox.id, now_micros())?;
         }
         Ok(sandbox)
-    }
-
-    /// The configured sandbox specs, in order, from the cursor's position (reference
-    /// app-server §4); none when this server runs no sandboxes.
-    pub fn search_specs(&self, after: Option<SpecCursor>, limit: u32) -> Page<SandboxSpec> {
-        let specs = self
-            .managed
-            .as_ref()
-            .map_or(&[][..], |m| &m.m.settings.specs[..]);
-        let from = after.map_or(0, |c| c.next).min(specs.len());
-        let to = (from + limit as usize).min(specs.len());
-        Page {
-            items: specs[from..to].to_vec(),
-            next_page_id: (to < specs.len()).then(|| SpecCursor { next: to }.encode()),
-        }
-    }
-
-    /// The specs with these ids, in request order, `None` for unknown ones.
-    ///
-    /// # Errors
-    /// [`DomainError::TooManySandboxIds`] over [`MAX_SANDBOX_BATCH`] ids.
-    pub fn get_specs(&self, ids: &[String]) -> Result<Vec<Option<SandboxSpec>>, DomainError> {
-        if ids.len() > MAX_SANDBOX_BATCH {
-            return Err(DomainError::TooManySandboxIds {
-                what: "sandbox specs",
-                got: ids.len(),
-            });
-        }
-        Ok(ids
-            .iter()
-            .map(|id| {
-                self.managed
-                    .as_ref()
-                    .and_then(|m| m.m.settings.spec(id).cloned())
-            })
-            .collect())
     }
 
     /// Starts a sandbox for the caller in the effective organization (issue 9): the spec

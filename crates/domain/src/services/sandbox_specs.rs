@@ -1,0 +1,46 @@
+//! The sandbox specs (reference app-server §4): the operator's, in order, searched and read
+//! by id; none when this server runs no sandboxes.
+
+use crate::cursor::Keyset;
+use crate::error::DomainError;
+use crate::sandboxes::records::{MAX_SANDBOX_BATCH, Page, SpecCursor};
+use crate::sandboxes::specs::SandboxSpec;
+use crate::services::sandboxes::SandboxService;
+
+impl SandboxService {
+    /// The configured sandbox specs, in order, from the cursor's position (reference
+    /// app-server §4); none when this server runs no sandboxes.
+    pub fn search_specs(&self, after: Option<SpecCursor>, limit: u32) -> Page<SandboxSpec> {
+        let specs = self
+            .managed
+            .as_ref()
+            .map_or(&[][..], |m| &m.m.settings.specs[..]);
+        let from = after.map_or(0, |c| c.next).min(specs.len());
+        let to = (from + limit as usize).min(specs.len());
+        Page {
+            items: specs[from..to].to_vec(),
+            next_page_id: (to < specs.len()).then(|| SpecCursor { next: to }.encode()),
+        }
+    }
+
+    /// The specs with these ids, in request order, `None` for unknown ones.
+    ///
+    /// # Errors
+    /// [`DomainError::TooManySandboxIds`] over [`MAX_SANDBOX_BATCH`] ids.
+    pub fn get_specs(&self, ids: &[String]) -> Result<Vec<Option<SandboxSpec>>, DomainError> {
+        if ids.len() > MAX_SANDBOX_BATCH {
+            return Err(DomainError::TooManySandboxIds {
+                what: "sandbox specs",
+                got: ids.len(),
+            });
+        }
+        Ok(ids
+            .iter()
+            .map(|id| {
+                self.managed
+                    .as_ref()
+                    .and_then(|m| m.m.settings.spec(id).cloned())
+            })
+            .collect())
+    }
+}
