@@ -126,12 +126,18 @@ BODY=$(jq -cn --arg m "$MESSAGE" '{initial_message: {role: "user", content: [{ty
 if [ -n "${E2E_REPO:-}" ]; then
   BODY=$(echo "$BODY" | jq -c --arg r "$E2E_REPO" '. + {selected_repository: $r, selected_branch: "work"}')
 fi
-echo "\$ curl -X POST $SWITCHBOARD/api/v1/app-conversations -H 'X-Access-Token: ...' -d '$BODY'"
+E2E_SECRET=
+if [ -n "${E2E_REPO:-}" ]; then
+  # A request secret: the agent server takes secrets as SecretSource objects (issue 24 item 1).
+  E2E_SECRET="e2e_$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  BODY=$(echo "$BODY" | jq -c --arg s "$E2E_SECRET" '. + {secrets: {E2E_SECRET: $s}}')
+fi
+echo "\$ curl -X POST $SWITCHBOARD/api/v1/app-conversations -H 'X-Access-Token: ...' -d '$(echo "$BODY" | jq -c 'if .secrets then .secrets[] = "**********" else . end')'"
 TASK=$(curl -sS -X POST "$SWITCHBOARD/api/v1/app-conversations" -H "X-Access-Token: $KEY" \
   -H 'Content-Type: application/json' -d "$BODY")
 echo "$TASK" | jq -c '{id, status}'
 
-E2E_REPO="${E2E_REPO:-}" E2E_DATA_DIR="$WORK/data" "$PY" - "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" "$TIMEOUT" <<'PY'
+E2E_REPO="${E2E_REPO:-}" E2E_DATA_DIR="$WORK/data" E2E_SECRET="$E2E_SECRET" E2E_AGENT="$AGENT" "$PY" - "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" "$TIMEOUT" <<'PY'
 import json, os, sys, time, urllib.request
 base, key, task_id, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 deadline = time.time() + timeout
@@ -151,6 +157,22 @@ while time.time() < deadline:
 if status != "READY":
     sys.exit(f"the start did not reach READY: {status}")
 cid = t["app_conversation_id"]
+secret = os.environ.get("E2E_SECRET")
+if secret:
+    # e2e-main: the request secret is never echoed, and reached the agent server.
+    if secret in json.dumps(t):
+        sys.exit("CHECK FAILED: the request secret is in the start task")
+    if os.environ.get("E2E_AGENT") == "real":
+        sandbox = get(f"/api/v1/sandboxes?id={t['sandbox_id']}")[0]
+        req = urllib.request.Request(
+            f"{t['agent_server_url']}/api/conversations/{cid.replace('-', '')}",
+            headers={"X-Session-API-Key": sandbox["session_api_key"]})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            info = json.load(r)
+        sources = (info.get("secret_registry") or {}).get("secret_sources") or {}
+        if (sources.get("E2E_SECRET") or {}).get("kind") != "StaticSecret":
+            sys.exit(f"CHECK FAILED: the agent server has no StaticSecret E2E_SECRET: {sources}")
+        print("the request secret reached the agent server as a StaticSecret")
 print(f"conversation {cid}: events as they arrive")
 seen, run_state = set(), None
 def text_of(e):

@@ -2,8 +2,9 @@
 # The main job end to end with the real OpenHands agent server (`just e2e-main`):
 #   1. serve over a temporary SQLite database, the agent server as the sandbox spec, the fake
 #      LLM of scripts/e2e/fake_llm.py as the default LLM (--llm-model, LLM_BASE_URL, LLM_API_KEY);
-#   2. POST /api/v1/app-conversations with an initial message and a repository in a local git
-#      directory (branch `work`, with .openhands/setup.sh) -> the task reaches READY;
+#   2. POST /api/v1/app-conversations with an initial message, a repository in a local git
+#      directory (branch `work`, with .openhands/setup.sh) and a request secret -> the task
+#      reaches READY, never echoes the secret, and the agent server holds it as a StaticSecret;
 #   3. the clone and the setup script's output are in the conversation's working directory;
 #   4. the agent's reply (the finish observation) arrives through the webhooks, and the
 #      conversation's run state reaches `finished`;
