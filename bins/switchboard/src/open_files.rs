@@ -12,9 +12,10 @@
 //! - **the database pool** at its largest: 3 per SQLite connection (the database, its
 //!   write-ahead log and its shared-memory index), 1 per PostgreSQL connection and 1 for the
 //!   `LISTEN` connection;
-//! - **sandboxes**: a quarter of what is left (the agent-server client's pooled connections,
-//!   health probes, clone and setup calls, the relays of transient events, the Docker
-//!   daemon's connections, sandbox log files), at least [`MIN_SANDBOX_RESERVE`];
+//! - **sandboxes**: a quarter of what is left, at least [`MIN_SANDBOX_RESERVE`] and at most
+//!   [`MAX_SANDBOX_RESERVE`] (the agent-server client's pooled connections, health probes,
+//!   clone and setup calls, the relays of transient events, which get half of it, the Docker
+//!   daemon's connections, sandbox log files);
 //! - **connections**: the rest. actix's connection cap is set to it (divided among workers),
 //!   and the websocket cap (`--max-subscribers`) to it less a tenth ([`HEADROOM_DIVISOR`]; at
 //!   least [`MIN_HEADROOM`]), so that with every socket open, `/health` and other requests
@@ -30,6 +31,9 @@ pub const PROCESS_RESERVE: u64 = 64;
 pub const PER_WORKER_RESERVE: u64 = 8;
 /// The least kept for sandboxes.
 pub const MIN_SANDBOX_RESERVE: u64 = 32;
+/// The most kept for sandboxes: their lasting descriptors are the agent-server client's pool
+/// (at most 10 idle connections), the Docker client's and the relays (half of this share).
+pub const MAX_SANDBOX_RESERVE: u64 = 4096;
 /// The share of connections kept from websockets: one in this many.
 pub const HEADROOM_DIVISOR: u64 = 10;
 /// The least number of connections kept from websockets.
@@ -137,7 +141,7 @@ impl FileBudget {
             PoolKind::Postgres => pool + 1,
         };
         let rest = limit.saturating_sub(process + database);
-        let sandboxes = (rest / 4).max(MIN_SANDBOX_RESERVE);
+        let sandboxes = (rest / 4).clamp(MIN_SANDBOX_RESERVE, MAX_SANDBOX_RESERVE);
         let connections = rest.saturating_sub(sandboxes);
         let headroom = (connections / HEADROOM_DIVISOR).max(MIN_HEADROOM);
         let subscribers = connections.saturating_sub(headroom);
@@ -175,6 +179,13 @@ fn shown(limit: Option<u64>) -> String {
 pub fn raise_and_log() -> OpenFilesLimit {
     let (limit, error) = raise_to_hard();
     match error {
+        None if limit.soft_before == limit.soft => tracing::info!(
+            soft_before = %shown(limit.soft_before),
+            soft = %shown(limit.soft),
+            hard = %shown(limit.hard),
+            in_use = limit.in_use,
+            "open files: the soft limit is the hard limit already"
+        ),
         None => tracing::info!(
             soft_before = %shown(limit.soft_before),
             soft = %shown(limit.soft),
@@ -263,6 +274,8 @@ mod tests {
     fn a_high_limit_keeps_actix_default_per_worker() {
         let b = FileBudget::plan(1 << 20, 12, 16, PoolKind::Postgres, 2).unwrap();
         assert_eq!(b.database, 17);
+        assert_eq!(b.sandboxes, MAX_SANDBOX_RESERVE);
+        assert_eq!(b.relays, MAX_SANDBOX_RESERVE / 2);
         assert_eq!(b.connections_per_worker, ACTIX_MAX_CONNECTIONS_PER_WORKER);
         assert!(b.subscribers > 20_000);
     }

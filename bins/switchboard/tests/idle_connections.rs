@@ -46,6 +46,21 @@ fn ten_thousand_idle_connections_are_cheap_and_closed() {
     );
     let db = TestDatabase::new(Backend::Sqlite);
     let server = Server::spawn(db.url());
+    // The server derives its connection cap from the same limit, keeping room for its
+    // database, sandboxes and /health (API.md, Open files): it must hold the connections too.
+    let caps = server
+        .wait_for_stderr("max_connections=", Duration::from_secs(5))
+        .expect("the server logs the caps it derived from the open-files limit");
+    let max_connections: u64 = caps
+        .split("max_connections=")
+        .nth(1)
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("max_connections=N");
+    assert!(
+        max_connections > IDLE as u64 + 16,
+        "this test opens {IDLE} connections: the server takes at most {max_connections} under \
+         the open-files limit {limit}: raise it (ulimit -n; about 14,000 is enough)"
+    );
     let pid = server.pid();
     let addr = server.socket_addr();
     let key = str_of(server.bootstrapped.as_ref().unwrap(), "api_key").to_owned();
