@@ -95,6 +95,13 @@ bench-start runs="20":
     cargo build --release -p switchboard
     python3 scripts/bench-start.py {{runs}}
 
+# What sandboxes hold in memory: N sandboxes of the real agent server (default 4; the running
+# limit pauses some), one of them after a conversation, a warm one; RSS, PSS and private memory
+# of each from /proc (AGENT=standin for the stand-in). Numbers go in docs/benchmarks.md.
+sandbox-memory n="4":
+    cargo build --release -p switchboard
+    python3 scripts/sandbox-memory.py {{n}}
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event
