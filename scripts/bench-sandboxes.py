@@ -51,7 +51,7 @@ def main():
     server = subprocess.Popen(
         [BIN, "--data-dir", os.path.join(work, "data"), "serve", "--bind", "127.0.0.1:0",
          "--sandbox-specs", specs, "--warm-sandboxes", str(WARM),
-         "--max-running-sandboxes", "1000"],
+         "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000"],
         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     try:
         for _ in range(300):

@@ -70,7 +70,8 @@ def run_mode(mode, work, llm_base):
     server = subprocess.Popen(
         [BIN, "--data-dir", data, "serve", "--bind", "127.0.0.1:0", "--sandbox-specs", specs,
          "--warm-sandboxes", str(WARM if mode == "warm" else 0),
-         "--max-running-sandboxes", "1000", "--sandbox-start-timeout", "180",
+         "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
+         "--sandbox-start-timeout", "180",
          "--llm-model", "openai/fake-model", "--llm-base-url", llm_base],
         stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
     try:

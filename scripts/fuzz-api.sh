@@ -278,11 +278,12 @@ parameters = { "query.page_id" = "$app_cursor", "query.sort_order" = "CREATED_AT
 include-path = "/api/v1/app-conversations/start-tasks/search"
 parameters = { "query.page_id" = "$task_cursor", "query.sort_order" = "CREATED_AT_DESC" }
 
-# A start names a parent conversation or a conversation id that must exist (or must not), and
-# a suggested_task excludes an initial_message: 400s the document states in prose.
+# A start names a parent conversation that must exist, and a suggested_task excludes an
+# initial_message: 400s the document states in prose; a conversation_id the caller sees is the
+# documented 409 (issue 24 item 5).
 [[operations]]
 include-path-regex = "^/api/v1/app-conversations(/stream-start)?\$"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429", "5xx"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"]
 
 # A message goes to the conversation's sandbox, which must be running: the seeded
 # conversation's sandbox was registered, not started, so it answers the documented 410 (MISSING).
@@ -291,10 +292,11 @@ include-path = "/api/v1/app-conversations/{conversation_id}/send-message"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "401", "403", "404", "409", "410", "429", "5xx"]
 
 # A sandbox starts from a spec of this installation's configuration, which the document cannot
-# enumerate: an unknown sandbox_spec_id is the documented 400 (API.md; OpenHands answers 500).
+# enumerate: an unknown sandbox_spec_id is the documented 400 (API.md; OpenHands answers 500);
+# past --max-sandboxes-per-user (20) a start is the documented 409 (issue 18, Quotas).
 [[operations]]
 include-path = "/api/v1/sandboxes"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "429", "5xx"]
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"]
 
 # Pausing, resuming or deleting a sandbox depends on its state (registered, ERROR or MISSING
 # answer the documented 409), which no schema states either.
