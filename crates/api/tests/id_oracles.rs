@@ -1,8 +1,9 @@
 //! Ids a client chooses never tell it what exists outside what it may see (issue 24 item 5),
 //! on both backends: a conversation start naming the id of another organization's
 //! conversation, or of another member's, behaves as for an unknown id (the start proceeds,
-//! with a fresh id); naming one the caller sees is 409; a webhook for a conversation its
-//! sandbox may not write is answered as any other and stores nothing.
+//! with a fresh id), also when the id is taken while the start runs; naming one the caller sees
+//! is 409; a webhook for a conversation its sandbox may not write is answered as any other and
+//! stores nothing.
 
 #[macro_use]
 mod common;
@@ -18,20 +19,29 @@ use switchboard_testkit::Backend;
 
 on_both_backends!(
     conversation_ids_of_others_are_unknown,
+    an_id_taken_during_the_start,
     webhooks_into_others_conversations
 );
+
+/// A spec whose stand-in takes 2 s to listen: a start waits for its sandbox that long.
+const SLOW: &str = "slow";
 
 const START: &str = "/api/v1/app-conversations";
 
 async fn app(backend: Backend) -> SandboxApp {
-    spawn_sandbox_app_with(backend, SandboxOptions::default(), &[], |s| {
-        s.with_llm(LlmConfig {
-            model: Some("openai/fake-model".into()),
-            base_url: Some("http://127.0.0.1:9/v1".into()),
-            api_key: None,
-            stream: false,
-        })
-    })
+    spawn_sandbox_app_with(
+        backend,
+        SandboxOptions::default(),
+        &[(SLOW, "slow-start:2")],
+        |s| {
+            s.with_llm(LlmConfig {
+                model: Some("openai/fake-model".into()),
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                api_key: None,
+                stream: false,
+            })
+        },
+    )
     .await
 }
 
@@ -140,6 +150,56 @@ async fn conversation_ids_of_others_are_unknown(backend: Backend) {
             "{backend}"
         );
     }
+}
+
+async fn an_id_taken_during_the_start(backend: Backend) {
+    let app = app(backend).await;
+    let wanted = uuid::Uuid::new_v4().to_string();
+    let body = json!({
+        "conversation_id": wanted,
+        "sandbox_spec_id": SLOW,
+        "initial_message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "run": false},
+    });
+    let (status, task) = app
+        .call(Method::POST, START, Some(&app.member.key), Some(body))
+        .await;
+    assert_eq!(status, 200, "{backend}: {task}");
+    // While the start waits for its sandbox, another organization's agent server takes the id.
+    let outsider = app
+        .register_sandbox(app.other_org, app.non_member.user_id)
+        .await;
+    app.ingest(&outsider, &wanted, &[&event("theirs")]).await;
+    let id = task["id"].as_str().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let done = loop {
+        let (_, body) = app
+            .call(
+                Method::GET,
+                &format!("{START}/start-tasks?ids={id}"),
+                Some(&app.member.key),
+                None,
+            )
+            .await;
+        if body[0]["status"] == "READY" || body[0]["status"] == "ERROR" {
+            break body[0].clone();
+        }
+        assert!(Instant::now() < deadline, "{backend}: stuck: {body}");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    };
+    assert_eq!(done["status"], "READY", "{backend}: {done}");
+    let got = done["app_conversation_id"].as_str().unwrap().to_owned();
+    assert_ne!(got.replace('-', ""), wanted.replace('-', ""), "{backend}");
+    // The member's conversation is the fresh one; the other organization's is untouched.
+    assert_eq!(
+        app.conversation(&got).await.unwrap().owner_id,
+        app.member.user_id
+    );
+    let theirs = app.conversation(&wanted).await.unwrap();
+    assert_eq!(
+        (theirs.org_id, theirs.owner_id),
+        (app.other_org, app.non_member.user_id),
+        "{backend}"
+    );
 }
 
 async fn webhooks_into_others_conversations(backend: Backend) {

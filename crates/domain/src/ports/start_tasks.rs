@@ -55,7 +55,8 @@ pub struct StartedConversation {
 pub trait StartTaskStore: Send + Sync {
     /// Inserts a new task.
     fn insert_start_task(&self, task: &StartTask) -> Result<(), StorageError>;
-    /// Writes a task's `status`, `detail`, `sandbox_id`, `agent_server_url` and `updated_at`;
+    /// Writes a task's `status`, `detail`, `conversation_id` (a start may take a fresh one
+    /// when its id was taken meanwhile), `sandbox_id`, `agent_server_url` and `updated_at`;
     /// `Ok(false)` when it does not exist (deleted meanwhile).
     fn update_start_task(&self, task: &StartTask) -> Result<bool, StorageError>;
     /// The tasks with these ids (any order; unknown ids left out).

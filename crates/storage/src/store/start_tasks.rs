@@ -108,6 +108,7 @@ impl StartTaskStore for DieselStore {
                 .set((
                     start_tasks::status.eq(task.status.as_str()),
                     start_tasks::detail.eq(&task.detail),
+                    start_tasks::conversation_id.eq(task.conversation_id.to_string()),
                     start_tasks::sandbox_id.eq(task.sandbox_id.map(|s| s.to_string())),
                     start_tasks::agent_server_url.eq(&task.agent_server_url),
                     start_tasks::updated_at.eq(to_db(task.updated_at)),
