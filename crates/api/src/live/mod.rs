@@ -151,11 +151,6 @@ impl Live {
         self.max_sockets_per_key.store(max, Ordering::Relaxed);
     }
 
-    /// Sockets `key` holds now.
-    pub fn sockets_of(&self, key: ApiKeyId) -> usize {
-        self.per_key_table().get(&key).copied().unwrap_or(0)
-    }
-
     fn per_key_table(&self) -> std::sync::MutexGuard<'_, HashMap<ApiKeyId, usize>> {
         self.per_key
             .lock()
