@@ -94,6 +94,7 @@ fn quick_get(server: &Server, path: &str, key: Option<&str>) -> Result<u16, Stri
 fn open_files(backend: Backend) {
     let db = TestDatabase::new(backend);
     let data = TempDir::new();
+    let _sandboxes = EndProcessesUnder(data.path().to_path_buf());
     let standin = switchboard_testkit::standin_agent_server()
         .display()
         .to_string();

@@ -58,6 +58,7 @@ fn fragments(text: &str, secret: &str) -> Vec<String> {
 fn secrets_stay_out_of_the_log(backend: Backend) {
     let db = TestDatabase::new(backend);
     let data = TempDir::new();
+    let _sandboxes = EndProcessesUnder(data.path().to_path_buf());
     let specs = data.path().join("specs.json");
     std::fs::write(
         &specs,

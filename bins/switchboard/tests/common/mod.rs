@@ -476,3 +476,38 @@ pub fn wait_sandbox_status(server: &Server, key: &str, id: &str, status: &str) -
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Pids of live processes (zombies left out) whose working directory is under `dir`: a
+/// sandbox's processes run in its folder of the data directory.
+pub fn processes_under(dir: &Path) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let zombie = stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+        if !zombie && cwd.starts_with(dir) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Ends, when dropped, every process whose working directory is under its path. Sandboxes
+/// outlive the server by design, and a test's server is killed when the test ends, before its
+/// background cleanup has stopped the sandboxes it deleted: declare this before the server.
+pub struct EndProcessesUnder(pub PathBuf);
+
+impl Drop for EndProcessesUnder {
+    fn drop(&mut self) {
+        for pid in processes_under(&self.0) {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+}
