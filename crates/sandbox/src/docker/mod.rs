@@ -9,7 +9,9 @@
 //!   `--host … --port …`, working directory, `initial_env` plus the
 //!   session key and webhook URL (nothing else of Switchboard's environment), labels naming
 //!   this installation, the sandbox, the spec and the org ([`LABEL_INSTALLATION`] …), `--init`,
-//!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits; on a bridge, the
+//!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits, the confinement
+//!   of issue 18 (no new privileges, capabilities dropped, a pids limit, a read-only root,
+//!   the operator's OCI runtime: [`hardening`]); on a bridge, the
 //!   agent server's port published on `127.0.0.1` only, on a free port chosen by the runtime
 //!   (kept when the container is started again); with host networking, the agent server on
 //!   `127.0.0.1:<free port>`. Returns once the container runs, not waiting for `/alive`.
@@ -32,6 +34,7 @@
 mod config;
 mod create;
 mod error;
+mod hardening;
 mod images;
 mod inventory;
 mod ports;
@@ -53,11 +56,12 @@ use switchboard_domain::sandboxes::runtime::{
 };
 
 pub use config::{
-    CONTAINER_PREFIX, DEFAULT_CONTAINER_PORT, DEFAULT_LOG_MAX_MIB, DEFAULT_STOP_TIMEOUT,
-    DEFAULT_WORKSPACE_MOUNT, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
-    LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, RUNTIME_NAME, VOLUME_PREFIX,
+    CONTAINER_PREFIX, DEFAULT_CONTAINER_PORT, DEFAULT_LOG_MAX_MIB, DEFAULT_PIDS_LIMIT,
+    DEFAULT_STOP_TIMEOUT, DEFAULT_WORKSPACE_MOUNT, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY,
+    LABEL_INSTALLATION, LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, RUNTIME_NAME, VOLUME_PREFIX,
 };
 pub use error::DockerError;
+pub use hardening::{ImageFacts, LABEL_TMPFS, ROOT_IMAGE_CAPABILITIES};
 pub use images::normalize_reference;
 pub use inventory::SandboxContainer;
 pub use start::HOST_ONLY_VARIABLES;
@@ -149,7 +153,8 @@ impl DockerRuntime {
     /// speaks 1.41) and checks that it answers.
     ///
     /// # Errors
-    /// [`DockerError::Config`] for a bad configuration; [`DockerError::Unavailable`] when no
+    /// [`DockerError::Config`] for a bad configuration, or an OCI runtime the daemon does
+    /// not have (the message lists those it has); [`DockerError::Unavailable`] when no
     /// daemon answers at `host` or the address cannot be used.
     pub fn connect_to(host: &str, config: DockerConfig) -> Result<Self, DockerError> {
         config.validate()?;
@@ -168,13 +173,26 @@ impl DockerRuntime {
             let _entered = tokio.enter();
             Docker::connect_with_host(host).map_err(|e| unavailable(e.to_string()))?
         };
-        let docker = tokio
+        let (docker, runtimes) = tokio
             .block_on(async {
                 let docker = docker.with_timeout(timeout).negotiate_version().await?;
                 docker.ping().await?;
-                Ok::<_, bollard::errors::Error>(docker)
+                let runtimes = docker.info().await?.runtimes.unwrap_or_default();
+                Ok::<_, bollard::errors::Error>((docker, runtimes))
             })
             .map_err(|e| unavailable(words(&e)))?;
+        if let Some(name) = &config.oci_runtime
+            && !runtimes.contains_key(name)
+        {
+            let mut known: Vec<&str> = runtimes.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(DockerError::Config(format!(
+                "the Docker daemon at {host} has no OCI runtime {name:?} (it has: {}); register \
+                 it under \"runtimes\" in /etc/docker/daemon.json and send dockerd SIGHUP \
+                 (docs/docker.md, \"gVisor\")",
+                known.join(", ")
+            )));
+        }
         Ok(DockerRuntime {
             docker,
             tokio: Some(tokio),
