@@ -1,6 +1,7 @@
 """What a sandbox's agent tries against what is not its own (issue 18), run inside a sandbox
 through its agent server's command API (`POST /api/bash/execute_bash_command`), as an attacker
-would. Standard library only (the image's Python). The first argument is a JSON object:
+would. Standard library only (the image's Python). The first argument is a JSON object,
+hex-encoded (so that the secrets it names are nowhere in plain text):
 
   data_paths     Switchboard's data directory and files (database, secret.key, LLM key file)
   secrets        strings that must appear in no file or environment this sandbox can read
@@ -24,7 +25,7 @@ import sys
 import urllib.error
 import urllib.request
 
-ARGS = json.loads(sys.argv[1])
+ARGS = json.loads(bytes.fromhex(sys.argv[1]))
 RESULT = {}
 FACTS = {}
 
