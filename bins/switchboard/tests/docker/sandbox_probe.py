@@ -175,6 +175,8 @@ attempt("mount a tmpfs", lambda: run("mount", "-t", "tmpfs", "none", "/tmp"))
 attempt("unshare a user namespace", lambda: run("unshare", "-r", "true"))
 attempt("chown a root file", lambda: os.chown("/etc/hostname", os.getuid(), os.getgid()) or True)
 attempt("open a raw socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP))
+# /var/tmp is writable by everyone on a writable root: only a read-only root refuses it.
+attempt("write /var/tmp on the root filesystem", lambda: open("/var/tmp/implant", "w").close() or True)
 attempt("write under /usr", lambda: open("/usr/local/bin/implant", "w").close() or True)
 attempt("write /etc/passwd", lambda: open("/etc/passwd", "a").close() or True)
 attempt("write the allowed repository", lambda: open(os.path.join(ARGS["repository"], "implant"), "w").close() or True)
