@@ -97,10 +97,16 @@ pub fn connect(
         .with_pids_limit(args.docker_pids_limit)
         .with_read_only_root(!args.docker_writable_root)
         .with_read_only_binds(binds);
-    let runtime = DockerRuntime::connect(config).context(
-        "the Docker runtime is configured (--sandbox-runtime docker, or a spec's runtime) but \
-         the Docker daemon cannot be used; start it, or set DOCKER_HOST",
-    )?;
+    let runtime = match DockerRuntime::connect(config) {
+        Ok(runtime) => runtime,
+        Err(e @ switchboard_sandbox::DockerError::Config(_)) => {
+            bail!("the Docker runtime cannot run sandboxes as configured: {e}")
+        }
+        Err(e) => Err(e).context(
+            "the Docker runtime is configured (--sandbox-runtime docker, or a spec's runtime) \
+             but the Docker daemon cannot be used; start it, or set DOCKER_HOST",
+        )?,
+    };
     if args.docker_public_url.is_none() && args.docker_network == DockerNetwork::Bridge {
         let gateway = runtime
             .bridge_gateway()

@@ -50,6 +50,33 @@ fn a_sandbox_under_gvisor_cannot_touch_what_is_not_its_own() {
     attack(Some("runsc"));
 }
 
+/// `--docker-oci-runtime` naming a runtime the daemon does not have: `serve` refuses to start
+/// and says which runtimes the daemon has and how to register one.
+#[test]
+fn an_unknown_oci_runtime_is_refused_at_start() {
+    if !docker_ready("an_unknown_oci_runtime_is_refused_at_start") {
+        return;
+    }
+    let data = TempDir::new();
+    let out = output({
+        let mut c = command(data.path());
+        c.args(["--data-dir", &data.path().display().to_string(), "serve"])
+            .args(["--bind", "127.0.0.1:0", "--sandbox-runtime", "docker"])
+            .args(["--docker-oci-runtime", "no-such-runtime"]);
+        c
+    });
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("has no OCI runtime \"no-such-runtime\" (it has: ")
+            && out.stderr.contains("runc")
+            && out.stderr.contains("/etc/docker/daemon.json"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stdout.contains("listening"), "{}", out.stdout);
+}
+
 /// One run: Switchboard with its data directory (SQLite database, `secret.key`, an LLM key
 /// file), a fake LLM on the bridge gateway, an allowed local repository; sandbox A runs a
 /// conversation whose agent clones the repository and runs its tests, then probes; sandbox B
@@ -127,7 +154,12 @@ fn attack(oci_runtime: Option<&str>) {
 
     // The job: the agent's terminal cloned the repository and ran its tests; every event
     // reached Switchboard through the webhooks, the LLM was called.
-    wait_events(&server, &key, &conversation, &[&marker, "Ran 1 test", "\\nOK\\n"]);
+    wait_events(
+        &server,
+        &key,
+        &conversation,
+        &[&marker, "Ran 1 test", "\\nOK\\n"],
+    );
 
     // The victim: a file, a process, its own key.
     let b_key = b["session_api_key"].as_str().unwrap().to_owned();
