@@ -380,6 +380,9 @@ pub struct DockerArgs {
     /// Seconds a container of this installation that no sandbox record names is left alone (and logged) before it is removed.
     #[arg(long, env = "SWITCHBOARD_DOCKER_ORPHAN_GRACE", default_value = "300")]
     pub docker_orphan_grace: u64,
+    /// The bridge network containers join (with --docker-network bridge): by default Switchboard's own, created when missing with traffic between its containers off, so sandboxes cannot reach each other; `bridge` for Docker's default one (containers reach each other), or another existing network.
+    #[arg(long, env = "SWITCHBOARD_DOCKER_BRIDGE_NETWORK", value_name = "NAME", default_value = switchboard_sandbox::docker::SANDBOX_NETWORK)]
+    pub docker_bridge_network: String,
     /// The OCI runtime containers run under, as the daemon names it (e.g. runsc, gVisor; docs/docker.md, "gVisor"); `serve` refuses to start when the daemon has none of this name (default: the daemon's, runc).
     #[arg(long, env = "SWITCHBOARD_DOCKER_OCI_RUNTIME", value_name = "NAME")]
     pub docker_oci_runtime: Option<String>,

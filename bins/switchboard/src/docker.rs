@@ -93,6 +93,7 @@ pub fn connect(
         .with_network(args.docker_network)
         .with_log_max_mib(log_max_mib)
         .with_webhook_base_url(Some(format!("{webhook_root}/api/v1/webhooks")))
+        .with_bridge_network(args.docker_bridge_network.clone())
         .with_oci_runtime(args.docker_oci_runtime.clone().filter(|r| !r.is_empty()))
         .with_pids_limit(args.docker_pids_limit)
         .with_read_only_root(!args.docker_writable_root)
@@ -128,6 +129,7 @@ pub fn connect(
         api = %runtime.api_version(),
         installation = %runtime.config().installation,
         network = %args.docker_network,
+        bridge_network = %runtime.config().bridge_network,
         oci_runtime = runtime.config().oci_runtime.as_deref().unwrap_or("(the daemon's default)"),
         pids_limit = runtime.config().pids_limit,
         webhooks = %runtime.config().webhook_base_url.as_deref().unwrap_or_default(),
@@ -338,6 +340,7 @@ mod tests {
             docker_public_url: None,
             docker_installation: None,
             docker_orphan_grace: 300,
+            docker_bridge_network: "switchboard-sandboxes".into(),
             docker_oci_runtime: None,
             docker_pids_limit: 1024,
             docker_writable_root: false,

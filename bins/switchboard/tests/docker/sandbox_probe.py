@@ -182,7 +182,7 @@ attempt("write /etc/passwd", lambda: open("/etc/passwd", "a").close() or True)
 attempt("write the allowed repository", lambda: open(os.path.join(ARGS["repository"], "implant"), "w").close() or True)
 
 
-# 6. Another sandbox's agent server over the Docker network: without its session key.
+# 6. Another sandbox's agent server over the Docker network (without its session key).
 def other_agent():
     try:
         with urllib.request.urlopen(ARGS["other_agent"] + "/api/conversations/search", timeout=5) as r:
@@ -193,7 +193,7 @@ def other_agent():
 
 
 if ARGS.get("other_agent"):
-    attempt("use another sandbox's agent server without its key", other_agent)
+    attempt("reach another sandbox's agent server over the network", other_agent)
 
 
 # 7. The pids limit: start processes until refused.

@@ -104,6 +104,11 @@ pub struct DockerConfig {
     pub installation: String,
     /// Bridge (default) or host networking.
     pub network: DockerNetwork,
+    /// The bridge network containers join when [`DockerConfig::network`] is a bridge:
+    /// [`SANDBOX_NETWORK`](crate::docker::SANDBOX_NETWORK) by default (created when missing,
+    /// with inter-container traffic off: issue 18), `bridge` for Docker's default one, or any
+    /// existing network's name.
+    pub bridge_network: String,
     /// The agent server's port inside a bridged container ([`DEFAULT_CONTAINER_PORT`]).
     pub container_port: u16,
     /// The Docker host's address that published ports are bound to, and that Switchboard
@@ -145,6 +150,7 @@ impl DockerConfig {
         DockerConfig {
             installation: installation.into(),
             network: DockerNetwork::Bridge,
+            bridge_network: crate::docker::SANDBOX_NETWORK.to_owned(),
             container_port: DEFAULT_CONTAINER_PORT,
             publish_address: Ipv4Addr::LOCALHOST,
             workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
@@ -156,6 +162,13 @@ impl DockerConfig {
             read_only_root: true,
             read_only_binds: Vec::new(),
         }
+    }
+
+    /// Sets the bridge network containers join (see [`DockerConfig::bridge_network`]).
+    #[must_use]
+    pub fn with_bridge_network(mut self, name: impl Into<String>) -> Self {
+        self.bridge_network = name.into();
+        self
     }
 
     /// Sets the cap on a container's processes (see [`DockerConfig::pids_limit`]).
@@ -264,16 +277,25 @@ impl DockerConfig {
                 self.pids_limit
             )));
         }
-        if let Some(name) = &self.oci_runtime {
-            let valid = !name.is_empty()
+        let is_name = |name: &str| {
+            !name.is_empty()
+                && name.starts_with(|c: char| c.is_ascii_alphanumeric())
                 && name
                     .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
-            if !valid {
-                return Err(DockerError::Config(format!(
-                    "OCI runtime {name:?}: expected a runtime name such as runsc"
-                )));
-            }
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        };
+        if let Some(name) = &self.oci_runtime
+            && !is_name(name)
+        {
+            return Err(DockerError::Config(format!(
+                "OCI runtime {name:?}: expected a runtime name such as runsc"
+            )));
+        }
+        if !is_name(&self.bridge_network) {
+            return Err(DockerError::Config(format!(
+                "bridge network {:?}: expected a network name",
+                self.bridge_network
+            )));
         }
         for dir in &self.read_only_binds {
             let text = dir.to_string_lossy();
@@ -344,6 +366,22 @@ mod tests {
             let c = DockerConfig::new("x").with_oci_runtime(Some(bad.into()));
             assert!(c.validate().is_err(), "{bad:?}");
         }
+        assert!(
+            DockerConfig::new("x")
+                .with_bridge_network("")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            DockerConfig::new("x")
+                .with_bridge_network("a b")
+                .validate()
+                .is_err()
+        );
+        assert_eq!(
+            DockerConfig::new("x").bridge_network,
+            "switchboard-sandboxes"
+        );
         let runsc = DockerConfig::new("x").with_oci_runtime(Some("runsc".into()));
         assert_eq!(runsc.validate(), Ok(()));
         for bad in ["repos", "/", "/workspace", "/workspace/project"] {

@@ -138,7 +138,7 @@ pub fn container_body(
     let exposed_ports = match config.network {
         DockerNetwork::Bridge => {
             let port_key = format!("{}/tcp", config.container_port);
-            host_config.network_mode = Some("bridge".to_owned());
+            host_config.network_mode = Some(config.bridge_network.clone());
             host_config.port_bindings = Some(HashMap::from([(
                 port_key.clone(),
                 Some(vec![PortBinding {
@@ -233,7 +233,7 @@ mod tests {
         assert!(!labels.contains_key(LABEL_ORG_ID));
         let host = body.host_config.unwrap();
         assert_eq!(host.init, Some(true));
-        assert_eq!(host.network_mode.as_deref(), Some("bridge"));
+        assert_eq!(host.network_mode.as_deref(), Some("switchboard-sandboxes"));
         assert_eq!(
             host.extra_hosts.unwrap(),
             ["host.docker.internal:host-gateway"]

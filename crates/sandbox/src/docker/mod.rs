@@ -11,7 +11,8 @@
 //!   this installation, the sandbox, the spec and the org ([`LABEL_INSTALLATION`] …), `--init`,
 //!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits, the confinement
 //!   of issue 18 (no new privileges, capabilities dropped, a pids limit, a read-only root,
-//!   the operator's OCI runtime: [`hardening`]); on a bridge, the
+//!   the operator's OCI runtime: `hardening.rs`); on a bridge (Switchboard's own,
+//!   [`SANDBOX_NETWORK`], with inter-container traffic off, unless configured otherwise), the
 //!   agent server's port published on `127.0.0.1` only, on a free port chosen by the runtime
 //!   (kept when the container is started again); with host networking, the agent server on
 //!   `127.0.0.1:<free port>`. Returns once the container runs, not waiting for `/alive`.
@@ -37,6 +38,7 @@ mod error;
 mod hardening;
 mod images;
 mod inventory;
+mod network;
 mod ports;
 mod remove;
 mod start;
@@ -64,6 +66,7 @@ pub use error::DockerError;
 pub use hardening::{ImageFacts, LABEL_TMPFS, ROOT_IMAGE_CAPABILITIES};
 pub use images::normalize_reference;
 pub use inventory::SandboxContainer;
+pub use network::{DEFAULT_BRIDGE, SANDBOX_NETWORK};
 pub use start::HOST_ONLY_VARIABLES;
 pub use state::exit_reason;
 
@@ -155,7 +158,8 @@ impl DockerRuntime {
     /// # Errors
     /// [`DockerError::Config`] for a bad configuration, or an OCI runtime the daemon does
     /// not have (the message lists those it has); [`DockerError::Unavailable`] when no
-    /// daemon answers at `host` or the address cannot be used.
+    /// daemon answers at `host` or the address cannot be used; [`DockerError::Api`] when the
+    /// bridge network is missing and cannot be created.
     pub fn connect_to(host: &str, config: DockerConfig) -> Result<Self, DockerError> {
         config.validate()?;
         let unavailable = |detail: String| DockerError::Unavailable {
@@ -193,13 +197,17 @@ impl DockerRuntime {
                 known.join(", ")
             )));
         }
-        Ok(DockerRuntime {
+        let runtime = DockerRuntime {
             docker,
             tokio: Some(tokio),
             host: host.to_owned(),
             config,
             ports: PortPool::default(),
-        })
+        };
+        if runtime.config.network == DockerNetwork::Bridge {
+            runtime.block_on(runtime.ensure_network(&runtime.config.bridge_network))?;
+        }
+        Ok(runtime)
     }
 
     /// The daemon's address.
