@@ -20,8 +20,8 @@ an installation id of its own and a warm pool of WARM containers of the image, t
 
 4. idle memory: IDLE_WAIT seconds after the last claim, the memory of each running container
    of the run: `docker stats` (the container's cgroup, less its inactive file cache) and the
-   cgroup's anonymous memory (memory.stat); under gVisor the cgroup also holds the sandbox
-   kernel and its gofer.
+   cgroup's anonymous plus shared memory (memory.stat); under gVisor the cgroup also holds the
+   sandbox kernel and its gofer, and the guest's memory is the kernel's shared memory.
 
 OCI_RUNTIME=runsc runs every container under that OCI runtime (`--docker-oci-runtime`, issue
 18; the daemon must have it: scripts/ci-docker.sh registers runsc).
@@ -70,26 +70,29 @@ def mib(text):
     return value * {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}.get(unit, 1)
 
 
-def cgroup_anon_mib(container_id):
-    """Anonymous (non-file) memory of a container's cgroup: `total_rss` of cgroup v1's
-    memory.stat (cgroupfs driver), or `anon` of cgroup v2's; None when neither is found."""
-    for path, key in ((f"/sys/fs/cgroup/memory/docker/{container_id}/memory.stat", "total_rss"),
-                      (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.stat",
-                       "anon"),
-                      (f"/sys/fs/cgroup/docker/{container_id}/memory.stat", "anon")):
+def cgroup_memory_mib(container_id):
+    """Anonymous plus shared memory of a container's cgroup: `total_rss` + `total_shmem` of
+    cgroup v1's memory.stat (cgroupfs driver), or `anon` + `shmem` of cgroup v2's; None when
+    neither is found. Under gVisor the guest's memory is shared memory of the sandbox kernel
+    (its own anonymous memory is about 25 MiB), so anonymous memory alone would miss it."""
+    for path, keys in ((f"/sys/fs/cgroup/memory/docker/{container_id}/memory.stat",
+                        ("total_rss", "total_shmem")),
+                       (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.stat",
+                        ("anon", "shmem")),
+                       (f"/sys/fs/cgroup/docker/{container_id}/memory.stat", ("anon", "shmem"))):
         try:
             with open(path) as f:
                 stat = dict(line.split() for line in f)
-            return round(int(stat[key]) / 1024 / 1024, 1)
+            return round(sum(int(stat[k]) for k in keys) / 1024 / 1024, 1)
         except (OSError, KeyError, ValueError):
             continue
     return None
 
 
 def idle_memory(installation):
-    """The memory of the run's running containers after IDLE_WAIT seconds without work:
-    `docker stats` (the cgroup's usage less inactive file cache) and the cgroup's anonymous
-    memory (under gVisor the cgroup also holds the sandbox kernel and its gofer)."""
+    """The memory and task count of the run's running containers after IDLE_WAIT seconds
+    without work: `docker stats` (the cgroup's usage less inactive file cache, and PIDs) and
+    [`cgroup_memory_mib`]."""
     time.sleep(IDLE_WAIT)
     label = f"label=io.switchboard.installation={installation}"
     ids = docker("ps", "-q", "--no-trunc", "--filter", label).stdout.split()
@@ -98,10 +101,11 @@ def idle_memory(installation):
     stats = [line.split("|") for line in stats if line.strip()]
     usage = sorted(round(mib(mem.split("/")[0].strip()), 1) for mem, _ in stats)
     pids = sorted(int(p) for _, p in stats if p.strip().isdigit())
-    anon = sorted(a for a in (cgroup_anon_mib(i) for i in ids) if a is not None)
+    anon = sorted(a for a in (cgroup_memory_mib(i) for i in ids) if a is not None)
     return {"containers": len(usage), "pids": pids, "docker_stats": usage,
             "docker_stats_median": statistics.median(usage) if usage else None,
-            "cgroup_anon": anon, "cgroup_anon_median": statistics.median(anon) if anon else None}
+            "cgroup_anon_shmem": anon,
+            "cgroup_anon_shmem_median": statistics.median(anon) if anon else None}
 
 
 def main():

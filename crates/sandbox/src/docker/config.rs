@@ -42,8 +42,9 @@ pub const DEFAULT_WORKSPACE_MOUNT: &str = "/workspace";
 /// app-server §3.3: `stop(timeout=10)`).
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default cap on a container's processes and threads (`docker run --pids-limit`; issue
-/// 18): an idle agent server uses about 40 (its Python threads, `tmux`, a shell), a
-/// conversation running a build a few hundred; a fork bomb stops here.
+/// 18): an idle agent server is 3 tasks under runc and about 80 under gVisor (its own
+/// threads; docs/benchmarks.md), a conversation running a build adds a few hundred; a fork
+/// bomb stops here.
 pub const DEFAULT_PIDS_LIMIT: i64 = 1024;
 /// The extra host entry every container gets, so `http://host.docker.internal:<port>` reaches
 /// the Docker host from inside (reference app-server §2.5, §3.3).
