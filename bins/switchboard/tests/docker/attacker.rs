@@ -88,9 +88,8 @@ fn attack(oci_runtime: Option<&str>) {
     let repos = TempDir::new();
     let marker = unique("probe");
     let repository = make_repository(repos.path(), &marker);
-    let llm_key = unique("llm-key");
     let llm_key_file = data.path().join("llm.key");
-    std::fs::write(&llm_key_file, &llm_key).unwrap();
+    std::fs::write(&llm_key_file, unique("llm-key")).unwrap();
     let host_secret = unique("host-secret");
     let gateway = bridge_gateway();
     let (_llm, llm_port) = fake_llm(gateway);
@@ -102,17 +101,11 @@ fn attack(oci_runtime: Option<&str>) {
     let mut args = vec![
         "--sandbox-runtime",
         "docker",
-        "--max-running-sandboxes",
-        "5",
         "--llm-model",
         "openai/fake-model",
-        "--llm-base-url",
-        &llm_url,
-        "--llm-api-key-file",
-        &key_file,
-        "--allow-local-repositories",
-        &repos_dir,
     ];
+    args.extend(["--llm-base-url", &llm_url, "--llm-api-key-file", &key_file]);
+    args.extend(["--allow-local-repositories", &repos_dir]);
     if let Some(runtime) = oci_runtime {
         args.extend(["--docker-oci-runtime", runtime]);
     } else {
@@ -129,22 +122,10 @@ fn attack(oci_runtime: Option<&str>) {
 
     // A: a conversation whose agent clones the allowed repository and runs its tests; B: a
     // sandbox of its own. Both start at once.
-    let command = format!(
-        "run: git clone -q {} /workspace/project/clone && cd /workspace/project/clone && \
-         python3 -m unittest -v 2>&1 | tail -n 4 && git log --format=%s -1",
-        repository.display()
-    );
-    let (code, task) = send_json(
-        client()
-            .post(server.url("/api/v1/app-conversations"))
-            .header("X-Access-Token", &key)
-            .json(&json!({"initial_message": {"role": "user",
-                "content": [{"type": "text", "text": command}]}})),
-    );
-    assert_eq!(code, 200, "{task}");
+    let task_id = start_conversation(&server, &key, &repository);
     let b = start(&server, &key, None);
     let b_id = b["id"].as_str().unwrap().to_owned();
-    let task = wait_task_ready(&server, &key, task["id"].as_str().unwrap());
+    let task = wait_task_ready(&server, &key, &task_id);
     let a_id = task["sandbox_id"].as_str().unwrap().to_owned();
     let conversation = task["app_conversation_id"].as_str().unwrap().to_owned();
     let a = wait_status(&server, &key, &a_id, "RUNNING", RUNNING_LIMIT);
@@ -154,42 +135,18 @@ fn attack(oci_runtime: Option<&str>) {
 
     // The job: the agent's terminal cloned the repository and ran its tests; every event
     // reached Switchboard through the webhooks, the LLM was called.
-    wait_events(
-        &server,
-        &key,
-        &conversation,
-        &[&marker, "Ran 1 test", "\\nOK\\n"],
-    );
+    let needles = [marker.as_str(), "Ran 1 test", "\\nOK\\n"];
+    wait_events(&server, &key, &conversation, &needles);
 
-    // The victim: a file, a process, its own key.
-    let b_key = b["session_api_key"].as_str().unwrap().to_owned();
-    let b_secret = unique("b-secret");
-    let b_marker = "sleep 4242";
-    let out = execute(
-        &b,
-        &format!(
-            "echo {b_secret} > /workspace/project/secret.txt && \
-             (nohup {b_marker} >/dev/null 2>&1 &) && echo ok"
-        ),
-    );
-    assert_eq!(out["exit_code"], 0, "{out}");
-    let b_container = inspect(&container_of(&b_id)).unwrap();
-    let b_ip = b_container["NetworkSettings"]["Networks"]["switchboard-sandboxes"]["IPAddress"]
-        .as_str()
-        .filter(|ip| !ip.is_empty())
-        .unwrap_or_else(|| panic!("B has no address: {b_container}"))
-        .to_owned();
-    let b_port = agent_url(&b).rsplit(':').next().unwrap().to_owned();
-    let secret_key = std::fs::read(data.path().join("secret.key")).unwrap();
-
-    // The attacker.
+    // The attacker, after the victim made its secrets.
+    let victim = Victim::prepare(&b, &b_id);
     let mut secrets = vec![
-        b_key.clone(),
-        b_secret.clone(),
-        host_secret.clone(),
+        victim.key.clone(),
+        victim.secret.clone(),
+        host_secret,
         key.clone(),
     ];
-    if let Ok(text) = String::from_utf8(secret_key) {
+    if let Ok(text) = String::from_utf8(std::fs::read(data.path().join("secret.key")).unwrap()) {
         secrets.push(text.trim().to_owned());
     }
     let probe_args = json!({
@@ -197,13 +154,13 @@ fn attack(oci_runtime: Option<&str>) {
             data.path(), data.path().join("secret.key"), db_file, llm_key_file,
         ],
         "secrets": secrets,
-        "markers": [b_marker, installation.0],
+        "markers": [Victim::MARKER, installation.0],
         "switchboard_pid": server.pid(),
         "repository": repos_dir,
-        "other_agent": format!("http://{b_ip}:8000"),
+        "other_agent": format!("http://{}:8000", victim.ip),
         "refused": [
-            format!("{gateway}:5432"), format!("{gateway}:{b_port}"),
-            format!("{gateway}:2375"), format!("127.0.0.1:{b_port}"),
+            format!("{gateway}:5432"), format!("{gateway}:{}", victim.port),
+            format!("{gateway}:2375"), format!("127.0.0.1:{}", victim.port),
         ],
         "pids": if gvisor { 0 } else { 300 },
     });
@@ -212,6 +169,23 @@ fn attack(oci_runtime: Option<&str>) {
         "probe report ({}): {report:#}",
         oci_runtime.unwrap_or("runc")
     );
+    assert_report(&report, gvisor);
+    // Still its job after all that: B is untouched, A still answers.
+    let out = execute(&b, "cat /workspace/project/secret.txt");
+    assert_eq!(out["stdout"].as_str().unwrap().trim(), victim.secret);
+    let out = execute(
+        &a,
+        "cd /workspace/project/clone && git status --short && echo alive",
+    );
+    assert_eq!(out["exit_code"], 0, "{out}");
+
+    // Delete: both containers and volumes gone.
+    delete_all(&server, &key, &installation, &[&a_id, &b_id]);
+}
+
+/// Every attempt of the probe failed (under gVisor, `unshare` of a user namespace succeeds
+/// inside gVisor's own kernel, which is no privilege on the host), and the facts it saw.
+fn assert_report(report: &Value, gvisor: bool) {
     let attempts = report["attempts"].as_object().unwrap();
     assert!(attempts.len() >= 20, "{report:#}");
     for (name, outcome) in attempts {
@@ -238,29 +212,80 @@ fn attack(oci_runtime: Option<&str>) {
         let spawned = facts["spawned_before_refusal"].as_u64().unwrap();
         assert!(spawned < 200, "{facts}");
     }
-    // Still its job after all that: B is untouched, A still answers.
-    let out = execute(&b, "cat /workspace/project/secret.txt");
-    assert_eq!(out["stdout"].as_str().unwrap().trim(), b_secret);
-    let out = execute(
-        &a,
-        "cd /workspace/project/clone && git status --short && echo alive",
-    );
-    assert_eq!(out["exit_code"], 0, "{out}");
+}
 
-    // Delete: both containers and volumes gone.
-    for id in [&a_id, &b_id] {
+/// Deletes the sandboxes `ids` and waits until their containers and volumes are gone.
+fn delete_all(server: &Server, key: &str, installation: &Installation, ids: &[&str]) {
+    for id in ids {
         let (code, body) = send_json(
             client()
                 .delete(server.url(&format!("/api/v1/sandboxes/{id}")))
-                .header("X-Access-Token", &key),
+                .header("X-Access-Token", key),
         );
         assert_eq!(code, 200, "{body}");
     }
     wait_until("the containers removed", Duration::from_secs(60), || {
-        installation.containers().is_empty()
-            && !volume_exists(&volume_of(&a_id))
-            && !volume_exists(&volume_of(&b_id))
+        installation.containers().is_empty() && ids.iter().all(|id| !volume_exists(&volume_of(id)))
     });
+}
+
+/// The victim, sandbox B: a file with a secret in its workspace, a process of its own, its
+/// session key, its address on the sandbox network and its published port.
+struct Victim {
+    key: String,
+    secret: String,
+    ip: String,
+    port: String,
+}
+
+impl Victim {
+    /// The command line of B's own process.
+    const MARKER: &str = "sleep 4242";
+
+    /// Writes the secret file and starts the process through B's command API.
+    fn prepare(b: &Value, b_id: &str) -> Victim {
+        let secret = unique("b-secret");
+        let out = execute(
+            b,
+            &format!(
+                "echo {secret} > /workspace/project/secret.txt && \
+                 (nohup {} >/dev/null 2>&1 &) && echo ok",
+                Victim::MARKER
+            ),
+        );
+        assert_eq!(out["exit_code"], 0, "{out}");
+        let container = inspect(&container_of(b_id)).unwrap();
+        let ip = container["NetworkSettings"]["Networks"]["switchboard-sandboxes"]["IPAddress"]
+            .as_str()
+            .filter(|ip| !ip.is_empty())
+            .unwrap_or_else(|| panic!("B has no address: {container}"))
+            .to_owned();
+        Victim {
+            key: b["session_api_key"].as_str().unwrap().to_owned(),
+            secret,
+            ip,
+            port: agent_url(b).rsplit(':').next().unwrap().to_owned(),
+        }
+    }
+}
+
+/// `POST /api/v1/app-conversations` whose message has the fake LLM's agent clone
+/// `repository` and run its tests; the start task's id.
+fn start_conversation(server: &Server, key: &str, repository: &Path) -> String {
+    let command = format!(
+        "run: git clone -q {} /workspace/project/clone && cd /workspace/project/clone && \
+         python3 -m unittest -v 2>&1 | tail -n 4 && git log --format=%s -1",
+        repository.display()
+    );
+    let (code, task) = send_json(
+        client()
+            .post(server.url("/api/v1/app-conversations"))
+            .header("X-Access-Token", key)
+            .json(&json!({"initial_message": {"role": "user",
+                "content": [{"type": "text", "text": command}]}})),
+    );
+    assert_eq!(code, 200, "{task}");
+    task["id"].as_str().unwrap().to_owned()
 }
 
 /// What `docker inspect` shows of a sandbox's container: confined as issue 18 says.
