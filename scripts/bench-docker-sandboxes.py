@@ -18,6 +18,14 @@ an installation id of its own and a warm pool of WARM containers of the image, t
    GET /api/v1/sandboxes/search?limit=100 SEARCHES times (statuses come from the database:
    no Docker or agent-server call on the request path).
 
+4. idle memory: IDLE_WAIT seconds after the last claim, the memory of each running container
+   of the run: `docker stats` (the container's cgroup, less its inactive file cache) and the
+   cgroup's anonymous plus shared memory (memory.stat); under gVisor the cgroup also holds the
+   sandbox kernel and its gofer, and the guest's memory is the kernel's shared memory.
+
+OCI_RUNTIME=runsc runs every container under that OCI runtime (`--docker-oci-runtime`, issue
+18; the daemon must have it: scripts/ci-docker.sh registers runsc).
+
 Everything of the run's installation is removed at the end (containers and volumes), also on
 failure. Python 3 standard library only. Prints a JSON summary.
 """
@@ -42,6 +50,8 @@ WARM = int(os.environ.get("WARM", "2"))
 COLD = int(os.environ.get("COLD", "5"))
 CLAIMS = int(os.environ.get("CLAIMS", "8"))
 SEARCHES = int(os.environ.get("SEARCHES", "300"))
+OCI_RUNTIME = os.environ.get("OCI_RUNTIME", "")
+IDLE_WAIT = float(os.environ.get("IDLE_WAIT", "20"))
 
 
 def pct(values, p):
@@ -51,6 +61,51 @@ def pct(values, p):
 
 def docker(*args):
     return subprocess.run(["docker", *args], capture_output=True, text=True)
+
+
+def mib(text):
+    """`123.4MiB` / `1.2GiB` / `900KiB` (docker stats) in MiB."""
+    m = re.match(r"([\d.]+)\s*([KMG]i?B)", text)
+    value, unit = float(m.group(1)), m.group(2)
+    return value * {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}.get(unit, 1)
+
+
+def cgroup_memory_mib(container_id):
+    """Anonymous plus shared memory of a container's cgroup: `total_rss` + `total_shmem` of
+    cgroup v1's memory.stat (cgroupfs driver), or `anon` + `shmem` of cgroup v2's; None when
+    neither is found. Under gVisor the guest's memory is shared memory of the sandbox kernel
+    (its own anonymous memory is about 25 MiB), so anonymous memory alone would miss it."""
+    for path, keys in ((f"/sys/fs/cgroup/memory/docker/{container_id}/memory.stat",
+                        ("total_rss", "total_shmem")),
+                       (f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.stat",
+                        ("anon", "shmem")),
+                       (f"/sys/fs/cgroup/docker/{container_id}/memory.stat", ("anon", "shmem"))):
+        try:
+            with open(path) as f:
+                stat = dict(line.split() for line in f)
+            return round(sum(int(stat[k]) for k in keys) / 1024 / 1024, 1)
+        except (OSError, KeyError, ValueError):
+            continue
+    return None
+
+
+def idle_memory(installation):
+    """The memory and task count of the run's running containers after IDLE_WAIT seconds
+    without work: `docker stats` (the cgroup's usage less inactive file cache, and PIDs) and
+    [`cgroup_memory_mib`]."""
+    time.sleep(IDLE_WAIT)
+    label = f"label=io.switchboard.installation={installation}"
+    ids = docker("ps", "-q", "--no-trunc", "--filter", label).stdout.split()
+    stats = docker("stats", "--no-stream", "--format", "{{.MemUsage}}|{{.PIDs}}",
+                   *ids).stdout.split("\n")
+    stats = [line.split("|") for line in stats if line.strip()]
+    usage = sorted(round(mib(mem.split("/")[0].strip()), 1) for mem, _ in stats)
+    pids = sorted(int(p) for _, p in stats if p.strip().isdigit())
+    anon = sorted(a for a in (cgroup_memory_mib(i) for i in ids) if a is not None)
+    return {"containers": len(usage), "pids": pids, "docker_stats": usage,
+            "docker_stats_median": statistics.median(usage) if usage else None,
+            "cgroup_anon_shmem": anon,
+            "cgroup_anon_shmem_median": statistics.median(anon) if anon else None}
 
 
 def main():
@@ -69,7 +124,8 @@ def main():
         [BIN, "--data-dir", os.path.join(work, "data"), "serve", "--bind", "127.0.0.1:0",
          "--sandbox-specs", specs, "--warm-sandboxes", str(WARM),
          "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
-         "--docker-installation", installation],
+         "--docker-installation", installation]
+        + (["--docker-oci-runtime", OCI_RUNTIME] if OCI_RUNTIME else []),
         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     succeeded = False
     try:
@@ -125,6 +181,7 @@ def main():
                 not_from_pool += 1  # the gauge lagged a claim
                 wait(lambda: status(s["id"]) == "RUNNING")
             time.sleep(0.25)
+        idle = idle_memory(installation)
         for _ in range(100 - COLD - CLAIMS):
             call("POST", f"/api/v1/sandboxes?sandbox_spec_id={ABSENT}")
         time.sleep(8)  # a few reconciliation passes over everything
@@ -142,6 +199,8 @@ def main():
         print(json.dumps({
             "binary": BIN,
             "image": IMAGE,
+            "oci_runtime": OCI_RUNTIME or "(the daemon's default)",
+            "idle_sandbox_memory_mib": idle,
             "cold_start_to_running_s": {"n": len(cold), "runs": [round(c, 2) for c in cold],
                                         "median": round(statistics.median(cold), 2)},
             "warm_claim_ms": {"n": len(warm), "not_from_pool": not_from_pool,

@@ -9,6 +9,11 @@
 #      $DOCKERD_WAIT seconds [30] for `docker info`. The daemon is left running.
 #   3. Builds the agent-server image with scripts/agent-server-image.sh (skipped when it
 #      exists; $AGENT_SERVER_IMAGE overrides the tag) and runs one container of it.
+#   4. gVisor (issue 18): installs Debian's `runsc` when missing, registers it in
+#      /etc/docker/daemon.json as the runtime `runsc` (keeping every other key; the JSON is
+#      checked before it replaces the file), sends dockerd SIGHUP (no restart) and runs one
+#      container of the image under it. Prints `GVISOR_OK=1`, or one line `gvisor: not
+#      available (<reason>)`; either way Docker itself stays usable.
 #
 # When Docker cannot be used (no root, the install fails, the daemon does not start, the image
 # does not build, a container does not run) it prints one line `docker: not available
@@ -112,4 +117,73 @@ if ! out=$("${sudo[@]}" docker run --rm --entrypoint python3 "$image" -c 'print(
   [ "$out" != ok ]; then
   unavailable "cannot run a container of $image: $(echo "$out" | tail -n 1 | cut -c1-200)"
 fi
+# ---------------------------------------------------------------- 4. gVisor
+gvisor_unavailable() { echo "gvisor: not available ($*)"; }
+# Whether the daemon lists a runtime named runsc (no `grep -q` in a pipe: with pipefail, an
+# early exit of grep fails the pipe).
+runsc_registered() {
+  local runtimes
+  runtimes=$("${sudo[@]}" docker info --format '{{json .Runtimes}}' 2>/dev/null || true)
+  case "$runtimes" in *'"runsc"'*) return 0 ;; *) return 1 ;; esac
+}
+gvisor() {
+  if ! command -v runsc >/dev/null 2>&1; then
+    command -v apt-get >/dev/null 2>&1 || { gvisor_unavailable "runsc missing and no apt-get"; return; }
+    echo "ci-docker: installing runsc"
+    if ! { "${sudo[@]}" apt-get update &&
+      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y --no-install-recommends runsc; } >/tmp/ci-docker-runsc.log 2>&1; then
+      tail -n 5 /tmp/ci-docker-runsc.log >&2
+      gvisor_unavailable "apt-get install runsc failed"
+      return
+    fi
+  fi
+  local runsc_path
+  runsc_path=$(command -v runsc)
+  if ! runsc_registered; then
+    # ptrace: works without KVM and inside VMs; --network=host: the sandbox uses the
+    # container's own network namespace (Docker's bridge), which this runsc needs.
+    if ! "${sudo[@]}" python3 - "$runsc_path" <<'PY'
+import json, os, sys
+path = "/etc/docker/daemon.json"
+config = {}
+if os.path.exists(path):
+    with open(path) as f:
+        config = json.load(f)
+config.setdefault("runtimes", {})["runsc"] = {
+    "path": sys.argv[1], "runtimeArgs": ["--platform=ptrace", "--network=host"]}
+os.makedirs(os.path.dirname(path), exist_ok=True)
+with open(path + ".tmp", "w") as f:
+    json.dump(config, f, indent=2)
+    f.write("\n")
+with open(path + ".tmp") as f:
+    json.load(f)
+os.replace(path + ".tmp", path)
+PY
+    then
+      gvisor_unavailable "cannot register runsc in /etc/docker/daemon.json"
+      return
+    fi
+    local pid
+    pid=$(pidof dockerd 2>/dev/null || pgrep -x dockerd 2>/dev/null || true)
+    [ -n "$pid" ] || { gvisor_unavailable "no dockerd process to reload"; return; }
+    "${sudo[@]}" kill -HUP $pid
+    local waited=0
+    until runsc_registered; do
+      if [ "$waited" -ge 10 ]; then gvisor_unavailable "dockerd did not load the runsc runtime"; return; fi
+      sleep 1
+      waited=$((waited + 1))
+    done
+    echo "ci-docker: runsc registered in /etc/docker/daemon.json (dockerd reloaded)"
+  fi
+  local out
+  if ! out=$("${sudo[@]}" docker run --rm --runtime runsc --entrypoint python3 "$image" -c 'print("ok")' 2>&1) ||
+    [ "$out" != ok ]; then
+    gvisor_unavailable "cannot run a container under runsc: $(echo "$out" | tail -n 1 | cut -c1-200)"
+    return
+  fi
+  echo "ci-docker: $("$runsc_path" --version 2>/dev/null | head -n 1) runs the image"
+  echo "GVISOR_OK=1"
+}
+gvisor
 echo "DOCKER_OK=1"

@@ -236,6 +236,9 @@ pub struct ServeArgs {
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
+    /// A host directory under which `selected_repository` may name a local repository (repeatable; default none). Docker sandboxes see each one read-only at the same path (issue 18, Repository sources).
+    #[arg(long = "allow-local-repositories", value_name = "DIR")]
+    pub allow_local_repositories: Vec<PathBuf>,
 }
 
 // The LLM of started conversations (issue 10; docs/API.md, App conversations: start).
@@ -391,6 +394,18 @@ pub struct DockerArgs {
     /// Seconds a container of this installation that no sandbox record names is left alone (and logged) before it is removed.
     #[arg(long, env = "SWITCHBOARD_DOCKER_ORPHAN_GRACE", default_value = "300")]
     pub docker_orphan_grace: u64,
+    /// The bridge network containers join (with --docker-network bridge): by default Switchboard's own, created when missing with traffic between its containers off, so sandboxes cannot reach each other; `bridge` for Docker's default one (containers reach each other), or another existing network.
+    #[arg(long, env = "SWITCHBOARD_DOCKER_BRIDGE_NETWORK", value_name = "NAME", default_value = switchboard_sandbox::docker::SANDBOX_NETWORK)]
+    pub docker_bridge_network: String,
+    /// The OCI runtime containers run under, as the daemon names it (e.g. runsc, gVisor; docs/docker.md, "gVisor"); `serve` refuses to start when the daemon has none of this name (default: the daemon's, runc).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_OCI_RUNTIME", value_name = "NAME")]
+    pub docker_oci_runtime: Option<String>,
+    /// Cap on the processes and threads of each container (a fork bomb stops there); 0: none.
+    #[arg(long, env = "SWITCHBOARD_DOCKER_PIDS_LIMIT", default_value_t = switchboard_sandbox::docker::DEFAULT_PIDS_LIMIT, value_parser = clap::value_parser!(i64).range(0..))]
+    pub docker_pids_limit: i64,
+    /// Keep containers' root filesystem writable (by default it is read-only when the image declares what it writes, label io.switchboard.tmpfs).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_WRITABLE_ROOT")]
+    pub docker_writable_root: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

@@ -54,18 +54,35 @@ pub fn installation_id(args: &DockerArgs, sealer: &Sealer) -> String {
 /// containers post webhooks to (`--docker-public-url`; on a bridge
 /// `http://host.docker.internal:<port>` with an extra listener on the bridge gateway when
 /// `bound` is a loopback address; with host networking `public_url`); containers log with
-/// `json-file` capped at `log_max_mib` MiB (0: the daemon's default).
+/// `json-file` capped at `log_max_mib` MiB (0: the daemon's default). Containers run under
+/// `--docker-oci-runtime`, with `--docker-pids-limit`, a read-only root unless
+/// `--docker-writable-root`, and `read_only_binds` (the allowed local repository
+/// directories) bound read-only at the same path.
 ///
 /// # Errors
-/// No daemon answers, the configuration is refused, or the bridge has no IPv4 gateway while
-/// one is needed (each message says what to do).
+/// No daemon answers, the configuration is refused (an OCI runtime the daemon does not
+/// have: the message lists those it has), or the bridge has no IPv4 gateway while one is
+/// needed (each message says what to do).
 pub fn connect(
     args: &DockerArgs,
     installation: String,
     bound: SocketAddr,
     public_url: &str,
     log_max_mib: u64,
+    read_only_binds: &[std::path::PathBuf],
 ) -> Result<DockerWiring> {
+    let mut binds = Vec::with_capacity(read_only_binds.len());
+    for dir in read_only_binds {
+        let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        if !abs.is_dir() {
+            bail!(
+                "--allow-local-repositories {}: not a directory on this host (Docker sandboxes \
+                 see it read-only at the same path, so it must exist)",
+                dir.display()
+            );
+        }
+        binds.push(abs);
+    }
     let mut extra_listen = None;
     let webhook_root = match (&args.docker_public_url, args.docker_network) {
         (Some(url), _) => url.trim_end_matches('/').to_owned(),
@@ -75,11 +92,22 @@ pub fn connect(
     let config = DockerConfig::new(installation)
         .with_network(args.docker_network)
         .with_log_max_mib(log_max_mib)
-        .with_webhook_base_url(Some(format!("{webhook_root}/api/v1/webhooks")));
-    let runtime = DockerRuntime::connect(config).context(
-        "the Docker runtime is configured (--sandbox-runtime docker, or a spec's runtime) but \
-         the Docker daemon cannot be used; start it, or set DOCKER_HOST",
-    )?;
+        .with_webhook_base_url(Some(format!("{webhook_root}/api/v1/webhooks")))
+        .with_bridge_network(args.docker_bridge_network.clone())
+        .with_oci_runtime(args.docker_oci_runtime.clone().filter(|r| !r.is_empty()))
+        .with_pids_limit(args.docker_pids_limit)
+        .with_read_only_root(!args.docker_writable_root)
+        .with_read_only_binds(binds);
+    let runtime = match DockerRuntime::connect(config) {
+        Ok(runtime) => runtime,
+        Err(e @ switchboard_sandbox::DockerError::Config(_)) => {
+            bail!("the Docker runtime cannot run sandboxes as configured: {e}")
+        }
+        Err(e) => Err(e).context(
+            "the Docker runtime is configured (--sandbox-runtime docker, or a spec's runtime) \
+             but the Docker daemon cannot be used; start it, or set DOCKER_HOST",
+        )?,
+    };
     if args.docker_public_url.is_none() && args.docker_network == DockerNetwork::Bridge {
         let gateway = runtime
             .bridge_gateway()
@@ -101,6 +129,9 @@ pub fn connect(
         api = %runtime.api_version(),
         installation = %runtime.config().installation,
         network = %args.docker_network,
+        bridge_network = %runtime.config().bridge_network,
+        oci_runtime = runtime.config().oci_runtime.as_deref().unwrap_or("(the daemon's default)"),
+        pids_limit = runtime.config().pids_limit,
         webhooks = %runtime.config().webhook_base_url.as_deref().unwrap_or_default(),
         "Docker runtime connected"
     );
@@ -309,6 +340,10 @@ mod tests {
             docker_public_url: None,
             docker_installation: None,
             docker_orphan_grace: 300,
+            docker_bridge_network: "switchboard-sandboxes".into(),
+            docker_oci_runtime: None,
+            docker_pids_limit: 1024,
+            docker_writable_root: false,
         };
         let derived = installation_id(&args, &sealer);
         assert_eq!(derived, format!("sb-{}", sealer.key_id()));

@@ -115,7 +115,8 @@ pub struct LogCap {
 
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
-/// when the default runtime or a spec's is `docker`.
+/// when the default runtime or a spec's is `docker`, binding `local_repositories` (the
+/// operator's `--allow-local-repositories`) read-only into every container.
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
@@ -123,6 +124,7 @@ pub struct LogCap {
 /// cannot be used while a spec needs it.
 pub fn configure(
     args: &SandboxArgs,
+    local_repositories: &[std::path::PathBuf],
     data_dir: &Path,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
@@ -175,6 +177,7 @@ pub fn configure(
             bound,
             &public_url,
             args.sandbox_log_max_mib,
+            local_repositories,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)

@@ -62,6 +62,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     let wakes = sandboxes::Wakes::default();
     let configured = sandboxes::configure(
         &args.sandboxes,
+        &args.allow_local_repositories,
         &db.data_dir,
         addr,
         Arc::new(metrics.clone()),

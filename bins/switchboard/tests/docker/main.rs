@@ -4,6 +4,7 @@
 //! when it ends). Without a daemon or the image each test says so and passes; with
 //! `SWITCHBOARD_REQUIRE_DOCKER=1` it fails instead.
 
+mod attacker;
 #[path = "../common/mod.rs"]
 mod common;
 mod helpers;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::net::Ipv4Addr;
+use std::path::PathBuf;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -40,6 +41,11 @@ pub const DEFAULT_WORKSPACE_MOUNT: &str = "/workspace";
 /// How long delete lets a container stop (SIGTERM) before the engine kills it (reference
 /// app-server §3.3: `stop(timeout=10)`).
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default cap on a container's processes and threads (`docker run --pids-limit`; issue
+/// 18): an idle agent server is 3 tasks under runc and about 80 under gVisor (its own
+/// threads; docs/benchmarks.md), a conversation running a build adds a few hundred; a fork
+/// bomb stops here.
+pub const DEFAULT_PIDS_LIMIT: i64 = 1024;
 /// The extra host entry every container gets, so `http://host.docker.internal:<port>` reaches
 /// the Docker host from inside (reference app-server §2.5, §3.3).
 pub const HOST_GATEWAY_ENTRY: &str = "host.docker.internal:host-gateway";
@@ -99,6 +105,11 @@ pub struct DockerConfig {
     pub installation: String,
     /// Bridge (default) or host networking.
     pub network: DockerNetwork,
+    /// The bridge network containers join when [`DockerConfig::network`] is a bridge:
+    /// [`SANDBOX_NETWORK`](crate::docker::SANDBOX_NETWORK) by default (created when missing,
+    /// with inter-container traffic off: issue 18), `bridge` for Docker's default one, or any
+    /// existing network's name.
+    pub bridge_network: String,
     /// The agent server's port inside a bridged container ([`DEFAULT_CONTAINER_PORT`]).
     pub container_port: u16,
     /// The Docker host's address that published ports are bound to, and that Switchboard
@@ -118,6 +129,19 @@ pub struct DockerConfig {
     /// Docker's `json-file` driver, `max-size` this, `max-file` 2 (so at most twice this on
     /// disk). 0: the daemon's default driver and options, unbounded by Switchboard.
     pub log_max_mib: u64,
+    /// Cap on the processes and threads of a container ([`DEFAULT_PIDS_LIMIT`]); 0: none.
+    pub pids_limit: i64,
+    /// The OCI runtime the daemon runs containers with (`docker run --runtime`, e.g.
+    /// `runsc` for gVisor); `None`: the daemon's default (`runc`). Connecting fails when the
+    /// daemon has no runtime of this name.
+    pub oci_runtime: Option<String>,
+    /// Run containers with a read-only root filesystem when their image declares what it
+    /// writes ([`LABEL_TMPFS`](crate::docker::LABEL_TMPFS)); default true.
+    pub read_only_root: bool,
+    /// Host directories bound read-only at the same path in every container (the
+    /// operator's `--allow-local-repositories`, issue 18 "Repository sources"): absolute
+    /// paths.
+    pub read_only_binds: Vec<PathBuf>,
 }
 
 impl DockerConfig {
@@ -127,13 +151,55 @@ impl DockerConfig {
         DockerConfig {
             installation: installation.into(),
             network: DockerNetwork::Bridge,
+            bridge_network: crate::docker::SANDBOX_NETWORK.to_owned(),
             container_port: DEFAULT_CONTAINER_PORT,
             publish_address: Ipv4Addr::LOCALHOST,
             workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
             webhook_base_url: None,
             log_max_mib: DEFAULT_LOG_MAX_MIB,
+            pids_limit: DEFAULT_PIDS_LIMIT,
+            oci_runtime: None,
+            read_only_root: true,
+            read_only_binds: Vec::new(),
         }
+    }
+
+    /// Sets the bridge network containers join (see [`DockerConfig::bridge_network`]).
+    #[must_use]
+    pub fn with_bridge_network(mut self, name: impl Into<String>) -> Self {
+        self.bridge_network = name.into();
+        self
+    }
+
+    /// Sets the cap on a container's processes (see [`DockerConfig::pids_limit`]).
+    #[must_use]
+    pub fn with_pids_limit(mut self, limit: i64) -> Self {
+        self.pids_limit = limit;
+        self
+    }
+
+    /// Sets the OCI runtime (see [`DockerConfig::oci_runtime`]).
+    #[must_use]
+    pub fn with_oci_runtime(mut self, runtime: Option<String>) -> Self {
+        self.oci_runtime = runtime;
+        self
+    }
+
+    /// Sets whether containers get a read-only root (see [`DockerConfig::read_only_root`]).
+    #[must_use]
+    pub fn with_read_only_root(mut self, read_only: bool) -> Self {
+        self.read_only_root = read_only;
+        self
+    }
+
+    /// Sets the host directories bound read-only at the same path in every container, e.g.
+    /// the operator's allowed local repository directories (see
+    /// [`DockerConfig::read_only_binds`]).
+    #[must_use]
+    pub fn with_read_only_binds(mut self, dirs: Vec<PathBuf>) -> Self {
+        self.read_only_binds = dirs;
+        self
     }
 
     /// Sets the cap on a container's log (see [`DockerConfig::log_max_mib`]).
@@ -169,7 +235,8 @@ impl DockerConfig {
     /// # Errors
     /// [`DockerError::Config`] naming the field: an installation id that is not one, port 0,
     /// a publish address that is not a loopback address, a workspace mount that is not an
-    /// absolute path.
+    /// absolute path, a negative pids limit, an OCI runtime name that is not one, a
+    /// read-only bind that is not an absolute path or that covers the workspace mount.
     pub fn validate(&self) -> Result<(), DockerError> {
         let id = &self.installation;
         let valid_id = (1..=64).contains(&id.len())
@@ -204,6 +271,48 @@ impl DockerConfig {
                 "workspace mount {:?}: expected an absolute path",
                 self.workspace_mount
             )));
+        }
+        if self.pids_limit < 0 {
+            return Err(DockerError::Config(format!(
+                "pids limit {}: expected 0 (none) or more",
+                self.pids_limit
+            )));
+        }
+        let is_name = |name: &str| {
+            !name.is_empty()
+                && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        };
+        if let Some(name) = &self.oci_runtime
+            && !is_name(name)
+        {
+            return Err(DockerError::Config(format!(
+                "OCI runtime {name:?}: expected a runtime name such as runsc"
+            )));
+        }
+        if !is_name(&self.bridge_network) {
+            return Err(DockerError::Config(format!(
+                "bridge network {:?}: expected a network name",
+                self.bridge_network
+            )));
+        }
+        for dir in &self.read_only_binds {
+            let text = dir.to_string_lossy();
+            if !dir.is_absolute() || text.contains('\0') {
+                return Err(DockerError::Config(format!(
+                    "read-only bind {text:?}: expected an absolute path"
+                )));
+            }
+            if std::path::Path::new(&self.workspace_mount).starts_with(dir)
+                || dir.starts_with(&self.workspace_mount)
+            {
+                return Err(DockerError::Config(format!(
+                    "read-only bind {text:?}: it overlaps the workspace mount {}",
+                    self.workspace_mount
+                )));
+            }
         }
         Ok(())
     }
@@ -247,5 +356,40 @@ mod tests {
         let mut zero = DockerConfig::new("x");
         zero.container_port = 0;
         assert!(zero.validate().is_err());
+        assert!(
+            DockerConfig::new("x")
+                .with_pids_limit(-1)
+                .validate()
+                .is_err()
+        );
+        assert!(DockerConfig::new("x").with_pids_limit(0).validate().is_ok());
+        for bad in ["", "run sc", "a/b"] {
+            let c = DockerConfig::new("x").with_oci_runtime(Some(bad.into()));
+            assert!(c.validate().is_err(), "{bad:?}");
+        }
+        assert!(
+            DockerConfig::new("x")
+                .with_bridge_network("")
+                .validate()
+                .is_err()
+        );
+        assert!(
+            DockerConfig::new("x")
+                .with_bridge_network("a b")
+                .validate()
+                .is_err()
+        );
+        assert_eq!(
+            DockerConfig::new("x").bridge_network,
+            "switchboard-sandboxes"
+        );
+        let runsc = DockerConfig::new("x").with_oci_runtime(Some("runsc".into()));
+        assert_eq!(runsc.validate(), Ok(()));
+        for bad in ["repos", "/", "/workspace", "/workspace/project"] {
+            let c = DockerConfig::new("x").with_read_only_binds(vec![bad.into()]);
+            assert!(c.validate().is_err(), "{bad:?}");
+        }
+        let binds = DockerConfig::new("x").with_read_only_binds(vec!["/srv/repos".into()]);
+        assert_eq!(binds.validate(), Ok(()));
     }
 }

@@ -16,6 +16,7 @@ use crate::docker::config::{
     CONTAINER_PREFIX, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
     LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, VOLUME_PREFIX,
 };
+use crate::docker::hardening::{self, ImageFacts};
 use crate::launch;
 
 /// The name of a sandbox's container: [`CONTAINER_PREFIX`] + its id.
@@ -84,7 +85,8 @@ pub fn working_dir(spec_working_dir: &str) -> Result<Option<String>, RuntimeErro
 }
 
 /// The request body creating the container of `launch`, its agent server on `host_port` of
-/// the Docker host (published from [`DockerConfig::container_port`] on a bridge).
+/// the Docker host (published from [`DockerConfig::container_port`] on a bridge), confined
+/// as [`hardening::confine`] says for `image`.
 ///
 /// The environment is exactly [`launch::environment`] (the passthrough variables, the spec's
 /// `initial_env`, the session key and the webhook URL), on top of the image's own; nothing of
@@ -97,6 +99,7 @@ pub fn container_body(
     config: &DockerConfig,
     labels: HashMap<String, String>,
     host_port: u16,
+    image: &ImageFacts,
 ) -> Result<ContainerCreateBody, RuntimeError> {
     let env = launch::environment(launch)?
         .into_iter()
@@ -131,10 +134,11 @@ pub fn container_body(
         }),
         ..Default::default()
     };
+    hardening::confine(&mut host_config, config, image);
     let exposed_ports = match config.network {
         DockerNetwork::Bridge => {
             let port_key = format!("{}/tcp", config.container_port);
-            host_config.network_mode = Some("bridge".to_owned());
+            host_config.network_mode = Some(config.bridge_network.clone());
             host_config.port_bindings = Some(HashMap::from([(
                 port_key.clone(),
                 Some(vec![PortBinding {
@@ -195,7 +199,14 @@ mod tests {
         };
         let l = launch("/workspace/project", limits);
         let config = DockerConfig::new("inst");
-        let body = container_body(&l, &config, labels(&config, &l, None), 41234).unwrap();
+        let body = container_body(
+            &l,
+            &config,
+            labels(&config, &l, None),
+            41234,
+            &ImageFacts::default(),
+        )
+        .unwrap();
         assert_eq!(
             body.image.as_deref(),
             Some("switchboard/agent-server:local")
@@ -222,7 +233,7 @@ mod tests {
         assert!(!labels.contains_key(LABEL_ORG_ID));
         let host = body.host_config.unwrap();
         assert_eq!(host.init, Some(true));
-        assert_eq!(host.network_mode.as_deref(), Some("bridge"));
+        assert_eq!(host.network_mode.as_deref(), Some("switchboard-sandboxes"));
         assert_eq!(
             host.extra_hosts.unwrap(),
             ["host.docker.internal:host-gateway"]
@@ -249,7 +260,14 @@ mod tests {
         let l = launch(".", ResourceLimits::default());
         let config = DockerConfig::new("inst").with_network(DockerNetwork::Host);
         let org = OrgId::new_random();
-        let body = container_body(&l, &config, labels(&config, &l, Some(&org)), 41234).unwrap();
+        let body = container_body(
+            &l,
+            &config,
+            labels(&config, &l, Some(&org)),
+            41234,
+            &ImageFacts::default(),
+        )
+        .unwrap();
         assert_eq!(
             body.cmd.unwrap(),
             ["--port", "8000", "--host", "127.0.0.1", "--port", "41234"]
@@ -270,7 +288,7 @@ mod tests {
     fn relative_working_dirs_are_refused() {
         let l = launch("work", ResourceLimits::default());
         let config = DockerConfig::new("inst");
-        let e = container_body(&l, &config, HashMap::new(), 1).unwrap_err();
+        let e = container_body(&l, &config, HashMap::new(), 1, &ImageFacts::default()).unwrap_err();
         assert!(matches!(e, RuntimeError::InvalidSpec(_)), "{e}");
         assert!(e.to_string().contains("absolute path"), "{e}");
     }

@@ -9,7 +9,10 @@
 //!   `--host … --port …`, working directory, `initial_env` plus the
 //!   session key and webhook URL (nothing else of Switchboard's environment), labels naming
 //!   this installation, the sandbox, the spec and the org ([`LABEL_INSTALLATION`] …), `--init`,
-//!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits; on a bridge, the
+//!   `host.docker.internal:host-gateway`, the spec's memory and CPU limits, the confinement
+//!   of issue 18 (no new privileges, capabilities dropped, a pids limit, a read-only root,
+//!   the operator's OCI runtime: `hardening.rs`); on a bridge (Switchboard's own,
+//!   [`SANDBOX_NETWORK`], with inter-container traffic off, unless configured otherwise), the
 //!   agent server's port published on `127.0.0.1` only, on a free port chosen by the runtime
 //!   (kept when the container is started again); with host networking, the agent server on
 //!   `127.0.0.1:<free port>`. Returns once the container runs, not waiting for `/alive`.
@@ -33,8 +36,10 @@
 mod config;
 mod create;
 mod error;
+mod hardening;
 mod images;
 mod inventory;
+mod network;
 mod ports;
 mod remove;
 mod start;
@@ -54,13 +59,15 @@ use switchboard_domain::sandboxes::runtime::{
 };
 
 pub use config::{
-    CONTAINER_PREFIX, DEFAULT_CONTAINER_PORT, DEFAULT_LOG_MAX_MIB, DEFAULT_STOP_TIMEOUT,
-    DEFAULT_WORKSPACE_MOUNT, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
-    LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, RUNTIME_NAME, VOLUME_PREFIX,
+    CONTAINER_PREFIX, DEFAULT_CONTAINER_PORT, DEFAULT_LOG_MAX_MIB, DEFAULT_PIDS_LIMIT,
+    DEFAULT_STOP_TIMEOUT, DEFAULT_WORKSPACE_MOUNT, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY,
+    LABEL_INSTALLATION, LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, RUNTIME_NAME, VOLUME_PREFIX,
 };
 pub use error::DockerError;
+pub use hardening::{ImageFacts, LABEL_TMPFS, ROOT_IMAGE_CAPABILITIES};
 pub use images::normalize_reference;
 pub use inventory::SandboxContainer;
+pub use network::{DEFAULT_BRIDGE, SANDBOX_NETWORK};
 pub use start::HOST_ONLY_VARIABLES;
 pub use state::exit_reason;
 
@@ -150,8 +157,10 @@ impl DockerRuntime {
     /// speaks 1.41) and checks that it answers.
     ///
     /// # Errors
-    /// [`DockerError::Config`] for a bad configuration; [`DockerError::Unavailable`] when no
-    /// daemon answers at `host` or the address cannot be used.
+    /// [`DockerError::Config`] for a bad configuration, or an OCI runtime the daemon does
+    /// not have (the message lists those it has); [`DockerError::Unavailable`] when no
+    /// daemon answers at `host` or the address cannot be used; [`DockerError::Api`] when the
+    /// bridge network is missing and cannot be created.
     pub fn connect_to(host: &str, config: DockerConfig) -> Result<Self, DockerError> {
         config.validate()?;
         let unavailable = |detail: String| DockerError::Unavailable {
@@ -169,20 +178,37 @@ impl DockerRuntime {
             let _entered = tokio.enter();
             Docker::connect_with_host(host).map_err(|e| unavailable(e.to_string()))?
         };
-        let docker = tokio
+        let (docker, runtimes) = tokio
             .block_on(async {
                 let docker = docker.with_timeout(timeout).negotiate_version().await?;
                 docker.ping().await?;
-                Ok::<_, bollard::errors::Error>(docker)
+                let runtimes = docker.info().await?.runtimes.unwrap_or_default();
+                Ok::<_, bollard::errors::Error>((docker, runtimes))
             })
             .map_err(|e| unavailable(words(&e)))?;
-        Ok(DockerRuntime {
+        if let Some(name) = &config.oci_runtime
+            && !runtimes.contains_key(name)
+        {
+            let mut known: Vec<&str> = runtimes.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(DockerError::Config(format!(
+                "the Docker daemon at {host} has no OCI runtime {name:?} (it has: {}); register \
+                 it under \"runtimes\" in /etc/docker/daemon.json and send dockerd SIGHUP \
+                 (docs/docker.md, \"gVisor\")",
+                known.join(", ")
+            )));
+        }
+        let runtime = DockerRuntime {
             docker,
             tokio: Some(tokio),
             host: host.to_owned(),
             config,
             ports: PortPool::default(),
-        })
+        };
+        if runtime.config.network == DockerNetwork::Bridge {
+            runtime.block_on(runtime.ensure_network(&runtime.config.bridge_network))?;
+        }
+        Ok(runtime)
     }
 
     /// The daemon's address.

@@ -11,7 +11,7 @@ use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError, RuntimeHa
 
 use crate::docker::config::{DockerNetwork, RUNTIME_NAME};
 use crate::docker::error::{is_not_found, is_port_clash, words};
-use crate::docker::{ContainerIdentity, DockerRuntime, create};
+use crate::docker::{ContainerIdentity, DockerRuntime, ImageFacts, create};
 
 /// Passthrough variables a container never gets: the host's `PATH`, `HOME` and `LANG` (which
 /// the process runtime always passes) name the host's files, not the image's; the image sets
@@ -63,10 +63,10 @@ impl DockerRuntime {
         labels: HashMap<String, String>,
         working_dir: Option<String>,
     ) -> Result<RuntimeHandle, RuntimeError> {
-        let image_dir = self.image_working_dir(&launch.spec.id).await?;
+        let image = self.image_facts(&launch.spec.id).await?;
         let volume = create::volume_name(launch);
         self.create_volume(&volume, &labels, launch).await?;
-        let started = self.create_and_start(launch, &labels).await;
+        let started = self.create_and_start(launch, &labels, &image).await;
         let (container_id, port) = match started {
             Ok(ok) => ok,
             Err(e) => {
@@ -95,18 +95,27 @@ impl DockerRuntime {
             host_port: port,
             sandbox_port,
             // For containers: the working directory inside the container.
-            working_dir: PathBuf::from(working_dir.or(image_dir).unwrap_or_else(|| "/".into())),
+            working_dir: PathBuf::from(
+                working_dir
+                    .or(image.working_dir)
+                    .unwrap_or_else(|| "/".into()),
+            ),
             data: serde_json::to_value(identity).expect("an identity always serializes"),
         })
     }
 
-    /// The image's working directory; a clear error when the image is not on the host.
-    async fn image_working_dir(&self, image: &str) -> Result<Option<String>, RuntimeError> {
+    /// What the container needs to know of its image (working directory, user, declared
+    /// tmpfs); a clear error when the image is not on the host.
+    async fn image_facts(&self, image: &str) -> Result<ImageFacts, RuntimeError> {
         match self.docker.inspect_image(image).await {
-            Ok(inspect) => Ok(inspect
-                .config
-                .and_then(|c| c.working_dir)
-                .filter(|d| !d.is_empty())),
+            Ok(inspect) => {
+                let c = inspect.config.unwrap_or_default();
+                Ok(ImageFacts::new(
+                    c.user.as_deref(),
+                    c.working_dir.as_deref(),
+                    c.labels.as_ref(),
+                ))
+            }
             Err(e) if is_not_found(&e) => Err(missing_image(image)),
             Err(e) => Err(RuntimeError::Launch(format!(
                 "Docker: inspecting image {image}: {}",
@@ -146,12 +155,13 @@ impl DockerRuntime {
         &self,
         launch: &LaunchSpec,
         labels: &HashMap<String, String>,
+        image: &ImageFacts,
     ) -> Result<(String, u16), RuntimeError> {
         let name = create::container_name(launch);
         let mut last_clash = String::new();
         for _ in 0..PORT_ATTEMPTS {
             let port = self.ports.reserve(self.config.publish_address)?;
-            let body = create::container_body(launch, &self.config, labels.clone(), port)
+            let body = create::container_body(launch, &self.config, labels.clone(), port, image)
                 .inspect_err(|_| self.ports.release(port))?;
             let options = CreateContainerOptionsBuilder::default().name(&name).build();
             let id = match self.docker.create_container(Some(options), body).await {

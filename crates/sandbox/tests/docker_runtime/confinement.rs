@@ -10,7 +10,7 @@ use switchboard_domain::sandboxes::limits::{Cpus, ResourceLimits};
 use switchboard_domain::sandboxes::runtime::{RuntimeError, SandboxRuntime};
 use switchboard_sandbox::DockerNetwork;
 use switchboard_sandbox::docker::{
-    LABEL_INSTALLATION, LABEL_SANDBOX_ID, LABEL_SPEC_ID, SandboxContainer,
+    DEFAULT_PIDS_LIMIT, LABEL_INSTALLATION, LABEL_SANDBOX_ID, LABEL_SPEC_ID, SandboxContainer,
 };
 
 use crate::common::{Fixture, IMAGE, PASSTHROUGH, WEBHOOK_URL, identity, launch_spec, preset};
@@ -44,6 +44,24 @@ fn a_container_gets_its_limits_a_loopback_port_and_only_its_environment() {
     assert_eq!(
         host.extra_hosts.unwrap(),
         ["host.docker.internal:host-gateway"]
+    );
+    // Confined (issue 18): no new privileges, no capability (the image runs as uid 10001),
+    // the pids limit, never privileged, private IPC, the read-only root with the tmpfs the
+    // image declares.
+    assert_eq!(host.security_opt.clone().unwrap(), ["no-new-privileges"]);
+    assert_eq!(host.cap_drop.clone().unwrap(), ["ALL"]);
+    assert_eq!(
+        host.cap_add.clone().unwrap_or_default(),
+        Vec::<String>::new()
+    );
+    assert_eq!(host.pids_limit, Some(DEFAULT_PIDS_LIMIT));
+    assert_eq!(host.privileged, Some(false));
+    assert_eq!(host.ipc_mode.as_deref(), Some("private"));
+    assert_eq!(host.readonly_rootfs, Some(true));
+    let tmpfs = host.tmpfs.clone().unwrap();
+    assert_eq!(
+        tmpfs.keys().collect::<BTreeSet<_>>(),
+        BTreeSet::from([&"/home/openhands".to_owned(), &"/tmp".to_owned()])
     );
 
     // The port: on 127.0.0.1 only, as configured and as bound.

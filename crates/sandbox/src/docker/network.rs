@@ -1,0 +1,90 @@
+//! The bridge network sandboxes' containers join (issue 18): by default Switchboard's own,
+//! [`SANDBOX_NETWORK`], a Docker bridge with inter-container traffic off, so that a sandbox
+//! cannot reach another sandbox's processes over the network (on Docker's default bridge
+//! every container reaches every other by address). Containers still reach the Docker host
+//! (its bridge gateways: Switchboard's webhook listener) and, through the host's NAT, the
+//! outside; published ports work as on the default bridge.
+
+use std::collections::HashMap;
+
+use bollard::models::NetworkCreateRequest;
+use bollard::query_parameters::ListNetworksOptionsBuilder;
+
+use crate::docker::DockerRuntime;
+use crate::docker::error::{DockerError, is_not_found, words};
+
+/// The name of Switchboard's sandbox network, shared by every installation on a daemon (with
+/// inter-container traffic off, sharing it isolates nothing less).
+pub const SANDBOX_NETWORK: &str = "switchboard-sandboxes";
+/// Docker's default bridge network: used as it is, never created.
+pub const DEFAULT_BRIDGE: &str = "bridge";
+/// The bridge driver's option that turns traffic between the network's containers off.
+const ENABLE_ICC: &str = "com.docker.network.bridge.enable_icc";
+/// Label marking a network Switchboard created.
+const LABEL_NETWORK: &str = "io.switchboard.network";
+
+impl DockerRuntime {
+    /// Makes sure the bridge network `name` exists: Docker's default bridge and an existing
+    /// network are used as they are; a missing one is created as a bridge with
+    /// inter-container traffic off and Switchboard's label. Two runtimes creating it at once
+    /// can make two networks of one name (the daemon does not refuse duplicates): each then
+    /// keeps the one with the smallest id and removes the others it labelled, so they agree.
+    ///
+    /// # Errors
+    /// [`DockerError::Api`] with the daemon's words.
+    pub(crate) async fn ensure_network(&self, name: &str) -> Result<(), DockerError> {
+        if name == DEFAULT_BRIDGE {
+            return Ok(());
+        }
+        match self.docker.inspect_network(name, None).await {
+            Ok(_) => return Ok(()),
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => {
+                return Err(DockerError::Api(format!(
+                    "inspecting network {name}: {}",
+                    words(&e)
+                )));
+            }
+        }
+        let request = NetworkCreateRequest {
+            name: name.to_owned(),
+            driver: Some("bridge".to_owned()),
+            options: Some(HashMap::from([(ENABLE_ICC.to_owned(), "false".to_owned())])),
+            labels: Some(HashMap::from([(
+                LABEL_NETWORK.to_owned(),
+                "sandboxes".to_owned(),
+            )])),
+            ..Default::default()
+        };
+        self.docker
+            .create_network(request)
+            .await
+            .map_err(|e| DockerError::Api(format!("creating network {name}: {}", words(&e))))?;
+        self.remove_duplicate_networks(name).await;
+        Ok(())
+    }
+
+    /// Removes the networks named `name` that Switchboard labelled, but the one with the
+    /// smallest id; best effort (a network in use is not removed).
+    async fn remove_duplicate_networks(&self, name: &str) {
+        let filters = HashMap::from([("name".to_owned(), vec![name.to_owned()])]);
+        let options = ListNetworksOptionsBuilder::default()
+            .filters(&filters)
+            .build();
+        let Ok(mut networks) = self.docker.list_networks(Some(options)).await else {
+            return;
+        };
+        // The name filter matches substrings.
+        networks.retain(|n| n.name.as_deref() == Some(name));
+        networks.sort_by(|a, b| a.id.cmp(&b.id));
+        for extra in networks.iter().skip(1) {
+            let ours = extra
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key(LABEL_NETWORK));
+            if let (true, Some(id)) = (ours, extra.id.as_deref()) {
+                let _ = self.docker.remove_network(id).await;
+            }
+        }
+    }
+}
