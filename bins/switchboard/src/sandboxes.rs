@@ -3,7 +3,7 @@
 //! webhook URL, and the background jobs registered with the supervisor.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 
 use crate::cli::{SandboxArgs, SpecArgs};
 use crate::docker::{self, DockerWiring, OrphanSweeper};
+use crate::isolation;
 use crate::secret_key;
 use crate::supervisor::Supervisor;
 
@@ -115,18 +116,21 @@ pub struct LogCap {
 
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
-/// when the default runtime or a spec's is `docker`.
+/// when the default runtime or a spec's is `docker`. `hidden`: files no sandbox may see
+/// besides the data directory and the secret key (the LLM key file, a database elsewhere).
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
-/// field), an unknown runtime, a secret key file that is refused, or a Docker daemon that
-/// cannot be used while a spec needs it.
+/// field), an unknown runtime, a secret key file that is refused, a Docker daemon that
+/// cannot be used while a spec needs it, process sandboxes that cannot be confined, or a
+/// `--allow-local-repositories` directory that is refused.
 pub fn configure(
     args: &SandboxArgs,
     data_dir: &Path,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
     wakes: &Wakes,
+    hidden: Vec<PathBuf>,
 ) -> Result<Configured> {
     let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
@@ -160,7 +164,19 @@ pub fn configure(
         .clone()
         .unwrap_or_else(|| data_dir.join("secret.key"));
     let sealer = secret_key::load_or_create(&key_file)?;
-    let process = Arc::new(ProcessRuntime::new(data_dir.join("sandboxes")));
+    isolation::tighten_data_dir(&data_dir)?;
+    let local_repositories =
+        isolation::local_repositories(&args.allow_local_repositories, &data_dir)?;
+    let mut hide = vec![data_dir.clone(), key_file.clone()];
+    hide.extend(hidden);
+    let confinement = isolation::process_isolation(
+        args.process_isolation,
+        args.sandbox_uid_range,
+        hide,
+        isolation::uses_process_runtime(&specs, &args.specs.sandbox_runtime),
+    )?;
+    let process =
+        Arc::new(ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement));
     let log_cap = (args.sandbox_log_max_mib > 0).then(|| LogCap {
         runtime: process.clone(),
         max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),
@@ -195,6 +211,7 @@ pub fn configure(
             max_running_per_user: args.max_running_sandboxes,
             warm_sandboxes: args.warm_sandboxes,
             probe_timeout: PROBE_TIMEOUT,
+            local_repositories,
         },
         runtimes,
         client: Arc::new(HttpAgentServerClient::new()),

@@ -47,6 +47,7 @@ fn init_tracing(format: LogFormat) {
 /// The database cannot be opened, the address cannot be bound, or the server fails.
 pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
+    crate::isolation::warn_if_password_on_command_line(db.database_url.as_deref());
     let (store, applied) = db.open(args.db_pool_size, true)?;
     let db_url = db.url()?;
     if !applied.is_empty() {
@@ -65,6 +66,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         addr,
         Arc::new(metrics.clone()),
         &wakes,
+        db.files_to_hide(&args.llm),
     )?;
     let managed = configured.managed;
     // Containers on Docker's bridge reach the host only through the bridge gateway.

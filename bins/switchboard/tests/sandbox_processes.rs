@@ -64,8 +64,8 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
             {
                 // Floods its log from a child in its group, and serves.
                 "id": "flood",
-                "command": ["sh", "-c",
-                    format!("yes {marker} & exec {} {standin} \"$@\"", python()), "sh"],
+                "command": ["sh", "-c", format!("yes {marker} & exec \"$0\" \"$@\""),
+                    python(), &standin],
             }
         ])
         .to_string(),
@@ -176,8 +176,10 @@ fn a_flooding_sandbox_log_is_kept_under_its_cap() {
         &specs,
         json!([{
             "id": "flood",
-            "command": ["sh", "-c",
-                format!("{py} -c \"$FLOOD\" & exec {py} {standin} \"$@\"", py = python()), "sh"],
+            // The interpreter and the script as arguments of their own: a confined sandbox
+            // sees the absolute paths among its command's arguments.
+            "command": ["sh", "-c", "\"$0\" -c \"$FLOOD\" & exec \"$0\" \"$@\"",
+                python(), &standin],
             "initial_env": {"FLOOD": flood}
         }])
         .to_string(),

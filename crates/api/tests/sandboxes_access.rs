@@ -169,6 +169,7 @@ async fn warm_pool_under_concurrent_starts(backend: Backend) {
         SandboxOptions {
             warm: 3,
             max_running: 100,
+            ..SandboxOptions::default()
         },
     )
     .await;
@@ -256,6 +257,7 @@ async fn running_limit(backend: Backend) {
         SandboxOptions {
             warm: 0,
             max_running: 2,
+            ..SandboxOptions::default()
         },
     )
     .await;

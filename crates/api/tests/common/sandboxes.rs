@@ -33,12 +33,14 @@ pub const NO_SUCH_COMMAND: &str = "no-such-command";
 pub const CRASHES: &str = "crashes";
 
 /// Options of [`spawn_sandbox_app`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SandboxOptions {
     /// `--warm-sandboxes`.
     pub warm: u32,
     /// `--max-running-sandboxes`.
     pub max_running: u32,
+    /// `--allow-local-repositories`.
+    pub local_repositories: Vec<std::path::PathBuf>,
 }
 
 impl Default for SandboxOptions {
@@ -46,6 +48,7 @@ impl Default for SandboxOptions {
         SandboxOptions {
             warm: 0,
             max_running: 5,
+            local_repositories: Vec::new(),
         }
     }
 }
@@ -146,6 +149,7 @@ pub async fn spawn_sandbox_app_with(
             max_running_per_user: options.max_running,
             warm_sandboxes: options.warm,
             probe_timeout: Duration::from_secs(2),
+            local_repositories: options.local_repositories.clone(),
         },
         runtimes: Runtimes::new().with(runtime.clone() as Arc<dyn SandboxRuntime>),
         client: Arc::new(HttpAgentServerClient::new()),
