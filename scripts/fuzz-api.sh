@@ -108,11 +108,14 @@ STANDIN="$PWD/crates/testkit/fixtures/standin_agent_server.py"
 HOOKS="$PWD/scripts/probe/st_hooks.py"
 
 WORK=$(mktemp -d)
-# Two specs running the stand-in (two, so that the specs search has a second page and a cursor).
+# Two specs running the stand-in (two, so that the specs search has a second page and a cursor),
+# the interpreter named by its real path (a confined sandbox sees the installation of its
+# program, not a version manager's shims on PATH).
+SANDBOX_PY=$(python3 -c 'import sys; print(sys.executable)')
 cat >"$WORK/specs.json" <<JSON
 [
-  {"id": "standin", "command": ["python3", "$STANDIN"]},
-  {"id": "standin-2", "command": ["python3", "$STANDIN"]}
+  {"id": "standin", "command": ["$SANDBOX_PY", "$STANDIN"]},
+  {"id": "standin-2", "command": ["$SANDBOX_PY", "$STANDIN"]}
 ]
 JSON
 SERVER_PID=
