@@ -6,12 +6,15 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
-use switchboard_sandbox::{Bwrap, Isolation, UidRange};
+use switchboard_sandbox::{Bwrap, Isolation, ProcessRuntime, UidRange};
+
+use crate::cli::SandboxArgs;
 
 /// `--process-isolation`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -21,6 +24,33 @@ pub enum ProcessIsolation {
     Bwrap,
     /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
     None,
+}
+
+/// The process runtime under `<data_dir>/sandboxes`, confined as the flags say, and the
+/// canonical `--allow-local-repositories` directories; the data directory made 0700 first.
+/// Hidden from sandboxes: the data directory, the secret key file and `hidden`.
+///
+/// # Errors
+/// See [`tighten_data_dir`], [`local_repositories`] and [`process_isolation`].
+pub fn process_runtime(
+    args: &SandboxArgs,
+    specs: &[SandboxSpec],
+    data_dir: &Path,
+    key_file: &Path,
+    hidden: Vec<PathBuf>,
+) -> Result<(Arc<ProcessRuntime>, Vec<PathBuf>)> {
+    tighten_data_dir(data_dir)?;
+    let repositories = local_repositories(&args.allow_local_repositories, data_dir)?;
+    let mut hide = vec![data_dir.to_path_buf(), key_file.to_path_buf()];
+    hide.extend(hidden);
+    let confinement = process_isolation(
+        args.process_isolation,
+        args.sandbox_uid_range,
+        hide,
+        uses_process_runtime(specs, &args.specs.sandbox_runtime),
+    )?;
+    let runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement);
+    Ok((Arc::new(runtime), repositories))
 }
 
 /// Whether a spec runs on the process runtime (its own `runtime`, else `default_runtime`).

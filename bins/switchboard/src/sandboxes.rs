@@ -164,19 +164,8 @@ pub fn configure(
         .clone()
         .unwrap_or_else(|| data_dir.join("secret.key"));
     let sealer = secret_key::load_or_create(&key_file)?;
-    isolation::tighten_data_dir(&data_dir)?;
-    let local_repositories =
-        isolation::local_repositories(&args.allow_local_repositories, &data_dir)?;
-    let mut hide = vec![data_dir.clone(), key_file.clone()];
-    hide.extend(hidden);
-    let confinement = isolation::process_isolation(
-        args.process_isolation,
-        args.sandbox_uid_range,
-        hide,
-        isolation::uses_process_runtime(&specs, &args.specs.sandbox_runtime),
-    )?;
-    let process =
-        Arc::new(ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement));
+    let (process, local_repositories) =
+        isolation::process_runtime(args, &specs, &data_dir, &key_file, hidden)?;
     let log_cap = (args.sandbox_log_max_mib > 0).then(|| LogCap {
         runtime: process.clone(),
         max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),

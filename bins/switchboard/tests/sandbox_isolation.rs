@@ -158,11 +158,24 @@ fn fake_llm() -> u16 {
     port
 }
 
-#[test]
-fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
+/// Switchboard serving an organization with an owner and a member: SQLite in its data
+/// directory, a local repository and the LLM key file in a directory sandboxes may read
+/// (`--allow-local-repositories`), the attacker's spec `agent` (the real agent server when
+/// this machine has it) and the stand-in `standin`.
+struct Tenancy {
+    data: TempDir,
+    data_dir: String,
+    _repos: TempDir,
+    repos_arg: String,
+    key_arg: String,
+    server: Server,
+    owner: String,
+    member: String,
+}
+
+fn tenancy() -> Tenancy {
     let data = TempDir::new();
     let data_dir = data.path().display().to_string();
-    let _guard = KillOnDrop(format!("{data_dir}/sandboxes/"));
     let repos = TempDir::new();
     std::fs::set_permissions(repos.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     git_repo(&repos.path().join("project"));
@@ -248,11 +261,24 @@ fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
     )
     .to_owned();
 
-    let (victim, _, victim_key) = start(&server, &owner, "standin");
-    let (attacker, url, key) = start(&server, &member, "agent");
-    let run = |c: &str| bash(&url, &key, c);
+    Tenancy {
+        data,
+        data_dir,
+        _repos: repos,
+        repos_arg,
+        key_arg,
+        server,
+        owner,
+        member,
+    }
+}
+
+/// Every attempt of the probe through the attacker's command API (`url`, `key`): each fails.
+fn attempts_fail(t: &Tenancy, url: &str, key: &str, victim: &str, victim_key: &str) {
+    let (data_dir, server, member, key_arg) = (&t.data_dir, &t.server, &t.member, &t.key_arg);
+    let run = |c: &str| bash(url, key, c);
     let serve_pid = server.pid();
-    let secret = std::fs::read_to_string(data.path().join("secret.key")).unwrap();
+    let secret = std::fs::read_to_string(t.data.path().join("secret.key")).unwrap();
 
     // The database: not there to read, nor to rewrite (the probe made itself owner).
     let (_, seen) = run(&format!("cat '{data_dir}/switchboard.sqlite' | head -c 64"));
@@ -263,7 +289,7 @@ fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
     let (_, me) = send_json(
         client()
             .get(server.url("/api/v1/users/me"))
-            .header("X-Access-Token", &member),
+            .header("X-Access-Token", member),
     );
     assert_eq!(me["role"], "member", "{me}");
     // The keys.
@@ -282,7 +308,7 @@ fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
         "cat /proc/{serve_pid}/environ; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'"
     ));
     assert!(
-        !environ.contains(ENV_MARKER) && !environ.contains(&victim_key),
+        !environ.contains(ENV_MARKER) && !environ.contains(victim_key),
         "{environ}"
     );
     // The owner's sandbox: its directory and its key.
@@ -290,18 +316,22 @@ fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
         "ls -a '{data_dir}/sandboxes/{victim}'; ls '{data_dir}/sandboxes'"
     ));
     assert!(
-        !listing.contains("agent-server.log") && !listing.contains(&victim),
+        !listing.contains("agent-server.log") && !listing.contains(victim),
         "{listing}"
     );
     let (code, health) = send_json(client().get(server.url("/health")));
     assert_eq!(code, 200, "{health}");
+}
 
-    // The job: a start clones a local repository into this sandbox; the agent builds and
-    // tests there, reaches the LLM and Switchboard's webhooks.
+/// The job still works: a start clones a local repository into the attacker's sandbox; the
+/// agent builds and tests there, reaches the LLM and Switchboard's webhooks.
+fn does_its_job(t: &Tenancy, attacker: &str, url: &str, key: &str) {
+    let (data_dir, server, member, repos_arg) = (&t.data_dir, &t.server, &t.member, &t.repos_arg);
+    let run = |c: &str| bash(url, key, c);
     let (code, task) = send_json(
         client()
             .post(server.url("/api/v1/app-conversations"))
-            .header("X-Access-Token", &member)
+            .header("X-Access-Token", member)
             .json(&json!({"sandbox_id": attacker, "selected_branch": "main",
                           "selected_repository": format!("{repos_arg}/project")})),
     );
@@ -314,7 +344,7 @@ fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
                 .get(server.url(&format!(
                     "/api/v1/app-conversations/start-tasks?ids={task_id}"
                 )))
-                .header("X-Access-Token", &member),
+                .header("X-Access-Token", member),
         );
         if t[0]["status"] == "READY" || t[0]["status"] == "ERROR" {
             break t[0].clone();
@@ -346,9 +376,19 @@ print(u.urlopen(r, timeout=10).status)\""
     ));
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("\"ok\"") && out.contains("200"), "{out}");
+}
 
-    delete(&server, &member, &attacker);
-    delete(&server, &owner, &victim);
+#[test]
+fn a_members_sandbox_reaches_nothing_that_is_not_its_own() {
+    let t = tenancy();
+    let _guard = KillOnDrop(format!("{}/sandboxes/", t.data_dir));
+    let (victim, _, victim_key) = start(&t.server, &t.owner, "standin");
+    let (attacker, url, key) = start(&t.server, &t.member, "agent");
+    attempts_fail(&t, &url, &key, &victim, &victim_key);
+    does_its_job(&t, &attacker, &url, &key);
+    let (server, data_dir, member, owner) = (&t.server, &t.data_dir, &t.member, &t.owner);
+    delete(server, member, &attacker);
+    delete(server, owner, &victim);
     let deadline = Instant::now() + Duration::from_secs(30);
     while !processes_naming(&format!("{data_dir}/sandboxes/")).is_empty() {
         assert!(Instant::now() < deadline, "processes outlived their delete");

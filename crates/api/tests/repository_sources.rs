@@ -68,6 +68,76 @@ fn hello() -> Value {
     json!({"role": "user", "content": [{"type": "text", "text": "hi"}]})
 }
 
+/// The refused starts of `refused_sources_are_422` and the field each names: `outside` is a
+/// repository outside the allowed directory `allowed`.
+fn refused_cases(allowed: &std::path::Path, outside: &std::path::Path) -> Vec<(Value, Value)> {
+    let repo = json!(["body", "selected_repository"]);
+    let branch = json!(["body", "selected_branch"]);
+    vec![
+        (
+            json!({"selected_repository": "ext::sh -c touch% /tmp/pwned"}),
+            repo.clone(),
+        ),
+        (json!({"selected_repository": "ext::sh"}), repo.clone()),
+        (json!({"selected_repository": "fd::7"}), repo.clone()),
+        (json!({"selected_repository": "-uhelp"}), repo.clone()),
+        (
+            json!({"selected_repository": "--upload-pack=touch /tmp/x"}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": "http://127.0.0.1:9/r.git"}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": "git://127.0.0.1:9/r.git"}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": "ssh://-oProxyCommand=touch%20x/r"}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": "git@-oProxyCommand=x:r"}),
+            repo.clone(),
+        ),
+        (json!({"selected_repository": "o/../r"}), repo.clone()),
+        (
+            json!({"selected_repository": "https://github.com/o/r\u{e9}"}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": outside.display().to_string()}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": format!("file://{}", outside.display())}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": format!("{}/../elsewhere/r", allowed.display())}),
+            repo.clone(),
+        ),
+        (
+            json!({"selected_repository": "relative/path/../x"}),
+            repo.clone(),
+        ),
+        (json!({"selected_repository": "/etc"}), repo.clone()),
+        (
+            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "--upload-pack=x"}),
+            branch.clone(),
+        ),
+        (
+            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "-b"}),
+            branch.clone(),
+        ),
+        (
+            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "a..b"}),
+            branch.clone(),
+        ),
+    ]
+}
+
 async fn refused_sources_are_422(backend: Backend) {
     let root = tempfile::TempDir::new().unwrap();
     let allowed = root.path().join("allowed");
@@ -76,71 +146,7 @@ async fn refused_sources_are_422(backend: Backend) {
     let outside = git_repo(&elsewhere, "r");
     let app = app(backend, &allowed).await;
     let key = app.owner.key.clone();
-    let repo_field = json!(["body", "selected_repository"]);
-    let branch_field = json!(["body", "selected_branch"]);
-    let cases = [
-        (
-            json!({"selected_repository": "ext::sh -c touch% /tmp/pwned"}),
-            &repo_field,
-        ),
-        (json!({"selected_repository": "ext::sh"}), &repo_field),
-        (json!({"selected_repository": "fd::7"}), &repo_field),
-        (json!({"selected_repository": "-uhelp"}), &repo_field),
-        (
-            json!({"selected_repository": "--upload-pack=touch /tmp/x"}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": "http://127.0.0.1:9/r.git"}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": "git://127.0.0.1:9/r.git"}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": "ssh://-oProxyCommand=touch%20x/r"}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": "git@-oProxyCommand=x:r"}),
-            &repo_field,
-        ),
-        (json!({"selected_repository": "o/../r"}), &repo_field),
-        (
-            json!({"selected_repository": "https://github.com/o/r\u{e9}"}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": outside.display().to_string()}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": format!("file://{}", outside.display())}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": format!("{}/../elsewhere/r", allowed.display())}),
-            &repo_field,
-        ),
-        (
-            json!({"selected_repository": "relative/path/../x"}),
-            &repo_field,
-        ),
-        (json!({"selected_repository": "/etc"}), &repo_field),
-        (
-            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "--upload-pack=x"}),
-            &branch_field,
-        ),
-        (
-            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "-b"}),
-            &branch_field,
-        ),
-        (
-            json!({"selected_repository": "https://github.com/o/r", "selected_branch": "a..b"}),
-            &branch_field,
-        ),
-    ];
+    let cases = refused_cases(&allowed, &outside);
     for (mut body, loc) in cases {
         body["initial_message"] = hello();
         let (status, got) = app
@@ -148,7 +154,7 @@ async fn refused_sources_are_422(backend: Backend) {
             .await;
         assert_eq!(status, 422, "{backend}: {body}: {got}");
         assert_eq!(got["detail"][0]["type"], "value_error", "{body}: {got}");
-        assert_eq!(&got["detail"][0]["loc"], loc, "{body}: {got}");
+        assert_eq!(got["detail"][0]["loc"], loc, "{body}: {got}");
     }
     // Nothing was started or written: no sandbox, no task.
     let store = app.store.clone();
