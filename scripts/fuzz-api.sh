@@ -126,13 +126,18 @@ stop_server() {
   kill_sandboxes
 }
 # Sandboxes outlive the server by design: the stand-ins the generated requests started are
-# killed by working directory (every sandbox process runs in its folder under $WORK).
+# killed by working directory (every sandbox process runs in its folder under $WORK), with
+# their process group (a confined sandbox's bwrap and its namespace's init, which a paused
+# sandbox would otherwise keep stopped).
 kill_sandboxes() {
-  local link pid
+  local link pid pgid
   for link in /proc/[0-9]*/cwd; do
     pid=${link#/proc/}; pid=${pid%/cwd}
     case "$(readlink "$link" 2>/dev/null)" in
-      "$WORK"/*) kill -9 "$pid" 2>/dev/null || true ;;
+      "$WORK"/*)
+        pgid=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f3)
+        [ -n "$pgid" ] && kill -9 -- "-$pgid" 2>/dev/null
+        kill -9 "$pid" 2>/dev/null || true ;;
     esac
   done
 }
