@@ -10,8 +10,10 @@ SQLite database with the stand-in agent server as the default spec and a warm po
    100; then GET /api/v1/sandboxes/search?limit=100 500 times: latency p50/p99 (the statuses
    come from the database: no agent server is called on the request path);
 3. RSS of the Switchboard process supervising the 50 running stand-ins (after a few
-   reconciliation passes).
+   reconciliation passes), and the RSS of the sandboxes' own processes per running sandbox
+   (the stand-in, and when confined its bwrap and namespace init).
 
+PROCESS_ISOLATION=none runs the sandboxes unconfined (`--process-isolation`, default bwrap).
 Python 3 standard library only. Prints a JSON summary.
 """
 
@@ -31,6 +33,24 @@ STANDIN = os.path.join(ROOT, "crates/testkit/fixtures/standin_agent_server.py")
 WARM = int(os.environ.get("WARM", "5"))
 STARTS = int(os.environ.get("STARTS", "50"))
 SEARCHES = int(os.environ.get("SEARCHES", "500"))
+ISOLATION = os.environ.get("PROCESS_ISOLATION", "bwrap")
+
+
+def sandbox_rss_kib(work):
+    """The summed RSS of the processes that belong to sandboxes under `work`: running in a
+    sandbox's directory, or naming one on their command line (bwrap and its init)."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            cmd = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+            status = open(f"/proc/{pid}/status").read()
+        except OSError:
+            continue
+        if cwd.startswith(work + "/data/sandboxes") or (work + "/data/sandboxes") in cmd:
+            m = re.search(r"^VmRSS:\s+(\d+)", status, re.M)
+            total += int(m.group(1)) if m else 0
+    return total
 
 
 def pct(values, p):
@@ -51,7 +71,8 @@ def main():
     server = subprocess.Popen(
         [BIN, "--data-dir", os.path.join(work, "data"), "serve", "--bind", "127.0.0.1:0",
          "--sandbox-specs", specs, "--warm-sandboxes", str(WARM),
-         "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000"],
+         "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
+         "--process-isolation", ISOLATION],
         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     try:
         for _ in range(300):
@@ -108,8 +129,10 @@ def main():
             search.append((time.perf_counter() - t) * 1000)
         with open(f"/proc/{server.pid}/status") as f:
             rss_kib = int(re.search(r"^VmRSS:\s+(\d+)", f.read(), re.M).group(1))
+        running = statuses.get("RUNNING", 0) + WARM
         print(json.dumps({
             "binary": BIN,
+            "process_isolation": ISOLATION,
             "warm_pool": WARM,
             "warm_start_ms": {"n": len(warm), "not_from_pool": cold_answers, "p50": round(pct(warm, 50), 2),
                                "p99": round(pct(warm, 99), 2), "max": round(max(warm), 2)},
@@ -117,8 +140,9 @@ def main():
                               "statuses": statuses, "p50": round(pct(search, 50), 2),
                               "p99": round(pct(search, 99), 2),
                               "mean": round(statistics.mean(search), 2)},
-            "rss_mib_with_running_sandboxes": {"running": statuses.get("RUNNING", 0) + WARM,
+            "rss_mib_with_running_sandboxes": {"running": running,
                                                "rss_mib": round(rss_kib / 1024, 1)},
+            "sandbox_rss_mib_per_running": round(sandbox_rss_kib(work) / 1024 / max(running, 1), 2),
         }, indent=2))
         for item in call("GET", "/api/v1/sandboxes/search?limit=100")["items"]:
             call("DELETE", f"/api/v1/sandboxes/{item['id']}")

@@ -11,7 +11,8 @@ READY, RUNS times (argument 1, default 20) each:
 - cold: no pool, every start launches its sandbox.
 
 Also the time from POST to the first event of the conversation in Switchboard's search (first
-agent event). Python 3 standard library only. Prints a JSON summary.
+agent event). PROCESS_ISOLATION=none runs the sandboxes unconfined (`--process-isolation`,
+default bwrap). Python 3 standard library only. Prints a JSON summary.
 """
 
 import json
@@ -34,6 +35,7 @@ VENV = os.environ.get("VENV", os.path.join(os.environ.get("TMPDIR", "/tmp"), "ag
 WARM = int(os.environ.get("WARM", "3"))
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 MODES = os.environ.get("MODES", "warm,cold").split(",")
+ISOLATION = os.environ.get("PROCESS_ISOLATION", "bwrap")
 
 
 def pct(values, p):
@@ -72,7 +74,8 @@ def run_mode(mode, work, llm_base):
          "--warm-sandboxes", str(WARM if mode == "warm" else 0),
          "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
          "--sandbox-start-timeout", "180",
-         "--llm-model", "openai/fake-model", "--llm-base-url", llm_base],
+         "--llm-model", "openai/fake-model", "--llm-base-url", llm_base,
+         "--process-isolation", ISOLATION],
         stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
     try:
         for _ in range(300):

@@ -64,7 +64,9 @@ WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
   local rc=$?
-  # Sandboxes outlive serve by design (a restart finds them running): stop the demo's own.
+  # Sandboxes outlive serve by design (a restart finds them running): stop the demo's own. A
+  # sandbox's process group holds its bwrap and its pid namespace's init, whose end ends every
+  # process of the sandbox (its tmux server too).
   [ -f "$WORK/data/switchboard.sqlite" ] && "$PY" - "$WORK/data/switchboard.sqlite" <<'KILL' || true
 import json, os, signal, sqlite3, sys
 for (h,) in sqlite3.connect(sys.argv[1]).execute("SELECT handle FROM sandboxes WHERE handle IS NOT NULL"):
@@ -74,9 +76,6 @@ for (h,) in sqlite3.connect(sys.argv[1]).execute("SELECT handle FROM sandboxes W
         pass
 KILL
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  # The agent server's tmux servers leave the process group; their sockets are under
-  # TMUX_TMPDIR with names of their own (-L openhands-...).
-  for sock in "$WORK"/tmux/tmux-*/*; do [ -S "$sock" ] && tmux -S "$sock" kill-server 2>/dev/null; done || true
   if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
   exit "$rc"
 }
@@ -94,13 +93,12 @@ else
   log "LLM: $LLM_MODEL${LLM_BASE_URL:+ at $LLM_BASE_URL}"
 fi
 
-mkdir -p "$WORK/tmux"
 if [ "$AGENT" = real ]; then
   cat >"$WORK/specs.json" <<EOF
 [{"id": "agent-server", "command": ["$VENV/bin/agent-server"], "initial_env": {
   "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1",
   "OH_ENABLE_VSCODE": "false", "OH_ENABLE_VNC": "false", "OH_PRELOAD_TOOLS": "false",
-  "OH_ENABLE_BROWSER": "false", "PYTHONUNBUFFERED": "1", "TMUX_TMPDIR": "$WORK/tmux",
+  "OH_ENABLE_BROWSER": "false", "PYTHONUNBUFFERED": "1",
   "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE": "1", "OH_WEBHOOKS_0_FLUSH_DELAY": "0.5"}}]
 EOF
 else
@@ -112,6 +110,10 @@ SERVE_FLAGS=()
 if [ "${LLM_STREAM:-0}" = 1 ]; then
   SERVE_FLAGS+=(--llm-stream)
   log "the LLM streams (--llm-stream)"
+fi
+if [ -n "${E2E_REPO:-}" ]; then
+  # A local repository is cloned only from a directory the operator allows.
+  SERVE_FLAGS+=(--allow-local-repositories "$(dirname "$E2E_REPO")")
 fi
 "$SWITCHBOARD_BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 \
   --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 180 ${SERVE_FLAGS[@]+"${SERVE_FLAGS[@]}"} \

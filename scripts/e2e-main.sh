@@ -22,9 +22,11 @@
 #   8. the conversation is in /api/v1/app-conversations/search and counted by /count;
 #   9. its sandbox paused (PAUSED) and resumed (RUNNING) through /api/v1/sandboxes/{id}/pause|resume;
 #  10. DELETE /api/v1/app-conversations/{id}: the conversation and its events are gone and the
-#      agent server's process group ends, and so does its tmux server (which leaves the group:
-#      no live process may still name the sandbox's directory). The demo's cleanup stops any
-#      tmux server left under its own TMUX_TMPDIR.
+#      agent server's process group ends, and so does its tmux server (which leaves the group,
+#      and ends with the sandbox's pid namespace: no live process may still name the sandbox's
+#      directory).
+# The repository lives in a directory of its own, readable by the sandbox's user, which serve
+# allows with --allow-local-repositories (local repositories are refused otherwise).
 # scripts/e2e.sh (CI) runs this script after its webhook run.
 # Needs Python >= 3.12 (openhands-agent-server 1.58.2 from PyPI into $VENV on first use). Without
 # one it prints "e2e main skipped: no Python 3.12+ on this machine" and exits 0.
@@ -44,8 +46,10 @@ if [ -z "$PY312" ] && [ ! -x "$VENV/bin/agent-server" ]; then
   echo "e2e main skipped: no Python 3.12+ on this machine"
   exit 0
 fi
-REPO=$(mktemp -d)
-trap 'rm -rf "$REPO"' EXIT
+REPOS=$(mktemp -d)
+trap 'rm -rf "$REPOS"' EXIT
+REPO="$REPOS/project"
+mkdir "$REPO"
 (
   cd "$REPO"
   export GIT_AUTHOR_NAME=e2e GIT_AUTHOR_EMAIL=e2e@example.com GIT_COMMITTER_NAME=e2e GIT_COMMITTER_EMAIL=e2e@example.com
@@ -53,6 +57,8 @@ trap 'rm -rf "$REPO"' EXIT
   git checkout -qb work && mkdir .openhands && echo 'echo set-up > setup-ran' > .openhands/setup.sh
   echo work > README && git add . && git commit -qm work && git checkout -q main
 )
+# Sandboxes run as users of their own (as root): the repository must be readable by others.
+chmod -R a+rX "$REPOS"
 # The demo does steps 1-2 and 4; E2E_REPO makes it check 3 and 5-10 too, and LLM_STREAM=1 the
 # live delivery checks.
 E2E_REPO="$REPO" VENV="$VENV" MESSAGE="say hello" LLM_STREAM="${LLM_STREAM:-1}" scripts/demo.sh

@@ -58,9 +58,6 @@ PIDS=()
 cleanup() {
   local rc=$?
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  # The agent server's tmux servers leave the process group; their sockets are under
-  # TMUX_TMPDIR with names of their own (-L openhands-...).
-  for sock in "$WORK"/tmux/tmux-*/*; do [ -S "$sock" ] && tmux -S "$sock" kill-server 2>/dev/null; done || true
   if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
   exit "$rc"
 }
@@ -71,12 +68,11 @@ LLM_PORT=$(free_port)
 "$PY" scripts/e2e/fake_llm.py --host 127.0.0.1 --port "$LLM_PORT" --log "$WORK/llm.jsonl" \
   >"$WORK/fake_llm.log" 2>&1 &
 PIDS+=("$!")
-mkdir -p "$WORK/tmux"
 cat >"$WORK/specs.json" <<EOF
 [{"id": "agent-server", "command": ["$VENV/bin/agent-server"], "initial_env": {
   "LITELLM_LOCAL_MODEL_COST_MAP": "True", "OPENHANDS_SUPPRESS_BANNER": "1",
   "OH_ENABLE_VSCODE": "false", "OH_ENABLE_VNC": "false", "OH_PRELOAD_TOOLS": "false",
-  "OH_ENABLE_BROWSER": "false", "PYTHONUNBUFFERED": "1", "TMUX_TMPDIR": "$WORK/tmux",
+  "OH_ENABLE_BROWSER": "false", "PYTHONUNBUFFERED": "1",
   "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE": "1", "OH_WEBHOOKS_0_FLUSH_DELAY": "0.5"}}]
 EOF
 SWITCHBOARD_LOG=info "$SWITCHBOARD_BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 \

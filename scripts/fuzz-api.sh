@@ -108,11 +108,14 @@ STANDIN="$PWD/crates/testkit/fixtures/standin_agent_server.py"
 HOOKS="$PWD/scripts/probe/st_hooks.py"
 
 WORK=$(mktemp -d)
-# Two specs running the stand-in (two, so that the specs search has a second page and a cursor).
+# Two specs running the stand-in (two, so that the specs search has a second page and a cursor),
+# the interpreter named by its real path (a confined sandbox sees the installation of its
+# program, not a version manager's shims on PATH).
+SANDBOX_PY=$(python3 -c 'import sys; print(sys.executable)')
 cat >"$WORK/specs.json" <<JSON
 [
-  {"id": "standin", "command": ["python3", "$STANDIN"]},
-  {"id": "standin-2", "command": ["python3", "$STANDIN"]}
+  {"id": "standin", "command": ["$SANDBOX_PY", "$STANDIN"]},
+  {"id": "standin-2", "command": ["$SANDBOX_PY", "$STANDIN"]}
 ]
 JSON
 SERVER_PID=
@@ -123,13 +126,18 @@ stop_server() {
   kill_sandboxes
 }
 # Sandboxes outlive the server by design: the stand-ins the generated requests started are
-# killed by working directory (every sandbox process runs in its folder under $WORK).
+# killed by working directory (every sandbox process runs in its folder under $WORK), with
+# their process group (a confined sandbox's bwrap and its namespace's init, which a paused
+# sandbox would otherwise keep stopped).
 kill_sandboxes() {
-  local link pid
+  local link pid pgid
   for link in /proc/[0-9]*/cwd; do
     pid=${link#/proc/}; pid=${pid%/cwd}
     case "$(readlink "$link" 2>/dev/null)" in
-      "$WORK"/*) kill -9 "$pid" 2>/dev/null || true ;;
+      "$WORK"/*)
+        pgid=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f3)
+        [ -n "$pgid" ] && kill -9 -- "-$pgid" 2>/dev/null
+        kill -9 "$pid" 2>/dev/null || true ;;
     esac
   done
 }

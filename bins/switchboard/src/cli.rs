@@ -236,9 +236,6 @@ pub struct ServeArgs {
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
-    /// A host directory under which `selected_repository` may name a local repository (repeatable; default none). Docker sandboxes see each one read-only at the same path (issue 18, Repository sources).
-    #[arg(long = "allow-local-repositories", value_name = "DIR")]
-    pub allow_local_repositories: Vec<PathBuf>,
 }
 
 // The LLM of started conversations (issue 10; docs/API.md, App conversations: start).
@@ -354,6 +351,21 @@ pub struct SandboxArgs {
     /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64")]
     pub sandbox_log_max_mib: u64,
+    // Issue 18 (docs/API.md, "What a sandbox can reach").
+    /// How process sandboxes are confined: bwrap (each in namespaces of its own, seeing only the system read-only and its own directory; as a user of its own when Switchboard runs as root) or none (single-user: sandboxes run as Switchboard's user and can read its data; warned at every start).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROCESS_ISOLATION",
+        value_enum,
+        default_value = "bwrap"
+    )]
+    pub process_isolation: crate::isolation::ProcessIsolation,
+    /// The user and group ids given to process sandboxes when Switchboard runs as root, FIRST-LAST: one per sandbox, never two sandboxes at once.
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_UID_RANGE", default_value_t = switchboard_sandbox::DEFAULT_UID_RANGE)]
+    pub sandbox_uid_range: switchboard_sandbox::UidRange,
+    /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (issue 18, Repository sources).
+    #[arg(long = "allow-local-repositories", value_name = "DIR")]
+    pub allow_local_repositories: Vec<PathBuf>,
     #[command(flatten)]
     pub docker: DockerArgs,
 }
@@ -431,6 +443,22 @@ impl DbArgs {
         let path = self.data_dir.join("switchboard.sqlite");
         let abs = std::path::absolute(&path).unwrap_or(path);
         Ok(format!("sqlite://{}", abs.display()))
+    }
+
+    /// The files of Switchboard's no sandbox may see besides the data directory: the LLM
+    /// key file, and a SQLite database elsewhere (with its journal files).
+    pub fn files_to_hide(&self, llm: &LlmArgs) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = llm.llm_api_key_file.iter().cloned().collect();
+        if let Some(path) = self
+            .database_url
+            .as_deref()
+            .and_then(|u| u.strip_prefix("sqlite://"))
+        {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                out.push(PathBuf::from(format!("{path}{suffix}")));
+            }
+        }
+        out
     }
 
     /// Opens the store, applying pending migrations (their versions are returned).

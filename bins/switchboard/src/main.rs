@@ -9,6 +9,7 @@
 mod cli;
 mod commands;
 mod docker;
+mod isolation;
 mod open_files;
 mod sandboxes;
 mod secret_key;

@@ -3,7 +3,7 @@
 //! webhook URL, and the background jobs registered with the supervisor.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use tokio::sync::Notify;
 
 use crate::cli::{SandboxArgs, SpecArgs};
 use crate::docker::{self, DockerWiring, OrphanSweeper};
+use crate::isolation;
 use crate::secret_key;
 use crate::supervisor::Supervisor;
 
@@ -115,20 +116,23 @@ pub struct LogCap {
 
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
-/// when the default runtime or a spec's is `docker`, binding `local_repositories` (the
-/// operator's `--allow-local-repositories`) read-only into every container.
+/// when the default runtime or a spec's is `docker` (binding the operator's
+/// `--allow-local-repositories` read-only into every container). `hidden`: files no sandbox
+/// may see besides the data directory and the secret key (the LLM key file, a database
+/// elsewhere).
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
-/// field), an unknown runtime, a secret key file that is refused, or a Docker daemon that
-/// cannot be used while a spec needs it.
+/// field), an unknown runtime, a secret key file that is refused, a Docker daemon that
+/// cannot be used while a spec needs it, process sandboxes that cannot be confined, or a
+/// `--allow-local-repositories` directory that is refused.
 pub fn configure(
     args: &SandboxArgs,
-    local_repositories: &[std::path::PathBuf],
     data_dir: &Path,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
     wakes: &Wakes,
+    hidden: Vec<PathBuf>,
 ) -> Result<Configured> {
     let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
@@ -162,7 +166,8 @@ pub fn configure(
         .clone()
         .unwrap_or_else(|| data_dir.join("secret.key"));
     let sealer = secret_key::load_or_create(&key_file)?;
-    let process = Arc::new(ProcessRuntime::new(data_dir.join("sandboxes")));
+    let (process, local_repositories) =
+        isolation::process_runtime(args, &specs, &data_dir, &key_file, hidden)?;
     let log_cap = (args.sandbox_log_max_mib > 0).then(|| LogCap {
         runtime: process.clone(),
         max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),
@@ -177,7 +182,7 @@ pub fn configure(
             bound,
             &public_url,
             args.sandbox_log_max_mib,
-            local_repositories,
+            &local_repositories,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)
@@ -200,6 +205,7 @@ pub fn configure(
             max_sandboxes_per_org: args.max_sandboxes_per_org,
             warm_sandboxes: args.warm_sandboxes,
             probe_timeout: PROBE_TIMEOUT,
+            local_repositories,
         },
         runtimes,
         client: Arc::new(HttpAgentServerClient::new()),

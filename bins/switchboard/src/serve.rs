@@ -48,6 +48,7 @@ fn init_tracing(format: LogFormat) {
 pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
     let open_files = crate::open_files::raise_and_log();
+    crate::isolation::warn_if_password_on_command_line(db.database_url.as_deref());
     let (store, applied) = db.open(args.db_pool_size, true)?;
     let db_url = db.url()?;
     if !applied.is_empty() {
@@ -62,11 +63,11 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     let wakes = sandboxes::Wakes::default();
     let configured = sandboxes::configure(
         &args.sandboxes,
-        &args.allow_local_repositories,
         &db.data_dir,
         addr,
         Arc::new(metrics.clone()),
         &wakes,
+        db.files_to_hide(&args.llm),
     )?;
     let managed = configured.managed;
     // Containers on Docker's bridge reach the host only through the bridge gateway.

@@ -98,7 +98,8 @@ fn restart_mid_start(backend: Backend) {
     let t = wait_task(&server, &key, &id, |s| s == "STARTING_CONVERSATION");
     let url = t["agent_server_url"].as_str().unwrap().to_owned();
     let sandbox = t["sandbox_id"].as_str().unwrap().to_owned();
-    let pid = agent_pid(&url).expect("the stand-in answers");
+    agent_pid(&url).expect("the stand-in answers");
+    let pid = agent_host_pid(&url).expect("the stand-in's process");
 
     drop(server); // SIGKILL in the middle of the create call
     let server = serve(db.url(), &data_dir, &specs);
@@ -118,10 +119,10 @@ fn restart_mid_start(backend: Backend) {
     );
     assert_eq!((code, &body[0]), (200, &Value::Null), "{backend}: {body}");
     let deadline = Instant::now() + Duration::from_secs(20);
-    while agent_pid(&url) == Some(pid) && Instant::now() < deadline {
+    while agent_host_pid(&url) == Some(pid) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let gone = agent_pid(&url) != Some(pid);
+    let gone = agent_host_pid(&url) != Some(pid);
     let _ = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status();
@@ -136,7 +137,7 @@ fn restart_mid_start(backend: Backend) {
     let t = wait_task(&server, &key, &id, |s| s == "READY" || s == "ERROR");
     assert_eq!(t["status"], "READY", "{backend}: {t}");
     let url = t["agent_server_url"].as_str().unwrap().to_owned();
-    let pid = agent_pid(&url);
+    let pid = agent_host_pid(&url);
     drop(server);
     if let Some(pid) = pid {
         let _ = std::process::Command::new("kill")

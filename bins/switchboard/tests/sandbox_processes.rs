@@ -22,21 +22,22 @@ fn start(server: &Server, key: &str, spec: &str) -> String {
 }
 
 /// Pids of live processes (not zombies) whose working directory is under `dir` (every
-/// sandbox process and its children run in the sandbox's directory).
+/// sandbox process and its children run in the sandbox's directory) or whose command line
+/// names it (a confined sandbox's `bwrap` and its namespace's init, which run from `/`).
 fn live_processes_under(dir: &str) -> Vec<u32> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
-            continue;
-        };
+        let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
         let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
         let zombie = stat
             .rsplit_once(')')
             .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if !zombie && cwd.to_string_lossy().starts_with(dir) {
+        let named = String::from_utf8_lossy(&cmdline).contains(&format!("{dir}/sandboxes/"));
+        if !zombie && (cwd.to_string_lossy().starts_with(dir) || named) {
             out.push(pid);
         }
     }
@@ -64,8 +65,8 @@ fn misbehaving_sandboxes_do_not_take_the_server_down() {
             {
                 // Floods its log from a child in its group, and serves.
                 "id": "flood",
-                "command": ["sh", "-c",
-                    format!("yes {marker} & exec {} {standin} \"$@\"", python()), "sh"],
+                "command": ["sh", "-c", format!("yes {marker} & exec \"$0\" \"$@\""),
+                    python(), &standin],
             }
         ])
         .to_string(),
@@ -132,9 +133,12 @@ struct KillSandboxesOnDrop(String);
 impl Drop for KillSandboxesOnDrop {
     fn drop(&mut self) {
         for pid in live_processes_under(&self.0) {
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .status();
+            // Its process group too: a confined sandbox's bwrap and namespace init with it.
+            for target in [format!("-{pid}"), pid.to_string()] {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", "--", &target])
+                    .status();
+            }
         }
     }
 }
@@ -176,8 +180,10 @@ fn a_flooding_sandbox_log_is_kept_under_its_cap() {
         &specs,
         json!([{
             "id": "flood",
-            "command": ["sh", "-c",
-                format!("{py} -c \"$FLOOD\" & exec {py} {standin} \"$@\"", py = python()), "sh"],
+            // The interpreter and the script as arguments of their own: a confined sandbox
+            // sees the absolute paths among its command's arguments.
+            "command": ["sh", "-c", "\"$0\" -c \"$FLOOD\" & exec \"$0\" \"$@\"",
+                python(), &standin],
             "initial_env": {"FLOOD": flood}
         }])
         .to_string(),

@@ -62,7 +62,8 @@ fn start(server: &Server, key: &str) -> (String, String, u64) {
         .as_str()
         .unwrap()
         .to_owned();
-    let pid = agent_pid(&url).expect("the stand-in answers");
+    agent_pid(&url).expect("the stand-in answers");
+    let pid = agent_host_pid(&url).expect("the stand-in's process");
     (id, url, pid)
 }
 
@@ -80,7 +81,7 @@ fn restart_reconciles(backend: Backend) {
     kill_pid(killed_pid);
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(
-        agent_pid(&kept_url),
+        agent_host_pid(&kept_url),
         Some(kept_pid),
         "{backend}: the sandbox died with Switchboard"
     );
@@ -93,7 +94,11 @@ fn restart_reconciles(backend: Backend) {
         Some(kept_url.as_str()),
         "{backend}"
     );
-    assert_eq!(agent_pid(&kept_url), Some(kept_pid), "{backend}: restarted");
+    assert_eq!(
+        agent_host_pid(&kept_url),
+        Some(kept_pid),
+        "{backend}: restarted"
+    );
     wait_sandbox_status(&server, &key, &killed, "MISSING");
     // Still under control: pause, resume, delete.
     for action in ["pause", "resume"] {

@@ -36,6 +36,13 @@ const FAIL_CREATE: &str = "fail-create";
 const FAIL_BASH: &str = "fail-bash";
 
 async fn app(backend: Backend, options: SandboxOptions) -> SandboxApp {
+    // The test repositories are temporary directories (issue 18: local repositories only
+    // under --allow-local-repositories).
+    let temp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+    let options = SandboxOptions {
+        local_repositories: vec![temp],
+        ..options
+    };
     spawn_sandbox_app_with(
         backend,
         options,
@@ -752,7 +759,7 @@ async fn concurrent_starts(backend: Backend) {
         SandboxOptions {
             warm: 0,
             max_running: 25,
-            ..Default::default()
+            ..SandboxOptions::default()
         },
     )
     .await;

@@ -169,7 +169,7 @@ async fn warm_pool_under_concurrent_starts(backend: Backend) {
         SandboxOptions {
             warm: 3,
             max_running: 100,
-            ..Default::default()
+            ..SandboxOptions::default()
         },
     )
     .await;
@@ -257,7 +257,7 @@ async fn running_limit(backend: Backend) {
         SandboxOptions {
             warm: 0,
             max_running: 2,
-            ..Default::default()
+            ..SandboxOptions::default()
         },
     )
     .await;

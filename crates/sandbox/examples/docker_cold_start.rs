@@ -40,6 +40,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             session_key: SessionKey::generate(),
             webhook_base_url: "http://host.docker.internal:9/api/v1/webhooks".into(),
             passthrough_env: Vec::new(),
+            local_repositories: Vec::new(),
         };
         let began = Instant::now();
         let handle = runtime.start(&launch)?;

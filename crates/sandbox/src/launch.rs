@@ -143,6 +143,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).into(), (*v).into()))
                 .collect(),
+            local_repositories: Vec::new(),
         }
     }
 

@@ -4,7 +4,9 @@
 //! ([`switchboard_domain::sandboxes::runtime`]):
 //!
 //! - [`ProcessRuntime`]: each sandbox an agent server run as a local process in a process
-//!   group of its own, with a clean environment, supervised through `/proc` (issue 9).
+//!   group of its own, with a clean environment, supervised through `/proc` (issue 9);
+//!   confined by `bwrap` in namespaces of its own and, as root, as a user of its own
+//!   ([`confine`], issue 18).
 //! - [`DockerRuntime`]: each sandbox a container of the spec's image, run by the Docker
 //!   Engine through `bollard`, labelled as this installation's, its agent server published on
 //!   loopback only (issue 12).
@@ -14,12 +16,16 @@
 //! Every call blocks: async callers run them on a blocking pool.
 
 pub mod agent_client;
+pub mod confine;
 pub mod docker;
 pub mod launch;
 pub mod logs;
 pub mod process;
 pub mod procfs;
+pub mod uids;
 
 pub use agent_client::HttpAgentServerClient;
+pub use confine::{Bwrap, Isolation, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use process::{ProcessIdentity, ProcessRuntime};
+pub use uids::{DEFAULT_UID_RANGE, UidRange};

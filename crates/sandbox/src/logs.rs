@@ -13,7 +13,7 @@
 //! The disk a sandbox's logs take is then at most the cap, plus [`KEEP_BYTES`], plus what it
 //! writes between two trims (the binary trims every second).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -76,9 +76,12 @@ pub fn trim_logs(sandboxes_root: &Path, max_bytes: u64) -> io::Result<Vec<Trimme
     Ok(trimmed)
 }
 
-/// `O_NOFOLLOW`, for `OpenOptionsExt::custom_flags`.
-fn nofollow() -> i32 {
-    i32::try_from(OFlags::NOFOLLOW.bits()).expect("O_NOFOLLOW fits an int")
+/// `O_NOFOLLOW | O_NONBLOCK`, for `OpenOptionsExt::custom_flags`: a file of a sandbox's
+/// directory, which the sandbox (its own user, when confined) may have replaced by a link to
+/// another file or by a FIFO, is opened only when it is the file itself, and never waits.
+pub fn nofollow_nonblock() -> i32 {
+    i32::try_from((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits())
+        .expect("O_NOFOLLOW | O_NONBLOCK fits an int")
 }
 
 /// Copies the end of `log` (from a line start, at most [`KEEP_BYTES`]) over `previous`, then
@@ -87,9 +90,13 @@ fn trim(log: &Path, previous: &Path) -> io::Result<()> {
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
-        .custom_flags(nofollow())
+        .custom_flags(nofollow_nonblock())
         .open(log)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    let len = meta.len();
     let from = len.saturating_sub(KEEP_BYTES);
     file.seek(SeekFrom::Start(from))?;
     let mut tail = Vec::with_capacity(usize::try_from(len - from).unwrap_or(0));
@@ -100,9 +107,19 @@ fn trim(log: &Path, previous: &Path) -> io::Result<()> {
         tail.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1)
     };
     // Written beside, then renamed over: a reader of the previous log never sees half of it.
+    // Made anew (O_EXCL): whatever the sandbox left under that name (a link to another file)
+    // is removed, never written through.
     let staging = previous.with_extension("1.partial");
+    match fs::remove_file(&staging) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     {
-        let mut out = File::create(&staging)?;
+        let mut out = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&staging)?;
         out.write_all(&tail[start..])?;
     }
     fs::rename(&staging, previous)?;
@@ -180,6 +197,20 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(fs::metadata(&outside).unwrap().len(), 4096);
+    }
+
+    #[test]
+    fn a_link_left_as_the_staging_file_is_never_written_through() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside.txt");
+        fs::write(&outside, b"keep").unwrap();
+        let dir = sandbox_with_log(root.path(), "a", &[b'z'; 4096]);
+        std::os::unix::fs::symlink(&outside, dir.join("agent-server.log.1.partial")).unwrap();
+        let trimmed = trim_logs(root.path(), 1024).unwrap();
+        assert_eq!(trimmed.len(), 1);
+        assert_eq!(trimmed[0].error, None);
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+        assert_eq!(fs::read(dir.join(PREVIOUS_LOG_FILE)).unwrap().len(), 4096);
     }
 
     #[test]

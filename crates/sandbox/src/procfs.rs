@@ -1,6 +1,7 @@
 //! Reading processes from `/proc` (proc(5)): a process's state, process group and start time,
-//! and the members of a process group. The start time, with the pid, is a process's identity:
-//! a pid reused by another process has a different start time.
+//! the members of a process group, and the processes of a pid namespace (pid_namespaces(7)).
+//! The start time, with the pid, is a process's identity: a pid reused by another process has
+//! a different start time.
 
 use std::fs;
 use std::io;
@@ -85,14 +86,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
 
 /// Every process whose process group is `pgid` (zombies included), from a scan of `/proc`.
 pub fn group_members(pgid: u32) -> Vec<ProcStat> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(read_stat)
-        .filter(|stat| stat.pgrp == pgid)
-        .collect()
+    all_processes().filter(|stat| stat.pgrp == pgid).collect()
 }
 
 /// The members of process group `pgid` that have not ended (zombies left out).
@@ -100,6 +94,37 @@ pub fn live_group_members(pgid: u32) -> Vec<ProcStat> {
     group_members(pgid)
         .into_iter()
         .filter(|stat| !stat.is_dead())
+        .collect()
+}
+
+/// The pid namespace of `pid`: the inode in `/proc/<pid>/ns/pid` (which reads `pid:[INODE]`).
+/// `None` when there is no such process or its namespace may not be read (another user's
+/// process, for an unprivileged reader).
+pub fn pid_namespace(pid: u32) -> Option<u64> {
+    let link = fs::read_link(format!("/proc/{pid}/ns/pid")).ok()?;
+    let text = link.to_str()?;
+    text.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Every process in `/proc`, read once each (processes that end while listed are left out).
+fn all_processes() -> impl Iterator<Item = ProcStat> {
+    fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(read_stat)
+}
+
+/// The processes whose parent is `pid` (zombies included).
+pub fn children(pid: u32) -> Vec<ProcStat> {
+    all_processes().filter(|stat| stat.ppid == pid).collect()
+}
+
+/// The processes of pid namespace `inode` that have not ended, as this process sees them
+/// (its own namespace's pids). A process whose namespace cannot be read is left out.
+pub fn live_namespace_members(inode: u64) -> Vec<ProcStat> {
+    all_processes()
+        .filter(|stat| !stat.is_dead() && pid_namespace(stat.pid) == Some(inode))
         .collect()
 }
 
@@ -139,5 +164,8 @@ mod tests {
         assert!(me.start_time > 0);
         assert_eq!(read_stat(me.pid).unwrap().start_time, me.start_time);
         assert!(group_members(me.pgrp).iter().any(|s| s.pid == me.pid));
+        let ns = pid_namespace(me.pid).unwrap();
+        assert!(live_namespace_members(ns).iter().any(|s| s.pid == me.pid));
+        assert_eq!(pid_namespace(u32::MAX), None);
     }
 }

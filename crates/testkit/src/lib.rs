@@ -81,6 +81,37 @@ pub fn standin_agent_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/standin_agent_server.py")
 }
 
+/// The real OpenHands agent server's program, when this machine has it: the path in
+/// `SWITCHBOARD_TEST_AGENT_SERVER`, else `${TMPDIR:-/tmp}/agent-server-venv/bin/agent-server`
+/// (the venv `scripts/e2e.sh` installs where Python 3.12+ is present; CI runs it before the
+/// tests). `None`: tests use [`standin_agent_server`] and say so.
+pub fn real_agent_server() -> Option<PathBuf> {
+    let path = std::env::var_os("SWITCHBOARD_TEST_AGENT_SERVER")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("agent-server-venv")
+                .join("bin")
+                .join("agent-server")
+        });
+    path.is_file().then_some(path)
+}
+
+/// The environment the real agent server gets in tests (as in `scripts/e2e-sandbox.sh`): no
+/// network fetch of LiteLLM's cost map, no banner, no VS Code, VNC or browser, tools loaded
+/// on use, unbuffered output, webhooks sent at once.
+pub const REAL_AGENT_SERVER_ENV: [(&str, &str); 9] = [
+    ("LITELLM_LOCAL_MODEL_COST_MAP", "True"),
+    ("OPENHANDS_SUPPRESS_BANNER", "1"),
+    ("OH_ENABLE_VSCODE", "false"),
+    ("OH_ENABLE_VNC", "false"),
+    ("OH_PRELOAD_TOOLS", "false"),
+    ("OH_ENABLE_BROWSER", "false"),
+    ("PYTHONUNBUFFERED", "1"),
+    ("OH_WEBHOOKS_0_EVENT_BUFFER_SIZE", "1"),
+    ("OH_WEBHOOKS_0_FLUSH_DELAY", "0.5"),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,8 @@ const SWITCHBOARD_ENV: &[&str] = &[
     "SWITCHBOARD_RATE_LIMIT_PER_IP",
     "SWITCHBOARD_LOG",
     "RUST_LOG",
+    "SWITCHBOARD_PROCESS_ISOLATION",
+    "SWITCHBOARD_SANDBOX_UID_RANGE",
 ];
 
 /// How long a server may take to print its address.
@@ -451,6 +453,24 @@ pub fn python() -> String {
         .output()
         .unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The pid, as this process sees it, of the agent server listening on `url`'s port: the
+/// process whose command line ends with `--port <port>`, `bwrap` left out. (A confined
+/// stand-in's `/server_info` reports its pid inside its own pid namespace.)
+pub fn agent_host_pid(url: &str) -> Option<u64> {
+    let port = url.rsplit(':').next()?.trim_end_matches('/');
+    let tail = format!("--port\0{port}\0");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u64 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline);
+            let program = text.split('\0').next().unwrap_or("");
+            (text.ends_with(&tail) && !program.ends_with("bwrap")).then_some(pid)
+        })
 }
 
 /// Waits up to 30 s for sandbox `id` to show `status` through the batch get, and returns its

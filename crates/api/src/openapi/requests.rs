@@ -10,6 +10,9 @@
 //! `null`, and `patternProperties`-free exact patterns are beyond what the derive expresses.
 
 use serde_json::{Map, Value, json};
+use switchboard_domain::app_conversations::repository::{
+    BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
+};
 use switchboard_domain::app_conversations::start_request::START_REQUEST_FIELDS;
 use switchboard_domain::app_conversations::{ConversationTrigger, GIT_PROVIDERS};
 use switchboard_domain::identity::api_keys::MAX_KEY_NAME_CHARS;
@@ -241,8 +244,18 @@ fn start_request_schema() -> Value {
         "processors": {"type": ["array", "null"]},
         "llm_model": text(),
         "agent_profile_id": text(),
-        "selected_repository": text(),
-        "selected_branch": text(),
+        "selected_repository": {
+            "type": ["string", "null"],
+            "maxLength": MAX_REPOSITORY_LEN,
+            "pattern": REPOSITORY_PATTERN,
+            "description": "The repository to clone (issue 18, Repository sources): `owner/repo` (cloned from its `git_provider`'s public host, GitHub when none), an `https://` or `ssh://` URL, or `user@host:path`, in printable ASCII without spaces. A local path or `file://` URL is accepted besides only under a directory the server's operator allows (`--allow-local-repositories`; none by default, and this pattern describes such a server). Anything else is a 422 at this field, before any sandbox starts.",
+        },
+        "selected_branch": {
+            "type": ["string", "null"],
+            "maxLength": MAX_BRANCH_LEN,
+            "pattern": BRANCH_PATTERN,
+            "description": "The branch to check out: a plain branch name, never anything git could read as an option.",
+        },
         "git_provider": {"enum": providers},
         "suggested_task": {"type": ["object", "null"]},
         "title": text(),

@@ -33,7 +33,7 @@ pub const NO_SUCH_COMMAND: &str = "no-such-command";
 pub const CRASHES: &str = "crashes";
 
 /// Options of [`spawn_sandbox_app`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SandboxOptions {
     /// `--warm-sandboxes`.
     pub warm: u32,
@@ -43,6 +43,8 @@ pub struct SandboxOptions {
     pub max_per_user: u32,
     /// `--max-sandboxes-per-org`.
     pub max_per_org: Option<u32>,
+    /// `--allow-local-repositories`.
+    pub local_repositories: Vec<std::path::PathBuf>,
 }
 
 impl Default for SandboxOptions {
@@ -52,6 +54,7 @@ impl Default for SandboxOptions {
             max_running: 5,
             max_per_user: switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER,
             max_per_org: None,
+            local_repositories: Vec::new(),
         }
     }
 }
@@ -157,6 +160,7 @@ pub async fn spawn_sandbox_app_with(
             max_sandboxes_per_org: options.max_per_org,
             warm_sandboxes: options.warm,
             probe_timeout: Duration::from_secs(2),
+            local_repositories: options.local_repositories.clone(),
         },
         runtimes: Runtimes::new().with(runtime.clone() as Arc<dyn SandboxRuntime>),
         client: Arc::new(HttpAgentServerClient::new()),

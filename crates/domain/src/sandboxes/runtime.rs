@@ -38,6 +38,10 @@ pub struct LaunchSpec {
     /// `initial_env` wins over them. Nothing else of Switchboard's environment reaches the
     /// sandbox.
     pub passthrough_env: Vec<(String, String)>,
+    /// Host directories every runtime shows the sandbox read-only, at the same path: the
+    /// operator's `--allow-local-repositories` (issue 18, "Repository sources"), so that a
+    /// start's clone of a local repository works inside the sandbox.
+    pub local_repositories: Vec<PathBuf>,
 }
 
 impl fmt::Debug for LaunchSpec {
@@ -60,6 +64,7 @@ impl fmt::Debug for LaunchSpec {
                     .map(|(k, _)| k)
                     .collect::<Vec<_>>(),
             )
+            .field("local_repositories", &self.local_repositories)
             .finish()
     }
 }
@@ -519,6 +524,7 @@ mod tests {
             session_key: key.clone(),
             webhook_base_url: "http://127.0.0.1:1/api/v1/webhooks".into(),
             passthrough_env: vec![("LLM_API_KEY".into(), "sk-very-secret".into())],
+            local_repositories: Vec::new(),
         };
         let shown = format!("{launch:?}");
         assert!(!shown.contains(key.expose()), "{shown}");

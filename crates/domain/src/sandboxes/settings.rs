@@ -73,6 +73,11 @@ pub struct SandboxSettings {
     pub warm_sandboxes: u32,
     /// The timeout of one `/alive` probe.
     pub probe_timeout: Duration,
+    /// The directories under which a start may clone a local path or `file://` URL
+    /// (`--allow-local-repositories`, default none; issue 18, "Repository sources"), absolute
+    /// and canonical; every runtime shows them to its sandboxes read-only
+    /// ([`crate::sandboxes::runtime::LaunchSpec::local_repositories`]).
+    pub local_repositories: Vec<std::path::PathBuf>,
 }
 
 impl SandboxSettings {

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::app_conversations::repository;
 use crate::app_conversations::sealed_start::{SealedStart, mask_credentials};
-use crate::app_conversations::start_request::parse_start_request;
+use crate::app_conversations::start_request::{StartRequest, parse_start_request};
 use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::conversations::Conversation;
 use crate::error::DomainError;
@@ -27,6 +28,7 @@ use crate::sandboxes::runtime::{AgentServerClient, BashCommand, SandboxStatus};
 use crate::services::sandboxes::SandboxService;
 use crate::services::start_body::{CreateBody, create_body};
 use crate::time_input::now_micros;
+use crate::validation::{self, loc};
 
 mod ids;
 mod secrets;
@@ -155,6 +157,7 @@ impl ConversationStartService {
     pub fn begin(&self, ctx: &OrgContext, body: &Value) -> Result<StartTask, DomainError> {
         let request = parse_start_request(body)?.map_err(|e| DomainError::BadStartRequest(e.0))?;
         let m = self.sandboxes.managed()?;
+        check_sources(&request, &m.m.settings.local_repositories)?;
         if let Some(parent) = request.parent_conversation_id {
             let seen = self
                 .conversations
@@ -396,13 +399,20 @@ impl Run<'_> {
         // PREPARING_REPOSITORY
         if let Some(repo) = &request.selected_repository {
             self.set(StartTaskStatus::PreparingRepository);
+            // Checked when the start was asked for; again here, against the server's
+            // settings now (issue 18, "Repository sources").
+            let allowed = &m.m.settings.local_repositories;
+            check_sources(&request, allowed)
+                .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
+            let source = repository::clone_source(repo, request.git_provider.as_deref(), allowed)
+                .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
             let mut cmd = String::from("git clone --quiet");
             if let Some(branch) = &request.selected_branch {
                 cmd.push_str(" --branch ");
                 cmd.push_str(&quote(branch));
             }
             cmd.push_str(" -- ");
-            cmd.push_str(&quote(repo));
+            cmd.push_str(&quote(&source));
             cmd.push(' ');
             cmd.push_str(&quote(&workdir));
             let out = bash(cmd, None, svc.timeouts.clone)
@@ -519,6 +529,28 @@ impl Run<'_> {
             .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
         Ok(())
     }
+}
+
+/// Checks `selected_repository` and `selected_branch`, each by its own rule (issue 18,
+/// "Repository sources": [`repository::check`], [`repository::check_branch`]).
+///
+/// # Errors
+/// [`DomainError::Invalid`], a 422 at the field, saying what is accepted.
+fn check_sources(
+    request: &StartRequest,
+    allowed_local: &[std::path::PathBuf],
+) -> Result<(), DomainError> {
+    if let Some(branch) = &request.selected_branch {
+        repository::check_branch(branch).map_err(|msg| {
+            validation::value_error(loc(["body", "selected_branch"]), &msg, &json!(branch))
+        })?;
+    }
+    if let Some(repo) = &request.selected_repository {
+        repository::check(repo, allowed_local).map_err(|msg| {
+            validation::value_error(loc(["body", "selected_repository"]), &msg, &json!(repo))
+        })?;
+    }
+    Ok(())
 }
 
 /// `s` quoted for a POSIX shell.

@@ -247,6 +247,7 @@ impl SandboxService {
                 session_key: SessionKey::new(key),
                 webhook_base_url: settings.webhook_base_url.clone(),
                 passthrough_env: settings.passthrough_env.clone(),
+                local_repositories: settings.local_repositories.clone(),
             };
             runtime
                 .start(&launch)

@@ -188,6 +188,7 @@ mod tests {
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://host.docker.internal:3000/api/v1/webhooks".into(),
             passthrough_env: vec![("LLM_API_KEY".into(), "k".into())],
+            local_repositories: Vec::new(),
         }
     }
 

@@ -261,6 +261,7 @@ pub fn launch_spec(spec: SandboxSpec) -> LaunchSpec {
         session_key: SessionKey::generate(),
         webhook_base_url: WEBHOOK_URL.into(),
         passthrough_env: vec![(PASSTHROUGH.0.into(), PASSTHROUGH.1.into())],
+        local_repositories: Vec::new(),
     }
 }
 

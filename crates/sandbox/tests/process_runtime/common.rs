@@ -11,11 +11,14 @@ use std::time::{Duration, Instant};
 use rustix::process::{Pid, Signal, kill_process_group};
 use switchboard_domain::SandboxId;
 use switchboard_domain::sandboxes::runtime::{
-    AgentServerClient, LaunchSpec, Observed, RuntimeHandle, SandboxRuntime, SessionKey,
+    AgentServerClient, BashCommand, BashOutcome, LaunchSpec, Observed, RuntimeHandle,
+    SandboxRuntime, SessionKey,
 };
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::procfs;
-use switchboard_sandbox::{HttpAgentServerClient, ProcessIdentity, ProcessRuntime};
+use switchboard_sandbox::{
+    Bwrap, DEFAULT_UID_RANGE, HttpAgentServerClient, Isolation, ProcessIdentity, ProcessRuntime,
+};
 use tempfile::TempDir;
 
 /// The probe timeout used by the tests.
@@ -60,6 +63,41 @@ impl Fixture {
             runtime,
             client: HttpAgentServerClient::new(),
         }
+    }
+
+    /// A runtime confined by bwrap as the binary confines it (issue 18), hiding `hidden`
+    /// besides the fixture's directory (its stand-in for Switchboard's data directory).
+    /// Panics when bwrap cannot confine here: CI installs bubblewrap (`.ci/run`).
+    pub fn confined(hidden: Vec<PathBuf>) -> Self {
+        let root = TempDir::new().unwrap();
+        let mut hide = vec![root.path().to_path_buf()];
+        hide.extend(hidden);
+        let bwrap = Bwrap::detect(DEFAULT_UID_RANGE, hide)
+            .unwrap_or_else(|e| panic!("the confinement tests need bwrap: {e}"));
+        let runtime = ProcessRuntime::new(root.path().join("sandboxes"))
+            .with_stop_timeout(Duration::from_secs(5))
+            .with_isolation(Isolation::Bwrap(bwrap));
+        Fixture {
+            root,
+            runtime,
+            client: HttpAgentServerClient::new(),
+        }
+    }
+
+    /// Runs `command` through the agent server's own command API
+    /// (`POST /api/bash/execute_bash_command`), as an agent (or an attacker) does.
+    pub fn bash(&self, sandbox: &Sandbox, key: &SessionKey, command: &str) -> BashOutcome {
+        self.client
+            .execute_bash(
+                &sandbox.handle.agent_server_url,
+                key,
+                &BashCommand {
+                    command: command.to_owned(),
+                    cwd: None,
+                    timeout_secs: 60,
+                },
+            )
+            .unwrap_or_else(|e| panic!("the command API failed for {command:?}: {e}"))
     }
 
     /// Starts the stand-in with `STANDIN_MODE=mode` and `STANDIN_FORK=fork`.
@@ -125,6 +163,7 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
         session_key: SessionKey::generate(),
         webhook_base_url: WEBHOOK_URL.into(),
         passthrough_env: passthrough(),
+        local_repositories: Vec::new(),
     }
 }
 
@@ -167,12 +206,19 @@ impl Drop for Sandbox {
     }
 }
 
-/// SIGKILL to the group of `identity`, unless its pid now belongs to another process.
+/// SIGKILL to the group of `identity`, unless its pid now belongs to another process, and
+/// to its pid namespace's init (which ends the namespace), if it has one.
 pub fn kill_group_if_ours(identity: ProcessIdentity) {
     let ours = procfs::read_stat(identity.pid).is_none_or(|s| s.start_time == identity.start_time);
     if ours && !procfs::live_group_members(identity.pid).is_empty() {
         let pgid = Pid::from_raw(identity.pid as i32).unwrap();
         let _ = kill_process_group(pgid, Signal::KILL);
+    }
+    if let Some(ns) = identity.namespace
+        && ns.init().is_some()
+    {
+        let _ =
+            rustix::process::kill_process(Pid::from_raw(ns.init_pid as i32).unwrap(), Signal::KILL);
     }
 }
 

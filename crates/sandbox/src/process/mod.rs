@@ -1,29 +1,42 @@
 //! The process runtime: each sandbox is an agent server run as a local process, in a process
 //! group of its own, from a directory of its own, with a clean environment (issue 9, "the
-//! process runtime").
+//! process runtime"), confined by `bwrap` unless the operator said otherwise (issue 18,
+//! [`crate::confine`]).
 //!
-//! - **Start**: a free loopback port; the directory `<sandboxes_root>/<sandbox_id>/`; the
-//!   spec's command + `--host 127.0.0.1 --port <port>`; the environment cleared, then
-//!   [`launch::environment`]; `process_group(0)`; stdin closed; stdout and stderr appended to
-//!   [`LOG_FILE`] in the sandbox's directory (capped by [`ProcessRuntime::trim_logs`]). A thread per sandbox waits for the process, so
-//!   an ended child is reaped at once and its exit status is kept for [`Observed::Exited`].
+//! - **Start**: a free loopback port; the directory `<sandboxes_root>/<sandbox_id>/` (mode
+//!   0700; confined as root: given to the sandbox's own user, [`crate::uids`]); the spec's
+//!   command + `--host 127.0.0.1 --port <port>`; the environment cleared, then
+//!   [`launch::environment`] (confined: `HOME` is the sandbox's directory); stdin closed;
+//!   stdout and stderr appended to [`LOG_FILE`] in the sandbox's directory (capped by
+//!   [`ProcessRuntime::trim_logs`]). Unconfined: `process_group(0)`; confined: `setsid bwrap
+//!   …`, whose pid namespace is found at once and kept in the handle. A thread per sandbox
+//!   waits for the process, so an ended child is reaped at once and its exit status is kept
+//!   for [`Observed::Exited`].
 //! - **Identity**: the pid and its start time (`/proc/<pid>/stat` field 22), kept in the
-//!   handle; a process with that pid but another start time is not the sandbox.
+//!   handle; a process with that pid but another start time is not the sandbox. Confined:
+//!   also its user id and its pid namespace (inode, and its init's pid and start time), so a
+//!   restarted Switchboard finds every process of the sandbox again.
 //! - **Port**: bound on `127.0.0.1:0` and released to the child; kept reserved by this runtime
-//!   until delete, so concurrent starts never get the same one.
-//! - **Pause / resume**: SIGSTOP / SIGCONT to the process group; they return once the group
-//!   shows the new state, so the status that follows is already `PAUSED` (or not).
-//! - **Delete**: SIGTERM (and SIGCONT, so a paused group can act on it) to the group, up to
-//!   the stop timeout (default 10 s) for every member to end, SIGKILL to the group, then the
-//!   sandbox's directory is removed.
+//!   until delete, so concurrent starts never get the same port.
+//! - **Pause / resume**: SIGSTOP / SIGCONT to every process of the sandbox (its group, and
+//!   confined, its pid namespace: also what left the group, such as a daemonized `tmux`);
+//!   they return once all show the new state, so the status that follows is already
+//!   `PAUSED` (or not).
+//! - **Delete**: SIGTERM (and SIGCONT, so paused processes can act on it) to every process,
+//!   up to the stop timeout (default 10 s) for all to end, SIGKILL (confined: to the
+//!   namespace's init, which ends every process in it), then the sandbox's directory is
+//!   removed; a sandbox whose processes could not all be ended keeps its directory (and so its
+//!   user id) until a later cleanup succeeds.
 //!
 //! Processes whose parent ends are re-parented to the system's init, which reaps them; in a
 //! container, run Switchboard under an init (`docker run --init`, tini).
 
 use std::collections::{HashMap, HashSet};
-use std::fs::{self, File, OpenOptions};
+use std::ffi::OsString;
+use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::net::{Ipv4Addr, TcpListener};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,14 +44,20 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde::{Deserialize, Serialize};
 use switchboard_domain::sandboxes::runtime::{
     LaunchSpec, Observed, RuntimeError, RuntimeHandle, SandboxRuntime,
 };
 
+use crate::confine::Isolation;
 use crate::launch;
 use crate::procfs::{self, ProcStat};
+
+mod confined;
+mod members;
+
+pub use confined::ETC_DIR;
+pub use members::PidNamespace;
 
 /// The runtime's name in [`RuntimeHandle::runtime`].
 pub const RUNTIME_NAME: &str = "process";
@@ -56,8 +75,10 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// issue 13; `sandbox_waiter_survives_many_exits` in tests/process_runtime). Reserved address
 /// space only: pages are touched as used.
 const WAITER_STACK: usize = 512 * 1024;
-/// How long pause and resume wait for the group to show its new state.
+/// How long pause and resume wait for every process to show its new state.
 const SIGNAL_WAIT: Duration = Duration::from_secs(2);
+/// How long a confined start waits for `bwrap` to make the sandbox's pid namespace.
+const NAMESPACE_WAIT: Duration = Duration::from_secs(5);
 /// How long [`ProcessRuntime::observe`] waits for an ended child to be reaped, to tell its
 /// exit status.
 const REAP_WAIT: Duration = Duration::from_millis(200);
@@ -75,13 +96,21 @@ enum ChildState {
     Exited(String),
 }
 
-/// A process's identity: what [`RuntimeHandle::data`] holds for this runtime.
+/// A process's identity: what [`RuntimeHandle::data`] holds for this runtime. The fields of
+/// a confined sandbox are absent from an unconfined one's (and from handles written before
+/// confinement existed, which read as unconfined).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ProcessIdentity {
-    /// The process id, also its process group id.
+    /// The process id, also its process group id (and, confined, its session id).
     pub pid: u32,
     /// Its start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
     pub start_time: u64,
+    /// Confined as root: the sandbox's own user and group id (issue 18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
+    /// Confined: the sandbox's pid namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<PidNamespace>,
 }
 
 impl ProcessIdentity {
@@ -99,10 +128,15 @@ impl ProcessIdentity {
         serde_json::from_value(handle.data.clone())
             .map_err(|e| RuntimeError::BadHandle(format!("process data: {e}")))
     }
+}
 
-    fn pgid(self) -> Option<Pid> {
-        Pid::from_raw(i32::try_from(self.pid).ok()?)
-    }
+/// Every live process of the sandbox of `handle` (its group's and, confined, its pid
+/// namespace's), as `/proc` shows them: what pause stops and delete ends.
+///
+/// # Errors
+/// [`RuntimeError::BadHandle`] for a handle this runtime did not make.
+pub fn sandbox_processes(handle: &RuntimeHandle) -> Result<Vec<ProcStat>, RuntimeError> {
+    Ok(members::live_members(ProcessIdentity::of(handle)?))
 }
 
 /// The process runtime; one per Switchboard (cheap to share behind an `Arc`). A fresh one,
@@ -111,22 +145,29 @@ impl ProcessIdentity {
 pub struct ProcessRuntime {
     sandboxes_root: PathBuf,
     stop_timeout: Duration,
+    isolation: Isolation,
     /// Ports handed to sandboxes of this runtime and not yet released by delete, so two
     /// starts never get the same port while the first process has not bound it yet.
     reserved_ports: Mutex<HashSet<u16>>,
+    /// User ids taken by starts whose directory is not yet given to them.
+    held_uids: Mutex<HashSet<u32>>,
     /// The children this runtime started and has not deleted: waited for by a thread each,
     /// which records how they ended.
     children: Arc<Mutex<HashMap<ProcessIdentity, ChildState>>>,
 }
 
 impl ProcessRuntime {
-    /// A runtime whose sandboxes live under `sandboxes_root` (created on first start), with
-    /// the default stop timeout ([`DEFAULT_STOP_TIMEOUT`]).
+    /// A runtime whose sandboxes live under `sandboxes_root` (created on first start, mode
+    /// 0700), unconfined ([`Isolation::None`]; the binary confines with
+    /// [`ProcessRuntime::with_isolation`]), with the default stop timeout
+    /// ([`DEFAULT_STOP_TIMEOUT`]).
     pub fn new(sandboxes_root: impl Into<PathBuf>) -> Self {
         ProcessRuntime {
             sandboxes_root: sandboxes_root.into(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
+            isolation: Isolation::None,
             reserved_ports: Mutex::new(HashSet::new()),
+            held_uids: Mutex::new(HashSet::new()),
             children: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -136,6 +177,19 @@ impl ProcessRuntime {
     pub fn with_stop_timeout(mut self, stop_timeout: Duration) -> Self {
         self.stop_timeout = stop_timeout;
         self
+    }
+
+    /// Sets how sandboxes started from now on are confined (issue 18). Sandboxes already
+    /// running keep what they were started with: their handle says.
+    #[must_use]
+    pub fn with_isolation(mut self, isolation: Isolation) -> Self {
+        self.isolation = isolation;
+        self
+    }
+
+    /// How sandboxes are confined.
+    pub fn isolation(&self) -> &Isolation {
+        &self.isolation
     }
 
     /// The directory holding every sandbox's directory.
@@ -207,51 +261,85 @@ impl ProcessRuntime {
         }
     }
 
-    /// Spawns the process; the caller cleans up on error.
+    /// Spawns the process (confined or not); the caller cleans up on error. Returns the
+    /// child and, confined as root, the sandbox's user id.
     fn spawn(
         &self,
         launch: &LaunchSpec,
         sandbox_dir: &Path,
         port: u16,
-    ) -> Result<Child, RuntimeError> {
-        let env = launch::environment(launch)?;
+    ) -> Result<(Child, Option<u32>), RuntimeError> {
+        let mut env = launch::environment(launch)?;
         let cwd = launch::working_dir(sandbox_dir, &launch.spec.working_dir)?;
-        fs::create_dir_all(&cwd).map_err(|e| io_error("creating", &cwd, &e))?;
         let (program, args) = launch
             .spec
             .command
             .split_first()
             .ok_or_else(|| RuntimeError::InvalidSpec("the command is empty".into()))?;
-        let executable = launch::resolve_program(program, &env, &cwd)?;
+        let mut argv: Vec<OsString> = args.iter().map(OsString::from).collect();
+        argv.extend(["--host".into(), LISTEN_HOST.to_string().into()]);
+        argv.extend(["--port".into(), port.to_string().into()]);
         let log_path = sandbox_dir.join(LOG_FILE);
+        let (mut command, uid) = match &self.isolation {
+            Isolation::None => {
+                fs::create_dir_all(&cwd).map_err(|e| io_error("creating", &cwd, &e))?;
+                let executable = launch::resolve_program(program, &env, &cwd)?;
+                let mut c = Command::new(executable);
+                c.args(argv).current_dir(&cwd).process_group(0);
+                (c, None)
+            }
+            Isolation::Bwrap(bwrap) => {
+                let held = confined::take_uid(
+                    bwrap,
+                    &self.sandboxes_root,
+                    &self.held_uids,
+                    &launch.sandbox_id,
+                )?;
+                let uid = held.as_ref().map(|h| h.id);
+                confined::prepare_dirs(sandbox_dir, &cwd, uid)?;
+                // A confined sandbox's home is its own directory (the host's is not there).
+                if !launch.spec.initial_env.contains_key("HOME") {
+                    env.insert("HOME".into(), sandbox_dir.display().to_string());
+                }
+                let executable = launch::resolve_program(program, &env, &cwd)?;
+                let plan = confined::plan(
+                    launch,
+                    &self.sandboxes_root,
+                    sandbox_dir,
+                    &cwd,
+                    &executable,
+                    argv,
+                    &env,
+                    uid,
+                )?;
+                let mut c = bwrap.command(&plan);
+                c.current_dir("/");
+                (c, uid)
+            }
+        };
         let log = OpenOptions::new()
-            .create(true)
+            .create_new(true)
             .append(true)
+            .mode(0o644)
             .open(&log_path)
             .map_err(|e| io_error("opening", &log_path, &e))?;
         let log_err = log
             .try_clone()
             .map_err(|e| io_error("opening", &log_path, &e))?;
-        Command::new(&executable)
-            .args(args)
-            .arg("--host")
-            .arg(LISTEN_HOST.to_string())
-            .arg("--port")
-            .arg(port.to_string())
+        let child = command
             .env_clear()
             .envs(&env)
-            .current_dir(&cwd)
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err)
-            .process_group(0)
             .spawn()
             .map_err(|e| {
                 RuntimeError::Launch(format!(
-                    "cannot run `{program}` ({}): {e}",
-                    executable.display()
+                    "cannot run `{program}` ({:?}): {e}",
+                    command.get_program()
                 ))
-            })
+            })?;
+        Ok((child, uid))
     }
 
     /// A thread that will wait for the child sent to it, so the child is reaped as soon as it
@@ -284,54 +372,6 @@ impl ProcessRuntime {
         Ok(send)
     }
 
-    /// Whether process group `identity.pid` can be signalled as the sandbox's: its leader is
-    /// still the sandbox's process, or has ended (a group's id is not given to a new process
-    /// while the group has members).
-    /// `/proc` that cannot be read is an error: the group is not signalled blind.
-    fn group_is_ours(identity: ProcessIdentity) -> Result<bool, RuntimeError> {
-        procfs::try_read_stat(identity.pid)
-            .map(|s| s.is_none_or(|s| s.start_time == identity.start_time))
-            .map_err(|e| RuntimeError::Io(format!("reading /proc/{}/stat: {e}", identity.pid)))
-    }
-
-    /// SIGTERM (and SIGCONT, so stopped members can act on it) to the group, up to the stop
-    /// timeout for every member to end, then SIGKILL.
-    fn stop_group(&self, identity: ProcessIdentity) -> Result<(), RuntimeError> {
-        let ignore_gone = |r: Result<(), RuntimeError>| match r {
-            Err(RuntimeError::Gone) => Ok(()),
-            other => other,
-        };
-        let gone = || procfs::live_group_members(identity.pid).is_empty();
-        ignore_gone(Self::signal_group(identity, Signal::TERM))?;
-        ignore_gone(Self::signal_group(identity, Signal::CONT))?;
-        if wait_for(self.stop_timeout, gone) {
-            return Ok(());
-        }
-        ignore_gone(Self::signal_group(identity, Signal::KILL))?;
-        if wait_for(KILL_WAIT, gone) {
-            Ok(())
-        } else {
-            Err(RuntimeError::Io(format!(
-                "process group {} still has live members after SIGKILL",
-                identity.pid
-            )))
-        }
-    }
-
-    fn signal_group(identity: ProcessIdentity, signal: Signal) -> Result<(), RuntimeError> {
-        let pgid = identity
-            .pgid()
-            .ok_or_else(|| RuntimeError::BadHandle(format!("pid {}", identity.pid)))?;
-        match kill_process_group(pgid, signal) {
-            Ok(()) => Ok(()),
-            Err(rustix::io::Errno::SRCH) => Err(RuntimeError::Gone),
-            Err(e) => Err(RuntimeError::Io(format!(
-                "signalling process group {}: {e}",
-                identity.pid
-            ))),
-        }
-    }
-
     /// Start, once the sandbox's directory exists; the caller removes it on error.
     fn start_in(
         &self,
@@ -340,15 +380,29 @@ impl ProcessRuntime {
     ) -> Result<RuntimeHandle, RuntimeError> {
         let waiter = self.waiter()?;
         let port = self.reserve_port()?;
-        let child = self.spawn(launch, sandbox_dir, port).inspect_err(|_| {
+        let (child, uid) = self.spawn(launch, sandbox_dir, port).inspect_err(|_| {
             self.release_port(port);
         })?;
         // Not yet reaped, so its /proc entry is there even if it has already ended.
         let pid = child.id();
         let start_time = procfs::read_stat(pid).map(|stat| stat.start_time);
+        let namespace = match self.isolation {
+            Isolation::None => None,
+            Isolation::Bwrap(_) => {
+                let mut found = None;
+                wait_for(NAMESPACE_WAIT, || {
+                    found = PidNamespace::of_child(pid);
+                    // bwrap failed before making it: the log says why.
+                    found.is_some() || procfs::read_stat(pid).is_none_or(|s| s.is_dead())
+                });
+                found
+            }
+        };
         let identity = ProcessIdentity {
             pid,
             start_time: start_time.unwrap_or(0),
+            uid,
+            namespace,
         };
         self.children
             .lock()
@@ -356,7 +410,7 @@ impl ProcessRuntime {
             .insert(identity, ChildState::Waiting);
         let _ = waiter.send((child, identity));
         if start_time.is_none() {
-            let _ = Self::signal_group(identity, Signal::KILL);
+            let _ = members::signal_group(identity, rustix::process::Signal::KILL);
             self.release_port(port);
             return Err(RuntimeError::Launch(format!(
                 "cannot read /proc/{pid}/stat of the started process (is /proc mounted?)"
@@ -372,21 +426,30 @@ impl ProcessRuntime {
         })
     }
 
-    /// Pause and resume: only a sandbox that is still there. Returns once every live member
-    /// of the group shows the new state (stopped or not), or after [`SIGNAL_WAIT`].
-    fn signal_live(&self, handle: &RuntimeHandle, signal: Signal) -> Result<(), RuntimeError> {
+    /// Pause and resume: only a sandbox that is still there. Returns once every live process
+    /// of the sandbox shows the new state (stopped or not), or after [`SIGNAL_WAIT`].
+    fn signal_live(&self, handle: &RuntimeHandle, stop: bool) -> Result<(), RuntimeError> {
         let identity = ProcessIdentity::of(handle)?;
         match Self::current(identity) {
-            Some(stat) if !stat.is_dead() => Self::signal_group(identity, signal)?,
-            _ => return Err(RuntimeError::Gone),
+            Some(stat) if !stat.is_dead() => members::stop_or_continue(identity, stop),
+            _ => Err(RuntimeError::Gone),
         }
-        let stopping = signal == Signal::STOP;
-        wait_for(SIGNAL_WAIT, || {
-            procfs::live_group_members(identity.pid)
-                .iter()
-                .all(|member| member.is_stopped() == stopping)
-        });
-        Ok(())
+    }
+
+    /// Removes what a sandbox left on disk: its directory and its `/etc` overrides.
+    fn remove_files(&self, dir: &Path) -> Result<(), RuntimeError> {
+        let mut outcome = Ok(());
+        let etc = dir
+            .file_name()
+            .map(|name| confined::etc_dir(&self.sandboxes_root, &name.to_string_lossy()));
+        for path in [Some(dir.to_path_buf()), etc].into_iter().flatten() {
+            match fs::remove_dir_all(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => outcome = outcome.and(Err(io_error("removing", &path, &e))),
+            }
+        }
+        outcome
     }
 }
 
@@ -398,11 +461,16 @@ impl SandboxRuntime for ProcessRuntime {
     fn start(&self, launch: &LaunchSpec) -> Result<RuntimeHandle, RuntimeError> {
         fs::create_dir_all(&self.sandboxes_root)
             .map_err(|e| io_error("creating", &self.sandboxes_root, &e))?;
+        if !matches!(self.isolation, Isolation::None) {
+            // Only Switchboard enters it; a sandbox sees its own directory through its mount.
+            fs::set_permissions(&self.sandboxes_root, fs::Permissions::from_mode(0o700))
+                .map_err(|e| io_error("setting the mode of", &self.sandboxes_root, &e))?;
+        }
         let sandbox_dir = self.sandboxes_root.join(launch.sandbox_id.to_string());
         fs::create_dir(&sandbox_dir).map_err(|e| io_error("creating", &sandbox_dir, &e))?;
         let started = self.start_in(launch, &sandbox_dir);
         if started.is_err() {
-            let _ = fs::remove_dir_all(&sandbox_dir);
+            let _ = self.remove_files(&sandbox_dir);
         }
         started
     }
@@ -424,6 +492,11 @@ impl SandboxRuntime for ProcessRuntime {
         let current = procfs::try_read_stat(identity.pid)
             .map_err(|e| RuntimeError::Io(format!("reading /proc/{}/stat: {e}", identity.pid)))?
             .filter(|s| s.start_time == identity.start_time);
+        if current.is_none_or(|s| s.is_dead()) {
+            // The agent server has ended (confined: `bwrap` ends with it): so does anything
+            // it left running in its namespace (issue 24, item 4).
+            members::end_namespace(identity);
+        }
         Ok(match current {
             Some(stat) if stat.is_dead() => exited().unwrap_or_else(|| Observed::Exited {
                 reason: "exited (not yet reaped)".into(),
@@ -435,11 +508,11 @@ impl SandboxRuntime for ProcessRuntime {
     }
 
     fn pause(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError> {
-        self.signal_live(handle, Signal::STOP)
+        self.signal_live(handle, true)
     }
 
     fn resume(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError> {
-        self.signal_live(handle, Signal::CONT)
+        self.signal_live(handle, false)
     }
 
     fn delete(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError> {
@@ -452,7 +525,10 @@ impl SandboxRuntime for ProcessRuntime {
                 self.sandboxes_root.display()
             )));
         }
-        let ours = Self::group_is_ours(identity)?;
+        // `/proc` that cannot be read (e.g. `EMFILE`) is an error: nothing is signalled blind
+        // (issue 24 item 3).
+        procfs::try_read_stat(identity.pid)
+            .map_err(|e| RuntimeError::Io(format!("reading /proc/{}/stat: {e}", identity.pid)))?;
         // Forgotten first, so its waiting thread records nothing once it is reaped.
         let our_child = self
             .children
@@ -460,28 +536,29 @@ impl SandboxRuntime for ProcessRuntime {
             .expect("child table poisoned")
             .remove(&identity)
             .is_some();
-        let mut outcome = Ok(());
-        if ours {
-            outcome = self.stop_group(identity);
-        }
+        // Its directory (which keeps its user id taken) goes only once its processes have.
+        members::end_all(identity, self.stop_timeout)?;
         if our_child {
             // Reaped by its waiting thread: no zombie is left when delete returns.
             wait_for(KILL_WAIT, || Self::current(identity).is_none());
         }
-        match fs::remove_dir_all(dir) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => outcome = outcome.and(Err(io_error("removing", dir, &e))),
-        }
-        if outcome.is_ok() {
-            self.release_port(handle.host_port);
-        }
-        outcome
+        self.remove_files(dir)?;
+        self.release_port(handle.host_port);
+        Ok(())
     }
 
     fn log_tail(&self, handle: &RuntimeHandle, lines: usize) -> Option<String> {
-        let mut file = File::open(handle.working_dir.join(LOG_FILE)).ok()?;
-        let len = file.metadata().ok()?.len();
+        // Never followed: a sandbox owns its directory and could put a link (or a FIFO) there.
+        let mut file = OpenOptions::new()
+            .read(true)
+            .custom_flags(crate::logs::nofollow_nonblock())
+            .open(handle.working_dir.join(LOG_FILE))
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            return None;
+        }
+        let len = meta.len();
         let from = len.saturating_sub(LOG_TAIL_BYTES);
         file.seek(SeekFrom::Start(from)).ok()?;
         let mut bytes = Vec::new();

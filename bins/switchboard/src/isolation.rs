@@ -1,0 +1,233 @@
+//! What a sandbox can reach, from the flags (issue 18; docs/API.md, "What a sandbox can
+//! reach"): the confinement of process sandboxes (`--process-isolation`,
+//! `--sandbox-uid-range`), the data directory's mode, the directories local repositories may
+//! be cloned from (`--allow-local-repositories`), and the warning about a password on the
+//! command line.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use switchboard_domain::sandboxes::specs::SandboxSpec;
+use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
+use switchboard_sandbox::{Bwrap, Isolation, ProcessRuntime, UidRange};
+
+use crate::cli::SandboxArgs;
+
+/// `--process-isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProcessIsolation {
+    /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
+    /// a user of its own.
+    Bwrap,
+    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
+    None,
+}
+
+/// The process runtime under `<data_dir>/sandboxes`, confined as the flags say, and the
+/// canonical `--allow-local-repositories` directories; the data directory made 0700 first.
+/// Hidden from sandboxes: the data directory, the secret key file and `hidden`.
+///
+/// # Errors
+/// See [`tighten_data_dir`], [`local_repositories`] and [`process_isolation`].
+pub fn process_runtime(
+    args: &SandboxArgs,
+    specs: &[SandboxSpec],
+    data_dir: &Path,
+    key_file: &Path,
+    hidden: Vec<PathBuf>,
+) -> Result<(Arc<ProcessRuntime>, Vec<PathBuf>)> {
+    tighten_data_dir(data_dir)?;
+    let repositories = local_repositories(&args.allow_local_repositories, data_dir)?;
+    let mut hide = vec![data_dir.to_path_buf(), key_file.to_path_buf()];
+    hide.extend(hidden);
+    let confinement = process_isolation(
+        args.process_isolation,
+        args.sandbox_uid_range,
+        hide,
+        uses_process_runtime(specs, &args.specs.sandbox_runtime),
+    )?;
+    let runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement);
+    Ok((Arc::new(runtime), repositories))
+}
+
+/// Whether a spec runs on the process runtime (its own `runtime`, else `default_runtime`).
+pub fn uses_process_runtime(specs: &[SandboxSpec], default_runtime: &str) -> bool {
+    specs
+        .iter()
+        .any(|s| s.runtime.as_deref().unwrap_or(default_runtime) == PROCESS_RUNTIME)
+}
+
+/// How process sandboxes are confined. With `bwrap`, confinement must work here (else the
+/// error says why and what to do); `hidden` are the paths no sandbox may see. `in_use`: no
+/// spec runs on the process runtime, so nothing is checked or warned.
+///
+/// # Errors
+/// `bwrap` was asked for and cannot confine a process on this machine.
+pub fn process_isolation(
+    mode: ProcessIsolation,
+    range: UidRange,
+    hidden: Vec<PathBuf>,
+    in_use: bool,
+) -> Result<Isolation> {
+    if !in_use {
+        return Ok(Isolation::None);
+    }
+    match mode {
+        ProcessIsolation::None => {
+            tracing::warn!(
+                "--process-isolation none: process sandboxes run unconfined as Switchboard's own \
+                 user and can read and change what it can (its database, its secret key, every \
+                 other sandbox); use it for a single-user Switchboard only"
+            );
+            Ok(Isolation::None)
+        }
+        ProcessIsolation::Bwrap => {
+            let bwrap = Bwrap::detect(range, hidden).map_err(|e| {
+                anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}")
+            })?;
+            match &bwrap.users {
+                Some(users) => tracing::info!(
+                    uid_range = %users.range,
+                    "process sandboxes are confined by bwrap, each as a user of its own"
+                ),
+                None => tracing::info!(
+                    "process sandboxes are confined by bwrap in user namespaces, as Switchboard's \
+                     user (run Switchboard as root for a user per sandbox)"
+                ),
+            }
+            Ok(Isolation::Bwrap(bwrap))
+        }
+    }
+}
+
+/// Makes `data_dir` mode 0700 when it is ours and others or the group may enter it: it holds
+/// the database, the secret key and every sandbox's directory.
+///
+/// # Errors
+/// Its mode cannot be read or set.
+pub fn tighten_data_dir(data_dir: &Path) -> Result<()> {
+    let meta = match std::fs::metadata(data_dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", data_dir.display())),
+    };
+    let mode = meta.permissions().mode() & 0o777;
+    if mode & 0o077 != 0 && meta.uid() == rustix::process::geteuid().as_raw() {
+        std::fs::set_permissions(data_dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("setting the mode of {} to 0700", data_dir.display()))?;
+        tracing::info!(data_dir = %data_dir.display(), was = format!("{mode:o}"), "data directory set to mode 0700 (only Switchboard may enter it)");
+    }
+    Ok(())
+}
+
+/// The directories of `--allow-local-repositories`, canonical. Each must be a directory that
+/// neither holds nor lies inside `data_dir` (sandboxes would read each other's work).
+///
+/// # Errors
+/// A directory that does not exist, or overlaps the data directory.
+pub fn local_repositories(dirs: &[PathBuf], data_dir: &Path) -> Result<Vec<PathBuf>> {
+    let data = std::fs::canonicalize(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    let mut out = Vec::new();
+    for dir in dirs {
+        let real = std::fs::canonicalize(dir)
+            .with_context(|| format!("--allow-local-repositories {}", dir.display()))?;
+        if !real.is_dir() {
+            bail!(
+                "--allow-local-repositories {}: not a directory",
+                dir.display()
+            );
+        }
+        if data.starts_with(&real) || real.starts_with(&data) {
+            bail!(
+                "--allow-local-repositories {}: it overlaps the data directory {} (sandboxes \
+                 could clone each other's work)",
+                dir.display(),
+                data.display()
+            );
+        }
+        out.push(real);
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// Warns when `--database-url` was given on the command line with a password: every local
+/// user can read a process's command line (`/proc/<pid>/cmdline`, `ps`).
+pub fn warn_if_password_on_command_line(url: Option<&str>) {
+    let on_command_line = std::env::args_os().any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == "--database-url" || a.starts_with("--database-url="))
+    });
+    if on_command_line && url.is_some_and(has_password) {
+        tracing::warn!(
+            "--database-url holds a password, and every local user can read Switchboard's \
+             command line (ps, /proc/<pid>/cmdline): give the URL in SWITCHBOARD_DATABASE_URL \
+             instead (for a service, from a file only Switchboard's user can read, e.g. \
+             systemd's EnvironmentFile=)"
+        );
+    }
+}
+
+/// Whether a database URL carries a password (`scheme://user:password@…` or `password=`).
+fn has_password(url: &str) -> bool {
+    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = after_scheme.split(['/', '?']).next().unwrap_or("");
+    let userinfo_password = authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty()));
+    userinfo_password || url.contains("password=")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_in_database_urls_are_seen() {
+        for (url, has) in [
+            ("postgres://sb:hunter2@db:5432/sb", true),
+            ("postgres://sb@db/sb?password=x", true),
+            ("postgres://sb@db:5432/sb", false),
+            ("postgres://db:5432/sb", false),
+            ("sqlite:///var/lib/sb/db.sqlite", false),
+        ] {
+            assert_eq!(has_password(url), has, "{url}");
+        }
+    }
+
+    #[test]
+    fn local_repository_directories_must_not_overlap_the_data_directory() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let repos = root.path().join("repos");
+        std::fs::create_dir_all(data.join("inner")).unwrap();
+        std::fs::create_dir_all(&repos).unwrap();
+        let ok = local_repositories(&[repos.clone(), repos.clone()], &data).unwrap();
+        assert_eq!(ok, vec![std::fs::canonicalize(&repos).unwrap()]);
+        for bad in [
+            root.path().to_path_buf(),
+            data.join("inner"),
+            root.path().join("none"),
+        ] {
+            assert!(
+                local_repositories(std::slice::from_ref(&bad), &data).is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_data_directory_is_made_private() {
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        std::fs::create_dir(&data).unwrap();
+        std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o755)).unwrap();
+        tighten_data_dir(&data).unwrap();
+        let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+}

@@ -1,0 +1,280 @@
+//! Confining process sandboxes (issue 18, "Process runtime"): each sandbox's agent server runs
+//! under bubblewrap (`bwrap`, Debian package `bubblewrap`) in namespaces of its own, and, when
+//! Switchboard runs as root, as a user of its own.
+//!
+//! What a confined sandbox sees (docs/ARCHITECTURE.md, "Process sandboxes"):
+//!
+//! - a root file system of its own (a tmpfs) holding `/usr`, `/etc` and the `/bin`, `/sbin`,
+//!   `/lib*` links or directories of the host, read-only; its program's installation (e.g. a
+//!   Python venv and the Python it links to) and the absolute paths in its command,
+//!   read-only; the operator's local repositories (`--allow-local-repositories`), read-only;
+//!   its own directory, read-write, at the same path as on the host; a private `/tmp`,
+//!   `/dev/shm` and `/dev` (null, zero, random, tty, pts), and a `/proc` of its own pid
+//!   namespace;
+//! - never Switchboard's data directory (database, `secret.key`, other sandboxes), nor the
+//!   key files and database the operator names elsewhere ([`Bwrap::hidden`]): hidden under an
+//!   empty tmpfs or `/dev/null` where a read-only tree would show them;
+//! - its own pid, IPC, UTS (host name `sandbox`) and cgroup namespaces; the host's network
+//!   (so it reaches Switchboard and the LLM on loopback).
+//!
+//! As root, `bwrap` builds that and `setpriv` (util-linux) then becomes the sandbox's user
+//! (`--reuid`/`--regid`, no supplementary groups, no capabilities, `no_new_privs`) before the
+//! agent server runs. Otherwise `bwrap` runs unprivileged in a user namespace of its own, as
+//! Switchboard's user. Either way `setsid` (util-linux) starts `bwrap` in a session and process
+//! group of its own, without Switchboard's controlling terminal: the group is `bwrap`, the
+//! namespace's init (`bwrap`'s reaper) and whatever stays in it; the processes that leave it
+//! (a daemonized `tmux` server) are found through the pid namespace, and all of them end when
+//! the init does.
+
+mod mounts;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub use mounts::{GITCONFIG, command_paths, write_etc};
+
+use crate::uids::UidRange;
+
+/// How long the start-time check of [`Bwrap::detect`] may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How process sandboxes are confined (`--process-isolation`).
+#[derive(Debug, Clone, Default)]
+pub enum Isolation {
+    /// Not at all (`--process-isolation none`, single-user): each sandbox a process group of
+    /// Switchboard's user, seeing everything that user sees.
+    #[default]
+    None,
+    /// In namespaces of its own with `bwrap` (`--process-isolation bwrap`, the default).
+    Bwrap(Bwrap),
+}
+
+/// The `bwrap` confinement found usable on this machine ([`Bwrap::detect`]).
+#[derive(Debug, Clone)]
+pub struct Bwrap {
+    /// The `bwrap` program.
+    pub program: PathBuf,
+    /// The `setsid` program (util-linux).
+    pub setsid: PathBuf,
+    /// Each sandbox as a user of its own (Switchboard is root); `None`: Switchboard's user,
+    /// in a user namespace.
+    pub users: Option<SandboxUsers>,
+    /// Paths no sandbox may see even where a read-only tree holds them: Switchboard's data
+    /// directory, the secret key and LLM key files, a SQLite database elsewhere.
+    pub hidden: Vec<PathBuf>,
+}
+
+/// Per-sandbox users: ids from `range`, taken on by `setpriv` inside the namespaces.
+#[derive(Debug, Clone)]
+pub struct SandboxUsers {
+    /// `--sandbox-uid-range`.
+    pub range: UidRange,
+    /// The `setpriv` program (util-linux).
+    pub setpriv: PathBuf,
+    /// The `env` program (coreutils), which enters the working directory once the user is
+    /// the sandbox's (root without capabilities may not enter a directory of mode 0700).
+    pub env: PathBuf,
+}
+
+/// Why process sandboxes cannot be confined on this machine, with what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unconfinable(pub String);
+
+/// What one confined start runs: the sandbox's directory, where the command starts, the
+/// command, what it may read, and (as root) its user and its `/etc` overrides.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The sandbox's directory (read-write inside, same path).
+    pub sandbox_dir: PathBuf,
+    /// The working directory of the command (inside `sandbox_dir`).
+    pub cwd: PathBuf,
+    /// The program (absolute) and its arguments.
+    pub command: Vec<OsString>,
+    /// Read-only inside, same path: [`command_paths`] and the local repositories.
+    pub read_only: Vec<PathBuf>,
+    /// A directory with `passwd` and `group` bound over `/etc`'s ([`write_etc`]).
+    pub etc: Option<PathBuf>,
+    /// The sandbox's user and group id (with [`Bwrap::users`]).
+    pub user: Option<u32>,
+}
+
+impl Bwrap {
+    /// Finds `bwrap` and `setsid` (and, as root, `setpriv` and `env`) on `PATH`, and checks
+    /// that `bwrap` can confine a process here by running `true` the way sandboxes run.
+    /// As root (effective uid 0) sandboxes get users from `range`; otherwise they share
+    /// Switchboard's user in a user namespace.
+    ///
+    /// # Errors
+    /// [`Unconfinable`] naming what is missing or what `bwrap` said, and what to do.
+    pub fn detect(range: UidRange, hidden: Vec<PathBuf>) -> Result<Self, Unconfinable> {
+        let find = |name: &str, package: &str| {
+            which(name).ok_or_else(|| {
+                Unconfinable(format!(
+                    "`{name}` is not installed (Debian package {package}); the process runtime \
+                     confines every sandbox with bwrap. {}",
+                    ALTERNATIVES
+                ))
+            })
+        };
+        let program = find("bwrap", "bubblewrap")?;
+        let setsid = find("setsid", "util-linux")?;
+        let users = if rustix::process::geteuid().is_root() {
+            Some(SandboxUsers {
+                range,
+                setpriv: find("setpriv", "util-linux")?,
+                env: find("env", "coreutils")?,
+            })
+        } else {
+            None
+        };
+        let bwrap = Bwrap {
+            program,
+            setsid,
+            users,
+            hidden,
+        };
+        bwrap.probe()?;
+        Ok(bwrap)
+    }
+
+    /// Runs `true` confined as a sandbox would be (as root: as the range's first user).
+    fn probe(&self) -> Result<(), Unconfinable> {
+        let truth = which("true").ok_or_else(|| Unconfinable("`true` is not on PATH".into()))?;
+        let plan = Plan {
+            sandbox_dir: PathBuf::new(),
+            cwd: PathBuf::from("/"),
+            command: vec![truth.into_os_string()],
+            read_only: Vec::new(),
+            etc: None,
+            user: self.users.as_ref().map(|u| u.range.first),
+        };
+        let mut child = self
+            .command(&plan)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| Unconfinable(format!("cannot run {}: {e}", self.program.display())))?;
+        let deadline = Instant::now() + PROBE_TIMEOUT;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                _ => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(Unconfinable(format!(
+                        "bwrap did not finish a confined `true` within {PROBE_TIMEOUT:?}"
+                    )));
+                }
+            }
+        };
+        if status.success() {
+            return Ok(());
+        }
+        let mut said = String::new();
+        if let Some(mut err) = child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut err, &mut said);
+        }
+        let why = if self.users.is_some() {
+            "as root, bwrap needs to create mount and pid namespaces (a container without \
+             CAP_SYS_ADMIN, or a seccomp profile refusing unshare, forbids it)"
+                .to_owned()
+        } else {
+            format!(
+                "not root, bwrap needs unprivileged user namespaces ({})",
+                userns_settings()
+            )
+        };
+        Err(Unconfinable(format!(
+            "bwrap cannot confine a process on this machine: {why}; it said: {}. {ALTERNATIVES}",
+            said.trim()
+        )))
+    }
+
+    /// The command that runs `plan` confined: `setsid bwrap <namespaces> <mounts> -- …`.
+    /// The caller sets its environment, standard streams and `Stdio`.
+    pub fn command(&self, plan: &Plan) -> Command {
+        let mut cmd = Command::new(&self.setsid);
+        cmd.arg(&self.program);
+        if self.users.is_none() {
+            cmd.arg("--unshare-user");
+        }
+        cmd.args([
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            "sandbox",
+        ]);
+        cmd.args(mounts::mount_args(plan, &self.hidden));
+        cmd.args(["--cap-drop", "ALL"]);
+        match (&self.users, plan.user) {
+            (Some(users), Some(id)) => {
+                // Only what setpriv needs to become the sandbox's user; it drops them all.
+                for cap in ["CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"] {
+                    cmd.args(["--cap-add", cap]);
+                }
+                cmd.arg("--").arg(&users.setpriv);
+                cmd.args([
+                    format!("--reuid={id}"),
+                    format!("--regid={id}"),
+                    "--clear-groups".into(),
+                    "--inh-caps=-all".into(),
+                    "--bounding-set=-all".into(),
+                    "--nnp".into(),
+                    "--".into(),
+                ]);
+                cmd.arg(&users.env).arg("-C").arg(&plan.cwd).arg("--");
+            }
+            _ => {
+                cmd.arg("--chdir").arg(&plan.cwd).arg("--");
+            }
+        }
+        cmd.args(&plan.command);
+        cmd
+    }
+}
+
+/// What to do instead, said with every refusal.
+const ALTERNATIVES: &str = "Install or enable it, run sandboxes in containers \
+     (--sandbox-runtime docker, the runtime for untrusted multi-tenant use), or pass \
+     --process-isolation none for a single-user Switchboard (every sandbox can then read \
+     Switchboard's data directory, its secret key and every other sandbox)";
+
+/// The kernel settings that allow or forbid unprivileged user namespaces, as found.
+fn userns_settings() -> String {
+    [
+        "/proc/sys/kernel/unprivileged_userns_clone",
+        "/proc/sys/user/max_user_namespaces",
+        "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+    ]
+    .iter()
+    .filter_map(|p| {
+        let v = std::fs::read_to_string(p).ok()?;
+        let name = p.trim_start_matches("/proc/sys/").replace('/', ".");
+        Some(format!("{name} = {}", v.trim()))
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+/// `name` found on this process's `PATH`, as an executable file.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+pub(crate) fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
