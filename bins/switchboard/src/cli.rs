@@ -359,7 +359,7 @@ pub struct SandboxArgs {
         value_enum,
         default_value = "bwrap"
     )]
-    pub process_isolation: crate::isolation::ProcessIsolation,
+    pub process_isolation: ProcessIsolation,
     /// The user and group ids given to process sandboxes when Switchboard runs as root, FIRST-LAST: one per sandbox, never two sandboxes at once.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_UID_RANGE", default_value_t = switchboard_sandbox::DEFAULT_UID_RANGE)]
     pub sandbox_uid_range: switchboard_sandbox::UidRange,
@@ -481,4 +481,14 @@ impl DbArgs {
         };
         DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
+}
+
+/// `--process-isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProcessIsolation {
+    /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
+    /// a user of its own.
+    Bwrap,
+    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
+    None,
 }

@@ -8,17 +8,13 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use switchboard_domain::time_input::parse_datetime;
-use switchboard_domain::{ApiKeyId, ApiKeyView, DomainError, OrgId, Role, Switchboard, UserId};
+use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Role, Switchboard, UserId};
 
 use crate::cli::{
     DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand,
     SpecsCommand, UsersCommand,
 };
-
-/// Prints one JSON object on stdout.
-pub fn print(v: Value) {
-    println!("{v}");
-}
+use crate::output::{domain, print};
 
 fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T> {
     s.parse()
@@ -29,10 +25,6 @@ fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {
     serde_json::to_value(ApiKeyView::from(k)).unwrap_or(Value::Null)
 }
 
-pub fn domain(e: DomainError) -> anyhow::Error {
-    anyhow::anyhow!("{e}")
-}
-
 /// Runs an operator command (every command but `serve`).
 ///
 /// # Errors
@@ -40,7 +32,7 @@ pub fn domain(e: DomainError) -> anyhow::Error {
 pub fn run(db: &DbArgs, command: Command) -> Result<()> {
     match command {
         // Needs no database.
-        Command::Specs(SpecsCommand::Pull { specs }) => crate::docker::specs_pull(&specs)?,
+        Command::Specs(SpecsCommand::Pull { specs }) => crate::specs::specs_pull(&specs)?,
         Command::Migrate => {
             let (_, applied) = db.open(Some(1), false)?;
             print(json!({ "applied": applied }));

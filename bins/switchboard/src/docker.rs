@@ -1,24 +1,16 @@
-//! Wiring of the Docker runtime (issue 12; docs/docker.md): connecting to the daemon at
-//! `DOCKER_HOST`, the installation id, the URL containers post webhooks to and the extra
-//! listener on the bridge gateway that makes it reachable, the background pull of missing
-//! images at start, `switchboard specs pull`, and the sweep of containers no record names.
+//! Wiring of the Docker runtime from the flags (issue 12; docs/docker.md): connecting to the
+//! daemon at `DOCKER_HOST`, the installation id, the URL containers post webhooks to and the
+//! extra listener on the bridge gateway that makes it reachable. The runtime's background work
+//! (image pulls, the orphan sweep) is `switchboard_sandbox::docker::upkeep`'s.
 
-use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
 use switchboard_domain::identity::sealing::Sealer;
-use switchboard_domain::sandboxes::specs::SandboxSpec;
-use switchboard_domain::{SandboxId, Switchboard};
-use switchboard_sandbox::docker::{RUNTIME_NAME, SandboxContainer};
 use switchboard_sandbox::{DockerConfig, DockerNetwork, DockerRuntime};
 
-use crate::cli::{DockerArgs, SpecArgs};
-use crate::commands::print;
-use crate::sandboxes::load_specs;
+use crate::cli::DockerArgs;
 
 /// The Docker runtime as `serve` configured it.
 pub struct DockerWiring {
@@ -27,18 +19,6 @@ pub struct DockerWiring {
     /// Where Switchboard must also listen so containers reach it (the bridge gateway, on the
     /// main listener's port), when the main listener does not already cover it.
     pub extra_listen: Option<SocketAddr>,
-}
-
-/// The images of the specs that run on Docker, in order, without repeats.
-pub fn docker_images(specs: &[SandboxSpec], default_runtime: &str) -> Vec<String> {
-    let mut images: Vec<String> = Vec::new();
-    for spec in specs {
-        let runtime = spec.runtime.as_deref().unwrap_or(default_runtime);
-        if runtime == RUNTIME_NAME && !images.contains(&spec.id) {
-            images.push(spec.id.clone());
-        }
-    }
-    images
 }
 
 /// This installation's id: `--docker-installation`, else `sb-` and the secret key's public id
@@ -141,196 +121,9 @@ pub fn connect(
     })
 }
 
-/// Pulls the `images` that are not on the Docker host, one after the other, logging each
-/// outcome; run on a thread of its own when `serve` starts, never on a request path (a
-/// sandbox of a missing image is `ERROR` until the pull has finished).
-pub fn pull_missing_in_background(runtime: Arc<DockerRuntime>, images: Vec<String>) {
-    if images.is_empty() {
-        return;
-    }
-    let spawned = std::thread::Builder::new()
-        .name("docker-pull".into())
-        .spawn(move || {
-            let missing = match runtime.missing_images(images.iter().map(String::as_str)) {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot check the sandbox images");
-                    return;
-                }
-            };
-            for image in missing {
-                tracing::info!(%image, "pulling a sandbox image that is not on the Docker host");
-                match runtime.pull(&image) {
-                    Ok(()) => tracing::info!(%image, "sandbox image pulled"),
-                    Err(e) => tracing::warn!(
-                        %image, error = %e,
-                        "pulling a sandbox image failed; sandboxes of it are ERROR until it is \
-                         on the Docker host (`switchboard specs pull`, `docker pull`, or \
-                         scripts/agent-server-image.sh)"
-                    ),
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start the image pull");
-    }
-}
-
-/// `switchboard specs pull`: pulls every Docker spec's image that is not on the Docker host,
-/// printing one JSON line per image (`present`, `pulled`, or `failed` with the daemon's or the
-/// registry's words).
-///
-/// # Errors
-/// The specs cannot be read, the daemon cannot be used, or an image could not be pulled.
-pub fn specs_pull(args: &SpecArgs) -> Result<()> {
-    let (specs, _) = load_specs(args)?;
-    let images = docker_images(&specs, &args.sandbox_runtime);
-    if images.is_empty() {
-        print(json!({"event": "nothing to pull", "note": "no spec runs on Docker"}));
-        return Ok(());
-    }
-    // The installation is not used: pulling touches no container.
-    let runtime = DockerRuntime::connect(DockerConfig::new("specs-pull"))
-        .context("the Docker daemon cannot be used; start it, or set DOCKER_HOST")?;
-    let mut failed = Vec::new();
-    for image in images {
-        if runtime.image_present(&image)? {
-            print(json!({"image": image, "result": "present"}));
-            continue;
-        }
-        match runtime.pull(&image) {
-            Ok(()) => print(json!({"image": image, "result": "pulled"})),
-            Err(e) => {
-                print(json!({"image": image, "result": "failed", "detail": e.to_string()}));
-                failed.push(image);
-            }
-        }
-    }
-    if !failed.is_empty() {
-        bail!("could not pull: {}", failed.join(", "));
-    }
-    Ok(())
-}
-
-/// The sweep of this installation's containers that no sandbox record names (issue 12: "a
-/// Switchboard container with no record is reported in the log and removed after a grace
-/// period"): one listing per pass; a container is logged when first seen without a record and
-/// removed (with its volume) once it has been seen so for the grace period. Workspace volumes
-/// without a container or a record are removed the same way.
-pub struct OrphanSweeper {
-    runtime: Arc<DockerRuntime>,
-    grace: Duration,
-    first_seen: Mutex<HashMap<String, Instant>>,
-}
-
-impl OrphanSweeper {
-    /// A sweeper removing orphans after `grace`.
-    pub fn new(runtime: Arc<DockerRuntime>, grace: Duration) -> Self {
-        OrphanSweeper {
-            runtime,
-            grace,
-            first_seen: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// How often a pass should run: half the grace period, between 1 and 30 seconds.
-    pub fn period(&self) -> Duration {
-        (self.grace / 2).clamp(Duration::from_secs(1), Duration::from_secs(30))
-    }
-
-    /// One pass.
-    ///
-    /// # Errors
-    /// The daemon or the database failed (the pass is retried at the next period).
-    pub fn sweep(&self, services: &Switchboard) -> Result<()> {
-        // Listed first, records read after: a record is inserted before its container is
-        // created, so a container listed here whose record is missing below has none.
-        let containers = self.runtime.list_sandboxes()?;
-        let volumes = self.runtime.list_volumes()?;
-        let known: HashSet<String> = services
-            .sandboxes()
-            .sandbox_ids_with_records()
-            .map_err(|e| anyhow::anyhow!("{e}"))?
-            .iter()
-            .map(SandboxId::to_string)
-            .collect();
-        let now = Instant::now();
-        let mut seen = self.first_seen.lock().expect("orphan table poisoned");
-        let mut still = HashMap::new();
-        let orphans: Vec<&SandboxContainer> = containers
-            .iter()
-            .filter(|c| !known.contains(&c.sandbox_id))
-            .collect();
-        let with_container: HashSet<String> =
-            containers.iter().map(SandboxContainer::volume).collect();
-        for c in &orphans {
-            let first = *seen.get(&c.container_id).unwrap_or(&now);
-            if first == now {
-                tracing::warn!(
-                    container = %c.container_name, sandbox = %c.sandbox_id, grace = ?self.grace,
-                    "a container of this installation has no sandbox record; it is removed \
-                     after the grace period"
-                );
-            }
-            if now.duration_since(first) >= self.grace {
-                match self.runtime.remove_orphan(c) {
-                    Ok(()) => {
-                        tracing::warn!(container = %c.container_name, "orphan container removed");
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(container = %c.container_name, error = %e, "removing an orphan container failed");
-                    }
-                }
-            }
-            still.insert(c.container_id.clone(), first);
-        }
-        for v in volumes
-            .iter()
-            .filter(|v| !known.contains(&v.sandbox_id) && !with_container.contains(&v.name))
-        {
-            let key = format!("volume:{}", v.name);
-            let first = *seen.get(&key).unwrap_or(&now);
-            if now.duration_since(first) >= self.grace {
-                match self.runtime.remove_orphan_volume(v) {
-                    Ok(()) => {
-                        tracing::warn!(volume = %v.name, "orphan workspace volume removed");
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(volume = %v.name, error = %e, "removing an orphan volume failed");
-                    }
-                }
-            }
-            still.insert(key, first);
-        }
-        *seen = still;
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use switchboard_domain::sandboxes::specs::{docker_preset, process_preset};
-    use time::OffsetDateTime;
-
-    #[test]
-    fn the_images_to_pull_are_the_docker_specs_once_each() {
-        let now = OffsetDateTime::UNIX_EPOCH;
-        let a = docker_preset("img/a:1", now).unwrap();
-        let mut b = docker_preset("img/b:1", now).unwrap();
-        b.runtime = Some("docker".into());
-        let mut process = process_preset(Some("agent-server"), None, now).unwrap();
-        process.id = "img/c:1".into();
-        let specs = [a.clone(), b, process, a];
-        // Default runtime process: only the spec naming docker.
-        assert_eq!(docker_images(&specs, "process"), ["img/b:1"]);
-        // Default runtime docker: every spec naming none too; the process spec never.
-        let mut specs = specs.to_vec();
-        specs[2].runtime = Some("process".into());
-        assert_eq!(docker_images(&specs, "docker"), ["img/a:1", "img/b:1"]);
-    }
 
     #[test]
     fn the_installation_id_comes_from_the_flag_or_the_secret_key() {

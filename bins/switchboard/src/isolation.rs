@@ -9,22 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use clap::ValueEnum;
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
 use switchboard_sandbox::{Bwrap, Isolation, ProcessRuntime, UidRange};
 
-use crate::cli::SandboxArgs;
-
-/// `--process-isolation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProcessIsolation {
-    /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
-    /// a user of its own.
-    Bwrap,
-    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
-    None,
-}
+use crate::cli::{ProcessIsolation, SandboxArgs};
 
 /// The process runtime under `<data_dir>/sandboxes`, confined as the flags say, and the
 /// canonical `--allow-local-repositories` directories; the data directory made 0700 first.

@@ -11,9 +11,11 @@ mod commands;
 mod docker;
 mod isolation;
 mod open_files;
+mod output;
 mod sandboxes;
 mod secret_key;
 mod serve;
+mod specs;
 mod supervisor;
 
 use clap::Parser;

@@ -7,91 +7,31 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use switchboard_domain::Switchboard;
+use switchboard_domain::jobs::Job;
 use switchboard_domain::sandboxes::runtime::StatusPolicy;
 use switchboard_domain::sandboxes::settings::{
     ManagedSandboxes, Runtimes, SandboxObserver, SandboxSettings,
 };
-use switchboard_domain::sandboxes::specs::{
-    SandboxSpec, docker_preset, parse_sandbox_specs, process_preset,
-};
-use switchboard_domain::time_input::now_micros;
 use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
+use switchboard_sandbox::docker::upkeep::{
+    OrphanSweeper, docker_images, image_pull_job, orphan_sweep_job,
+};
 use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime};
-use tokio::sync::Notify;
 
-use crate::cli::{SandboxArgs, SpecArgs};
-use crate::docker::{self, DockerWiring, OrphanSweeper};
+use crate::cli::SandboxArgs;
+use crate::docker::{self, DockerWiring};
 use crate::isolation;
 use crate::secret_key;
-use crate::supervisor::Supervisor;
+use crate::specs::load_specs;
+use crate::supervisor::Wakes;
 
 /// Variables every sandbox gets from Switchboard's environment (issue 9), besides the
 /// operator's `--sandbox-env` names.
 const ALWAYS_PASSED: [&str; 3] = ["PATH", "HOME", "LANG"];
-/// How often the launcher looks at starting sandboxes when not woken.
-const LAUNCH_EVERY: Duration = Duration::from_millis(250);
-/// How often every sandbox is reconciled with its runtime.
-const RECONCILE_EVERY: Duration = Duration::from_secs(3);
-/// How often the warm pool is checked when not woken.
-const POOL_EVERY: Duration = Duration::from_secs(3);
-/// How often the Docker runtime's containers are checked for ones no record names.
-const ORPHANS_EVERY: Duration = Duration::from_secs(30);
-/// How often deleted sandboxes' runtimes are cleaned up when not woken.
-const CLEANUP_EVERY: Duration = Duration::from_secs(5);
-/// How often process sandboxes' logs are checked against their cap (a sandbox may write
-/// this long past it).
-const LOG_TRIM_EVERY: Duration = Duration::from_secs(1);
 /// The timeout of one `/alive` probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The wake-ups of the background jobs: each job has its own, so a notification is never
-/// taken by another.
-#[derive(Clone, Default)]
-pub struct Wakes {
-    launcher: Arc<Notify>,
-    pool: Arc<Notify>,
-    cleanup: Arc<Notify>,
-}
-
-impl Wakes {
-    fn wake_all(&self) {
-        self.launcher.notify_one();
-        self.pool.notify_one();
-        self.cleanup.notify_one();
-    }
-}
-
-/// The specs the flags name and where they came from: the `--sandbox-specs` file, else the
-/// built-in preset (a process running `--agent-server-command`, or with `--sandbox-runtime
-/// docker` a container of `--agent-server-image`).
-///
-/// # Errors
-/// A specs file that cannot be read or is invalid (the message names the file and the
-/// field), or a preset that cannot be made.
-pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
-    let now = now_micros();
-    match &args.sandbox_specs {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
-            let name = path.display().to_string();
-            let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
-            Ok((specs, name))
-        }
-        None if args.sandbox_runtime == DOCKER_RUNTIME => {
-            let spec = docker_preset(&args.agent_server_image, now).map_err(anyhow::Error::msg)?;
-            Ok((vec![spec], "--agent-server-image".to_owned()))
-        }
-        None => {
-            let path = std::env::var_os("PATH");
-            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
-                .map_err(anyhow::Error::msg)?;
-            Ok((vec![spec], "--agent-server-command".to_owned()))
-        }
-    }
-}
 
 /// The sandbox service's configuration from the flags, and the Docker runtime when a spec
 /// runs on it.
@@ -173,7 +113,7 @@ pub fn configure(
         max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),
     });
     let mut runtimes = Runtimes::new().with(process);
-    let docker_images = docker::docker_images(&specs, &args.specs.sandbox_runtime);
+    let docker_images = docker_images(&specs, &args.specs.sandbox_runtime);
     let docker = if args.specs.sandbox_runtime == DOCKER_RUNTIME || !docker_images.is_empty() {
         let installation = docker::installation_id(&args.docker, &sealer);
         let wiring = docker::connect(
@@ -222,72 +162,26 @@ pub fn configure(
     })
 }
 
-/// Registers the sandbox jobs: the launcher (launch and probe starting sandboxes), the
-/// reconciler (on start and every few seconds), the warm pool (when configured), the
-/// cleanup of deleted sandboxes, the cap on process sandboxes' logs (when set) and, with the
-/// Docker runtime, the sweep of containers no record names.
-pub fn register_jobs(
-    supervisor: &mut Supervisor,
+/// The sandbox jobs: the sandbox service's (launcher, reconciler, warm pool when `warm`,
+/// cleanup of deleted sandboxes), the cap on process sandboxes' logs (when set) and, with the
+/// Docker runtime, the pull of missing images and the sweep of containers no record names
+/// (after `orphan_grace`).
+pub fn jobs(
     services: &Switchboard,
-    wakes: &Wakes,
     warm: bool,
-    orphans: Option<OrphanSweeper>,
+    docker: Option<(&DockerWiring, Vec<String>)>,
+    orphan_grace: Duration,
     log_cap: Option<LogCap>,
-) {
+) -> Vec<Job> {
+    let mut jobs = Vec::new();
     if let Some(cap) = log_cap {
-        supervisor.every_or_woken(
-            "sandbox-log-cap",
-            LOG_TRIM_EVERY,
-            Arc::new(Notify::new()),
-            move || {
-                for t in cap.runtime.trim_logs(cap.max_bytes)? {
-                    match t.error {
-                        None => tracing::info!(log = %t.path.display(), bytes = t.bytes, "sandbox log over its cap: its end moved to agent-server.log.1, the log starts again"),
-                        Some(e) => tracing::warn!(log = %t.path.display(), bytes = t.bytes, error = %e, "sandbox log over its cap could not be trimmed"),
-                    }
-                }
-                Ok::<(), std::io::Error>(())
-            },
-        );
+        jobs.push(cap.runtime.log_cap_job(cap.max_bytes));
     }
-    if let Some(sweeper) = orphans {
-        let s = services.clone();
-        let sweeper = Arc::new(sweeper);
-        supervisor.every_or_woken(
-            "docker-orphans",
-            sweeper.period().min(ORPHANS_EVERY),
-            Arc::new(Notify::new()),
-            move || sweeper.sweep(&s),
-        );
+    if let Some((wiring, images)) = docker {
+        jobs.extend(image_pull_job(wiring.runtime.clone(), images));
+        let sweeper = OrphanSweeper::new(wiring.runtime.clone(), orphan_grace);
+        jobs.push(orphan_sweep_job(sweeper, services.sandboxes().clone()));
     }
-    let s = services.clone();
-    supervisor.every_or_woken(
-        "sandbox-launcher",
-        LAUNCH_EVERY,
-        wakes.launcher.clone(),
-        move || s.sandboxes().advance_starting(),
-    );
-    let s = services.clone();
-    supervisor.every_or_woken(
-        "sandbox-reconciler",
-        RECONCILE_EVERY,
-        Arc::new(Notify::new()),
-        move || s.sandboxes().reconcile(),
-    );
-    if warm {
-        let s = services.clone();
-        supervisor.every_or_woken(
-            "sandbox-warm-pool",
-            POOL_EVERY,
-            wakes.pool.clone(),
-            move || s.sandboxes().refill_warm_pool(),
-        );
-    }
-    let s = services.clone();
-    supervisor.every_or_woken(
-        "sandbox-cleanup",
-        CLEANUP_EVERY,
-        wakes.cleanup.clone(),
-        move || s.sandboxes().clean_up_deleted(),
-    );
+    jobs.extend(services.sandboxes().jobs(warm));
+    jobs
 }

@@ -11,14 +11,14 @@ use switchboard_api::{AppState, Metrics, PoolStats, create_app};
 use switchboard_domain::Switchboard;
 use switchboard_storage::BackendKind;
 
-use crate::cli::{DbArgs, LogFormat, ServeArgs};
-use crate::commands::{domain, print};
-use crate::sandboxes;
-use crate::supervisor::Supervisor;
+use switchboard_domain::jobs::Job;
+use switchboard_storage::DieselStore;
 
-/// How often SQLite's write-ahead log is checkpointed (the server turns SQLite's automatic
-/// checkpoints off: ARCHITECTURE.md, Storage notes).
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+use crate::cli::{DbArgs, LogFormat, ServeArgs};
+use crate::open_files::FileBudget;
+use crate::output::{domain, print};
+use crate::sandboxes;
+use crate::supervisor::{Supervisor, Wakes};
 
 /// How long shutdown waits for background work once the HTTP server has stopped.
 const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -41,6 +41,15 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
+/// What `serve` built before the HTTP server starts: the services, the background jobs and
+/// the extra listener on the Docker bridge gateway.
+struct Built {
+    services: Switchboard,
+    jobs: Vec<Job>,
+    wakes: Wakes,
+    gateway_listener: Option<std::net::TcpListener>,
+}
+
 /// Runs the server until SIGINT or SIGTERM.
 ///
 /// # Errors
@@ -60,99 +69,24 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         std::net::TcpListener::bind(args.bind).with_context(|| format!("binding {}", args.bind))?;
     let addr = listener.local_addr().context("no address bound")?;
     let metrics = Metrics::new();
-    let wakes = sandboxes::Wakes::default();
-    let configured = sandboxes::configure(
-        &args.sandboxes,
-        &db.data_dir,
-        addr,
-        Arc::new(metrics.clone()),
-        &wakes,
-        db.files_to_hide(&args.llm),
-    )?;
-    let managed = configured.managed;
-    // Containers on Docker's bridge reach the host only through the bridge gateway.
-    let gateway_listener = match configured.docker.as_ref().and_then(|d| d.extra_listen) {
-        Some(extra) => Some(std::net::TcpListener::bind(extra).with_context(|| {
-            format!(
-                "binding {extra}, the Docker bridge gateway, so that containers reach \
-                 Switchboard (or bind 0.0.0.0, or set --docker-public-url / --docker-network host)"
-            )
-        })?),
-        None => None,
-    };
-    let orphans = configured.docker.as_ref().map(|d| {
-        crate::docker::OrphanSweeper::new(
-            d.runtime.clone(),
-            Duration::from_secs(args.sandboxes.docker.docker_orphan_grace),
-        )
-    });
-    if let Some(d) = &configured.docker {
-        crate::docker::pull_missing_in_background(d.runtime.clone(), configured.docker_images);
-    }
-    let warm = managed.settings.warm_sandboxes > 0;
-    let log_cap = configured.log_cap;
-    let timeouts = switchboard_domain::services::StartTimeouts {
-        sandbox: Duration::from_secs(args.sandboxes.sandbox_start_timeout.max(1)),
-        setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
-        ..Default::default()
-    };
-    let services = Switchboard::new(store.clone())
-        .with_managed_sandboxes(managed)
-        .with_llm(args.llm.config()?)
-        .with_start_timeouts(timeouts);
-    // Starts cut off by the previous run's end never finish: say so on their tasks.
-    let closed = services
-        .conversation_start()
-        .recover_unfinished()
-        .map_err(domain)?;
-    if closed > 0 {
-        tracing::warn!(
-            closed,
-            "start tasks left unfinished by the previous run set to ERROR"
-        );
-    }
-    if services.operator().is_empty().map_err(domain)? {
-        let b = services
-            .operator()
-            .bootstrap("default", "admin@localhost")
-            .map_err(domain)?;
-        print(json!({
-            "event": "bootstrapped",
-            "org_id": b.org_id,
-            "user_id": b.user_id,
-            "api_key": b.api_key,
-            "note": "first start: this admin key is shown once",
-        }));
-    }
-    let db_concurrency = store.pool_usage().max_size as usize;
+    let built = build(db, &args, &store, addr, &metrics)?;
+    first_start(&built.services)?;
     let workers = args
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let files = crate::open_files::budget(&open_files, &store, workers, &args)?;
-    let stats_store = store.clone();
-    let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
-        let u = stats_store.pool_usage();
-        PoolStats {
-            connections: u.connections,
-            idle: u.idle,
-            max_size: u.max_size,
-        }
-    });
-    let mut state =
-        AppState::with_db_concurrency(services.clone(), Some(pool_stats), db_concurrency)
-            .with_body_limits(args.body_limits())
-            .with_rate_limits(args.rate_limits())
-            .with_live(switchboard_api::live::LiveConfig {
-                max_subscribers: args.max_subscribers.min(files.subscribers as usize),
-                max_sockets_per_key: args.max_sockets_per_key,
-                max_relays: files.relays as usize,
-                ..Default::default()
-            });
+    let mut state = app_state(&args, &store, built.services.clone(), &files);
     state.metrics = metrics;
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());
     let live = state.live.clone();
     let state = actix_web::web::Data::new(state);
+    let Built {
+        jobs,
+        wakes,
+        gateway_listener,
+        ..
+    } = built;
     actix_web::rt::System::new().block_on(async move {
         let mut server = actix_web::HttpServer::new(move || create_app(state.clone()))
             .workers(workers)
@@ -180,13 +114,9 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             ))
         });
         let mut supervisor = Supervisor::new();
-        if store.kind() == BackendKind::Sqlite {
-            let store = store.clone();
-            supervisor.every("sqlite-checkpoint", CHECKPOINT_EVERY, move || {
-                store.checkpoint().map(|_| ())
-            });
+        for job in store.jobs().into_iter().chain(jobs) {
+            supervisor.add(job, &wakes);
         }
-        sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans, log_cap);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
@@ -200,6 +130,122 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         tracing::info!("stopped");
         Ok(())
     })
+}
+
+/// The runtimes and the services from the flags, the background jobs, and the listener on
+/// the Docker bridge gateway when containers need one.
+fn build(
+    db: &DbArgs,
+    args: &ServeArgs,
+    store: &Arc<DieselStore>,
+    addr: std::net::SocketAddr,
+    metrics: &Metrics,
+) -> Result<Built> {
+    let wakes = Wakes::default();
+    let configured = sandboxes::configure(
+        &args.sandboxes,
+        &db.data_dir,
+        addr,
+        Arc::new(metrics.clone()),
+        &wakes,
+        db.files_to_hide(&args.llm),
+    )?;
+    let managed = configured.managed;
+    // Containers on Docker's bridge reach the host only through the bridge gateway.
+    let gateway_listener = match configured.docker.as_ref().and_then(|d| d.extra_listen) {
+        Some(extra) => Some(std::net::TcpListener::bind(extra).with_context(|| {
+            format!(
+                "binding {extra}, the Docker bridge gateway, so that containers reach \
+                 Switchboard (or bind 0.0.0.0, or set --docker-public-url / --docker-network host)"
+            )
+        })?),
+        None => None,
+    };
+    let warm = managed.settings.warm_sandboxes > 0;
+    let timeouts = switchboard_domain::services::StartTimeouts {
+        sandbox: Duration::from_secs(args.sandboxes.sandbox_start_timeout.max(1)),
+        setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
+        ..Default::default()
+    };
+    let services = Switchboard::new(store.clone())
+        .with_managed_sandboxes(managed)
+        .with_llm(args.llm.config()?)
+        .with_start_timeouts(timeouts);
+    let jobs = sandboxes::jobs(
+        &services,
+        warm,
+        configured
+            .docker
+            .as_ref()
+            .map(|d| (d, configured.docker_images.clone())),
+        Duration::from_secs(args.sandboxes.docker.docker_orphan_grace),
+        configured.log_cap,
+    );
+    Ok(Built {
+        services,
+        jobs,
+        wakes,
+        gateway_listener,
+    })
+}
+
+/// What a start does once: start tasks cut off by the previous run set to `ERROR`, and on an
+/// empty database the first organization and its admin key (printed once).
+fn first_start(services: &Switchboard) -> Result<()> {
+    // Starts cut off by the previous run's end never finish: say so on their tasks.
+    let closed = services
+        .conversation_start()
+        .recover_unfinished()
+        .map_err(domain)?;
+    if closed > 0 {
+        tracing::warn!(
+            closed,
+            "start tasks left unfinished by the previous run set to ERROR"
+        );
+    }
+    if services.operator().is_empty().map_err(domain)? {
+        let b = services
+            .operator()
+            .bootstrap("default", "admin@localhost")
+            .map_err(domain)?;
+        print(json!({
+            "event": "bootstrapped",
+            "org_id": b.org_id,
+            "user_id": b.user_id,
+            "api_key": b.api_key,
+            "note": "first start: this admin key is shown once",
+        }));
+    }
+    Ok(())
+}
+
+/// The HTTP server's state: the services, the pool's statistics, the body and rate limits
+/// and the live-delivery caps the open-files budget leaves room for.
+fn app_state(
+    args: &ServeArgs,
+    store: &Arc<DieselStore>,
+    services: Switchboard,
+    files: &FileBudget,
+) -> AppState {
+    let db_concurrency = store.pool_usage().max_size as usize;
+    let stats_store = store.clone();
+    let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
+        let u = stats_store.pool_usage();
+        PoolStats {
+            connections: u.connections,
+            idle: u.idle,
+            max_size: u.max_size,
+        }
+    });
+    AppState::with_db_concurrency(services, Some(pool_stats), db_concurrency)
+        .with_body_limits(args.body_limits())
+        .with_rate_limits(args.rate_limits())
+        .with_live(switchboard_api::live::LiveConfig {
+            max_subscribers: args.max_subscribers.min(files.subscribers as usize),
+            max_sockets_per_key: args.max_sockets_per_key,
+            max_relays: files.relays as usize,
+            ..Default::default()
+        })
 }
 
 /// On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish (up to

@@ -1,18 +1,45 @@
 //! The supervisor: the one owner of the server's background work. `serve` starts it once the
 //! HTTP server runs and stops it after the HTTP server has stopped; stopping cancels every job
 //! and waits for them, within a bound. Registering a job is one call: [`Supervisor::every`]
-//! for a blocking step repeated on a period (the SQLite WAL checkpoint), [`Supervisor::spawn`]
-//! for a task of its own that watches its cancellation token.
+//! for a blocking step repeated on a period, [`Supervisor::spawn`] for a task of its own that
+//! watches its cancellation token, and [`Supervisor::add`] for a [`Job`] described by the crate
+//! that owns the work (the sandbox service, the runtimes, the store).
 
 use std::fmt::Display;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use switchboard_domain::jobs::{Job, Schedule};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
+
+/// The wake-ups of the woken jobs ([`Schedule::Woken`]): each job has its own, so a
+/// notification is never taken by another; [`Wakes::wake_all`] (the services' wake-up signal)
+/// notifies every one.
+#[derive(Clone, Default)]
+pub struct Wakes(Arc<Mutex<Vec<Arc<Notify>>>>);
+
+impl Wakes {
+    /// Notifies every woken job.
+    pub fn wake_all(&self) {
+        for wake in self.0.lock().expect("wake list poisoned").iter() {
+            wake.notify_one();
+        }
+    }
+
+    /// A new wake-up, notified by [`Wakes::wake_all`].
+    fn register(&self) -> Arc<Notify> {
+        let wake = Arc::new(Notify::new());
+        self.0
+            .lock()
+            .expect("wake list poisoned")
+            .push(wake.clone());
+        wake
+    }
+}
 
 /// Background jobs, each named (for the logs) and given a cancellation token. Must be used
 /// inside a Tokio runtime (the actix system's, in the server).
@@ -94,6 +121,31 @@ impl Supervisor {
                 }
             }
         });
+    }
+
+    /// Starts `job` as its schedule says; a [`Schedule::Woken`] job is also woken by `wakes`.
+    pub fn add(&mut self, job: Job, wakes: &Wakes) {
+        let Job {
+            name,
+            schedule,
+            step,
+        } = job;
+        match schedule {
+            Schedule::Once => self.spawn(name, move |_token| async move {
+                match tokio::task::spawn_blocking(move || step()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(job = %name, error = %e, "background step failed"),
+                    Err(e) => tracing::error!(job = %name, error = %e, "background step panicked"),
+                }
+            }),
+            Schedule::Every(period) => self.every(name, period, move || step()),
+            Schedule::AtOnceThenEvery(period) => {
+                self.every_or_woken(name, period, Arc::new(Notify::new()), move || step());
+            }
+            Schedule::Woken(period) => {
+                self.every_or_woken(name, period, wakes.register(), move || step());
+            }
+        }
     }
 
     /// Cancels every job and waits until all have returned, at most `bound` in all; jobs

@@ -12,7 +12,7 @@
 //! Services live in [`services`], one per resource, handed out by [`Switchboard`]; their
 //! methods block on storage, so async callers run them on a blocking pool. Failures are
 //! [`DomainError`]s, mapped to HTTP by the API crate alone. The domain starts no thread and
-//! no task: background work is the binary's.
+//! no task: background work is described as [`jobs::Job`]s, which the binary's supervisor runs.
 
 pub mod app_conversations;
 pub mod conversations;
@@ -21,6 +21,7 @@ mod error;
 pub mod events;
 pub mod identity;
 mod ids;
+pub mod jobs;
 pub mod live_frames;
 mod permissions;
 pub mod ports;

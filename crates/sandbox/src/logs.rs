@@ -20,8 +20,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::OFlags;
 
-use crate::process::LOG_FILE;
-
+/// The log file (stdout and stderr, appended) in a sandbox's directory.
+pub const LOG_FILE: &str = "agent-server.log";
 /// Where a trim keeps the end of the log it truncated, in the sandbox's directory.
 pub const PREVIOUS_LOG_FILE: &str = "agent-server.log.1";
 /// The default cap on a sandbox's log file, in bytes (64 MiB).

@@ -7,12 +7,14 @@
 //! overwrites a pause, resume or delete that happened while it looked.
 
 use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
 
 use time::OffsetDateTime;
 
 use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
+use crate::jobs::{Job, Schedule};
 use crate::ports::sandboxes::SandboxUpdate;
 use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::{
@@ -23,8 +25,51 @@ use crate::time_input::now_micros;
 
 /// Lines of a sandbox's log written to the server log when it turns `ERROR`.
 const ERROR_LOG_LINES: usize = 20;
+/// How often the launcher looks at starting sandboxes when not woken.
+const LAUNCH_EVERY: Duration = Duration::from_millis(250);
+/// How often every sandbox is reconciled with its runtime.
+const RECONCILE_EVERY: Duration = Duration::from_secs(3);
+/// How often the warm pool is checked when not woken.
+const POOL_EVERY: Duration = Duration::from_secs(3);
+/// How often deleted sandboxes' runtimes are cleaned up when not woken.
+const CLEANUP_EVERY: Duration = Duration::from_secs(5);
 
 impl SandboxService {
+    /// The sandbox service's background jobs, for the supervisor: the launcher (launch and
+    /// probe starting sandboxes; every 250 ms and when woken), the reconciler (at once and
+    /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`) and the cleanup
+    /// of deleted sandboxes (every 5 s and when woken).
+    pub fn jobs(&self, warm: bool) -> Vec<Job> {
+        let mut jobs = Vec::with_capacity(4);
+        let s = self.clone();
+        jobs.push(Job::new(
+            "sandbox-launcher",
+            Schedule::Woken(LAUNCH_EVERY),
+            move || s.advance_starting(),
+        ));
+        let s = self.clone();
+        jobs.push(Job::new(
+            "sandbox-reconciler",
+            Schedule::AtOnceThenEvery(RECONCILE_EVERY),
+            move || s.reconcile(),
+        ));
+        if warm {
+            let s = self.clone();
+            jobs.push(Job::new(
+                "sandbox-warm-pool",
+                Schedule::Woken(POOL_EVERY),
+                move || s.refill_warm_pool(),
+            ));
+        }
+        let s = self.clone();
+        jobs.push(Job::new(
+            "sandbox-cleanup",
+            Schedule::Woken(CLEANUP_EVERY),
+            move || s.clean_up_deleted(),
+        ));
+        jobs
+    }
+
     /// One pass of the launcher: launches every `STARTING` sandbox not launched yet, then
     /// probes the `STARTING` ones (`RUNNING` once `/alive` answers; `ERROR` when the process
     /// ends first or the start timeout passes). Run every few hundred milliseconds and when

@@ -44,6 +44,7 @@ mod ports;
 mod remove;
 mod start;
 mod state;
+pub mod upkeep;
 
 use std::collections::HashMap;
 use std::future::Future;

@@ -54,15 +54,15 @@ use crate::launch;
 use crate::procfs::{self, ProcStat};
 
 mod confined;
+mod log_cap;
 mod members;
 
+pub use crate::logs::LOG_FILE;
 pub use confined::ETC_DIR;
 pub use members::PidNamespace;
 
 /// The runtime's name in [`RuntimeHandle::runtime`].
 pub const RUNTIME_NAME: &str = "process";
-/// The log file (stdout and stderr, appended) in a sandbox's directory.
-pub const LOG_FILE: &str = "agent-server.log";
 /// The address every sandbox listens on.
 pub const LISTEN_HOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 /// How long delete waits after SIGTERM before SIGKILL, unless configured (issue 9: 10 s).

@@ -28,7 +28,11 @@ mod start_tasks;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
+use std::sync::Arc;
+use std::time::Duration;
+
 use switchboard_domain::StorageError;
+use switchboard_domain::jobs::{Job, Schedule};
 use switchboard_domain::ports::{AppendObserver, Store};
 
 use crate::connection::{
@@ -38,6 +42,9 @@ use crate::connection::{
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
+
+/// How often SQLite's write-ahead log is checkpointed by [`DieselStore::jobs`].
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// The store: a pool over one database.
 #[derive(Clone)]
@@ -172,6 +179,21 @@ impl DieselStore {
     /// tries again.
     pub fn checkpoint(&self) -> Result<Checkpoint, StorageError> {
         self.checkpoint_with(WAL_TRUNCATE_FRAMES)
+    }
+
+    /// The store's background jobs, for the supervisor: on SQLite, [`DieselStore::checkpoint`]
+    /// every second (the server turns SQLite's automatic checkpoints off: ARCHITECTURE.md,
+    /// Storage notes); none on PostgreSQL.
+    pub fn jobs(self: &Arc<Self>) -> Vec<Job> {
+        if self.kind != BackendKind::Sqlite {
+            return Vec::new();
+        }
+        let store = self.clone();
+        vec![Job::new(
+            "sqlite-checkpoint",
+            Schedule::Every(CHECKPOINT_EVERY),
+            move || store.checkpoint().map(|_| ()),
+        )]
     }
 
     /// [`DieselStore::checkpoint`] with another truncation threshold, in log frames.

@@ -1,0 +1,15 @@
+//! What the commands print: one JSON object per line on stdout, and the domain's refusals as
+//! errors.
+
+use serde_json::Value;
+use switchboard_domain::DomainError;
+
+/// Prints one JSON object on stdout.
+pub fn print(v: Value) {
+    println!("{v}");
+}
+
+/// The domain's refusal as the command's error (its message).
+pub fn domain(e: DomainError) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}

@@ -1,0 +1,76 @@
+//! The sandbox specs the flags name (`--sandbox-specs` or the built-in preset), and
+//! `switchboard specs pull` (issue 12), which needs the Docker daemon, not the database.
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+use switchboard_domain::sandboxes::specs::{
+    SandboxSpec, docker_preset, parse_sandbox_specs, process_preset,
+};
+use switchboard_domain::time_input::now_micros;
+use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
+use switchboard_sandbox::docker::upkeep::{PullOutcome, docker_images, pull_missing};
+use switchboard_sandbox::{DockerConfig, DockerRuntime};
+
+use crate::cli::SpecArgs;
+use crate::output::print;
+
+/// The specs the flags name and where they came from: the `--sandbox-specs` file, else the
+/// built-in preset (a process running `--agent-server-command`, or with `--sandbox-runtime
+/// docker` a container of `--agent-server-image`).
+///
+/// # Errors
+/// A specs file that cannot be read or is invalid (the message names the file and the
+/// field), or a preset that cannot be made.
+pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
+    let now = now_micros();
+    match &args.sandbox_specs {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
+            let name = path.display().to_string();
+            let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
+            Ok((specs, name))
+        }
+        None if args.sandbox_runtime == DOCKER_RUNTIME => {
+            let spec = docker_preset(&args.agent_server_image, now).map_err(anyhow::Error::msg)?;
+            Ok((vec![spec], "--agent-server-image".to_owned()))
+        }
+        None => {
+            let path = std::env::var_os("PATH");
+            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
+                .map_err(anyhow::Error::msg)?;
+            Ok((vec![spec], "--agent-server-command".to_owned()))
+        }
+    }
+}
+
+/// `switchboard specs pull`: pulls every Docker spec's image that is not on the Docker host,
+/// printing one JSON line per image (`present`, `pulled`, or `failed` with the daemon's or the
+/// registry's words).
+///
+/// # Errors
+/// The specs cannot be read, the daemon cannot be used, or an image could not be pulled.
+pub fn specs_pull(args: &SpecArgs) -> Result<()> {
+    let (specs, _) = load_specs(args)?;
+    let images = docker_images(&specs, &args.sandbox_runtime);
+    if images.is_empty() {
+        print(json!({"event": "nothing to pull", "note": "no spec runs on Docker"}));
+        return Ok(());
+    }
+    // The installation is not used: pulling touches no container.
+    let runtime = DockerRuntime::connect(DockerConfig::new("specs-pull"))
+        .context("the Docker daemon cannot be used; start it, or set DOCKER_HOST")?;
+    let mut failed = Vec::new();
+    pull_missing(&runtime, &images, |image, outcome| match outcome {
+        PullOutcome::Present => print(json!({"image": image, "result": "present"})),
+        PullOutcome::Pulled => print(json!({"image": image, "result": "pulled"})),
+        PullOutcome::Failed(e) => {
+            print(json!({"image": image, "result": "failed", "detail": e.to_string()}));
+            failed.push(image.to_owned());
+        }
+    })?;
+    if !failed.is_empty() {
+        bail!("could not pull: {}", failed.join(", "));
+    }
+    Ok(())
+}
