@@ -9,7 +9,7 @@
 //! find it and update it (docs/API.md, App conversations: start).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -17,55 +17,25 @@ use crate::app_conversations::repository;
 use crate::app_conversations::sealed_start::{SealedStart, mask_credentials};
 use crate::app_conversations::start_request::{StartRequest, parse_start_request};
 use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
-use crate::conversations::Conversation;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
-use crate::identity::redaction::{MASK, mask_url_credentials, redact, shorten};
-use crate::identity::session_keys::SessionKey;
+use crate::identity::redaction::{redact, shorten};
 use crate::ids::SandboxId;
-use crate::ports::{ConversationStore, StartTaskStore, StartedConversation};
-use crate::sandboxes::runtime::{AgentServerClient, BashCommand, SandboxStatus};
+use crate::ports::{ConversationStore, StartTaskStore};
 use crate::services::sandboxes::SandboxService;
-use crate::services::start_body::{CreateBody, create_body};
+pub use crate::services::start_body::LlmConfig;
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
 
 mod ids;
 mod secrets;
+mod steps;
 
 use ids::sees;
 
 /// The most characters of a task's `detail`, once redacted (issue 24 item 1: redaction comes
 /// first, so the cut never shows part of a secret).
 const DETAIL_MAX_CHARS: usize = 1000;
-
-/// The LLM every conversation gets unless the request names a model (issue 10: `--llm-model`,
-/// `--llm-base-url`, `--llm-api-key-file` or `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`).
-/// `Debug` never shows the key.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct LlmConfig {
-    /// The default model, e.g. `openai/gpt-4o` (LiteLLM names).
-    pub model: Option<String>,
-    /// The provider's base URL, when not the model's default.
-    pub base_url: Option<String>,
-    /// The API key; never written to a response, a task detail or a log line.
-    pub api_key: Option<String>,
-    /// Ask the LLM to stream its completions (the agent SDK's `LLM.stream`): the agent
-    /// server then emits `StreamingDeltaEvent`s, which live delivery relays as transient
-    /// frames (issue 11; `--llm-stream`).
-    pub stream: bool,
-}
-
-impl std::fmt::Debug for LlmConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LlmConfig")
-            .field("model", &self.model)
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| MASK))
-            .field("stream", &self.stream)
-            .finish()
-    }
-}
 
 /// Limits of the pipeline's steps.
 #[derive(Debug, Clone)]
@@ -293,241 +263,6 @@ impl Run<'_> {
     /// they are cut.
     fn tail(&self, stderr: &str) -> String {
         tail(&self.redact(stderr))
-    }
-
-    fn steps(&mut self) -> Result<(), Failure> {
-        let (request, secrets) = self.unsealed()?;
-        let svc = self.svc;
-        let m = svc
-            .sandboxes
-            .managed()
-            .map_err(|e| Failure(e.to_string()))?;
-
-        // WAITING_FOR_SANDBOX
-        self.set(StartTaskStatus::WaitingForSandbox);
-        let sandbox_id = match request.sandbox_id {
-            Some(id) => {
-                let record = svc
-                    .sandboxes
-                    .visible_sandbox(self.ctx, id)
-                    .map_err(|_| Failure(format!("Sandbox not found: {id}")))?;
-                if record.status == SandboxStatus::Paused {
-                    svc.sandboxes
-                        .resume_sandbox(self.ctx, id)
-                        .map_err(|e| Failure(format!("resuming sandbox {id} failed: {e}")))?;
-                }
-                id
-            }
-            None => {
-                let view = svc
-                    .sandboxes
-                    .start_sandbox(self.ctx, request.sandbox_spec_id.as_deref())
-                    .map_err(|e| Failure(format!("starting a sandbox failed: {e}")))?;
-                self.created_sandbox = Some(view.id);
-                view.id
-            }
-        };
-        self.task.sandbox_id = Some(sandbox_id);
-        self.set(StartTaskStatus::WaitingForSandbox);
-        let deadline = Instant::now() + svc.timeouts.sandbox;
-        let record = loop {
-            let record = svc
-                .sandboxes
-                .sandboxes
-                .sandbox(sandbox_id)
-                .map_err(|e| Failure(format!("reading sandbox {sandbox_id} failed: {e}")))?
-                .ok_or_else(|| Failure(format!("sandbox {sandbox_id} was deleted")))?;
-            match record.status {
-                SandboxStatus::Running if record.agent_server_url.is_some() => break record,
-                SandboxStatus::Error | SandboxStatus::Missing => {
-                    return Err(Failure(format!(
-                        "sandbox {sandbox_id} is {}",
-                        record.status
-                    )));
-                }
-                _ => {}
-            }
-            if Instant::now() >= deadline {
-                return Err(Failure(format!(
-                    "sandbox {sandbox_id} was not RUNNING within {} s",
-                    svc.timeouts.sandbox.as_secs()
-                )));
-            }
-            std::thread::sleep(svc.timeouts.poll);
-        };
-        let url = record.agent_server_url.clone().unwrap_or_default();
-        let key = record
-            .session_key_sealed
-            .as_deref()
-            .and_then(|s| m.m.sealer.open(s, &sandbox_id.to_string()).ok())
-            .map(SessionKey::new)
-            .ok_or_else(|| {
-                Failure(format!(
-                    "sandbox {sandbox_id} has no session key Switchboard can use (a registered agent server)"
-                ))
-            })?;
-        self.secrets.push(key.expose().to_owned());
-        self.task.agent_server_url = Some(url.clone());
-        let client: &dyn AgentServerClient = m.m.client.as_ref();
-        let bash = |command: String, cwd: Option<String>, timeout: Duration| {
-            client.execute_bash(
-                &url,
-                &key,
-                &BashCommand {
-                    command,
-                    cwd,
-                    timeout_secs: timeout.as_secs().max(1),
-                },
-            )
-        };
-
-        // The working directory: the agent server's own directory, one folder per conversation.
-        let home = bash("pwd".into(), None, Duration::from_secs(30))
-            .map_err(|e| Failure(format!("the agent server's bash endpoint failed: {e}")))?;
-        let home = home.stdout.trim().to_owned();
-        if home.is_empty() {
-            return Err(Failure(
-                "the agent server did not report its directory".into(),
-            ));
-        }
-        let workdir = format!(
-            "{}/{}",
-            home.trim_end_matches('/'),
-            self.task.conversation_id.0.simple()
-        );
-
-        // PREPARING_REPOSITORY
-        if let Some(repo) = &request.selected_repository {
-            self.set(StartTaskStatus::PreparingRepository);
-            // Checked when the start was asked for; again here, against the server's
-            // settings now (issue 18, "Repository sources").
-            let allowed = &m.m.settings.local_repositories;
-            check_sources(&request, allowed)
-                .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
-            let source = repository::clone_source(repo, request.git_provider.as_deref(), allowed)
-                .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
-            let mut cmd = String::from("git clone --quiet");
-            if let Some(branch) = &request.selected_branch {
-                cmd.push_str(" --branch ");
-                cmd.push_str(&quote(branch));
-            }
-            cmd.push_str(" -- ");
-            cmd.push_str(&quote(&source));
-            cmd.push(' ');
-            cmd.push_str(&quote(&workdir));
-            let out = bash(cmd, None, svc.timeouts.clone)
-                .map_err(|e| Failure(format!("cloning the repository failed: {e}")))?;
-            match out.exit_code {
-                Some(0) => {}
-                Some(code) => {
-                    return Err(Failure(format!(
-                        "cloning the repository failed (exit {code}): {}",
-                        self.tail(&out.stderr)
-                    )));
-                }
-                None => {
-                    return Err(Failure(format!(
-                        "cloning the repository took longer than {} s",
-                        svc.timeouts.clone.as_secs()
-                    )));
-                }
-            }
-        } else {
-            let out = bash(
-                format!("mkdir -p -- {}", quote(&workdir)),
-                None,
-                Duration::from_secs(30),
-            )
-            .map_err(|e| Failure(format!("creating the working directory failed: {e}")))?;
-            if out.exit_code != Some(0) {
-                return Err(Failure(format!(
-                    "creating the working directory failed: {}",
-                    self.tail(&out.stderr)
-                )));
-            }
-        }
-
-        // RUNNING_SETUP_SCRIPT
-        let has_setup = bash(
-            "test -f .openhands/setup.sh && echo present".into(),
-            Some(workdir.clone()),
-            Duration::from_secs(30),
-        )
-        .map_err(|e| Failure(format!("looking for .openhands/setup.sh failed: {e}")))?;
-        if has_setup.stdout.trim() == "present" {
-            self.set(StartTaskStatus::RunningSetupScript);
-            let out = bash(
-                "bash .openhands/setup.sh".into(),
-                Some(workdir.clone()),
-                svc.timeouts.setup_script,
-            )
-            .map_err(|e| Failure(format!(".openhands/setup.sh failed: {e}")))?;
-            match out.exit_code {
-                Some(0) => {}
-                Some(code) => {
-                    return Err(Failure(format!(
-                        ".openhands/setup.sh failed (exit {code}): {}",
-                        self.tail(&out.stderr)
-                    )));
-                }
-                None => {
-                    return Err(Failure(format!(
-                        ".openhands/setup.sh ran longer than {} s",
-                        svc.timeouts.setup_script.as_secs()
-                    )));
-                }
-            }
-        }
-
-        // STARTING_CONVERSATION
-        self.set(StartTaskStatus::StartingConversation);
-        let id = self.task.conversation_id;
-        let now = now_micros();
-        let model = request.llm_model.clone().or_else(|| svc.llm.model.clone());
-        let started = StartedConversation {
-            conversation: Conversation {
-                id,
-                org_id: self.task.org_id,
-                owner_id: self.task.created_by_user_id,
-                sandbox_id: Some(sandbox_id),
-                title: Some(request.title.clone().unwrap_or_else(|| {
-                    format!("Conversation {}", &id.0.simple().to_string()[..5])
-                })),
-                execution_status: None,
-                created_at: now,
-                updated_at: now,
-            },
-            selected_repository: request
-                .selected_repository
-                .as_deref()
-                .map(mask_url_credentials),
-            selected_branch: request.selected_branch.clone(),
-            git_provider: request.git_provider.clone(),
-            trigger: request.trigger.map(|t| t.as_str()),
-            pr_number: json!(request.pr_number).to_string(),
-            llm_model: model.clone(),
-            parent_conversation_id: request.parent_conversation_id.map(|p| p.to_string()),
-            public: request.public,
-            tags: Value::Object(request.tags.clone()).to_string(),
-        };
-        let id = self.record_conversation(started, now)?;
-        let Some(model) = model else {
-            return Err(Failure(
-                "no LLM model: the request has no llm_model and the server no --llm-model".into(),
-            ));
-        };
-        let body = create_body(&CreateBody {
-            id,
-            request: &request,
-            llm: &svc.llm,
-            model: &model,
-            workdir: &workdir,
-            secrets: &secrets,
-        });
-        client
-            .create_conversation(&url, &key, &body, svc.timeouts.create)
-            .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
-        Ok(())
     }
 }
 

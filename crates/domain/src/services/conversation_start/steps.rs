@@ -1,0 +1,356 @@
+//! The steps of one pipeline run, one function each: the sandbox (named, resumed or started),
+//! the wait until it runs, the agent server's working directory, the repository, the setup
+//! script and the conversation itself. Each writes its status to the task before it acts.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{Failure, Run, check_sources, quote};
+use crate::app_conversations::repository;
+use crate::app_conversations::start_request::StartRequest;
+use crate::app_conversations::start_tasks::StartTaskStatus;
+use crate::conversations::Conversation;
+use crate::identity::redaction::mask_url_credentials;
+use crate::identity::session_keys::SessionKey;
+use crate::ids::{ConversationId, SandboxId};
+use crate::ports::StartedConversation;
+use crate::sandboxes::records::SandboxRecord;
+use crate::sandboxes::runtime::{
+    AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
+};
+use crate::sandboxes::settings::ManagedSandboxes;
+use crate::services::start_body::{CreateBody, create_body};
+use crate::time_input::now_micros;
+
+/// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.
+const SHORT_COMMAND: Duration = Duration::from_secs(30);
+
+/// The sandbox's agent server, as the run talks to it.
+struct Agent<'m> {
+    url: String,
+    key: SessionKey,
+    client: &'m dyn AgentServerClient,
+}
+
+impl Agent<'_> {
+    /// Runs `command` in the sandbox (in `cwd`, else the agent server's directory) for at
+    /// most `timeout` (at least a second).
+    fn bash(
+        &self,
+        command: String,
+        cwd: Option<String>,
+        timeout: Duration,
+    ) -> Result<BashOutcome, AgentServerError> {
+        self.client.execute_bash(
+            &self.url,
+            &self.key,
+            &BashCommand {
+                command,
+                cwd,
+                timeout_secs: timeout.as_secs().max(1),
+            },
+        )
+    }
+}
+
+impl Run<'_> {
+    /// The whole pipeline after `WORKING`: each step in turn, the first failure ends it.
+    pub(super) fn steps(&mut self) -> Result<(), Failure> {
+        let (request, secrets) = self.unsealed()?;
+        let svc = self.svc;
+        let m = &svc
+            .sandboxes
+            .managed()
+            .map_err(|e| Failure(e.to_string()))?
+            .m;
+        self.set(StartTaskStatus::WaitingForSandbox);
+        let sandbox_id = self.sandbox(&request)?;
+        self.task.sandbox_id = Some(sandbox_id);
+        self.set(StartTaskStatus::WaitingForSandbox);
+        let record = self.wait_for_sandbox(sandbox_id)?;
+        let agent = self.agent(m, &record, sandbox_id)?;
+        let workdir = self.workdir(&agent)?;
+        match &request.selected_repository {
+            Some(repo) => self.clone_repository(&agent, m, &request, repo, &workdir)?,
+            None => self.make_workdir(&agent, &workdir)?,
+        }
+        self.run_setup_script(&agent, &workdir)?;
+        self.set(StartTaskStatus::StartingConversation);
+        self.start_conversation(&agent, &request, &secrets, sandbox_id, &workdir)
+    }
+
+    /// `WAITING_FOR_SANDBOX`: the sandbox the request names (resumed when paused), else a
+    /// new one of its spec (deleted again if the start fails).
+    fn sandbox(&mut self, request: &StartRequest) -> Result<SandboxId, Failure> {
+        let sandboxes = &self.svc.sandboxes;
+        if let Some(id) = request.sandbox_id {
+            let record = sandboxes
+                .visible_sandbox(self.ctx, id)
+                .map_err(|_| Failure(format!("Sandbox not found: {id}")))?;
+            if record.status == SandboxStatus::Paused {
+                sandboxes
+                    .resume_sandbox(self.ctx, id)
+                    .map_err(|e| Failure(format!("resuming sandbox {id} failed: {e}")))?;
+            }
+            return Ok(id);
+        }
+        let view = sandboxes
+            .start_sandbox(self.ctx, request.sandbox_spec_id.as_deref())
+            .map_err(|e| Failure(format!("starting a sandbox failed: {e}")))?;
+        self.created_sandbox = Some(view.id);
+        Ok(view.id)
+    }
+
+    /// Waits until the sandbox is `RUNNING` with an agent server URL, at most the sandbox
+    /// timeout; `ERROR`, `MISSING` or deleted ends the start at once.
+    fn wait_for_sandbox(&self, sandbox_id: SandboxId) -> Result<SandboxRecord, Failure> {
+        let svc = self.svc;
+        let deadline = Instant::now() + svc.timeouts.sandbox;
+        loop {
+            let record = svc
+                .sandboxes
+                .sandboxes
+                .sandbox(sandbox_id)
+                .map_err(|e| Failure(format!("reading sandbox {sandbox_id} failed: {e}")))?
+                .ok_or_else(|| Failure(format!("sandbox {sandbox_id} was deleted")))?;
+            match record.status {
+                SandboxStatus::Running if record.agent_server_url.is_some() => return Ok(record),
+                SandboxStatus::Error | SandboxStatus::Missing => {
+                    return Err(Failure(format!(
+                        "sandbox {sandbox_id} is {}",
+                        record.status
+                    )));
+                }
+                _ => {}
+            }
+            if Instant::now() >= deadline {
+                return Err(Failure(format!(
+                    "sandbox {sandbox_id} was not RUNNING within {} s",
+                    svc.timeouts.sandbox.as_secs()
+                )));
+            }
+            std::thread::sleep(svc.timeouts.poll);
+        }
+    }
+
+    /// The running sandbox's agent server: its URL and session key (opened with the sealer;
+    /// the key joins the values masked in a detail).
+    fn agent<'m>(
+        &mut self,
+        m: &'m ManagedSandboxes,
+        record: &SandboxRecord,
+        sandbox_id: SandboxId,
+    ) -> Result<Agent<'m>, Failure> {
+        let url = record.agent_server_url.clone().unwrap_or_default();
+        let key = record
+            .session_key_sealed
+            .as_deref()
+            .and_then(|s| m.sealer.open(s, &sandbox_id.to_string()).ok())
+            .map(SessionKey::new)
+            .ok_or_else(|| {
+                Failure(format!(
+                    "sandbox {sandbox_id} has no session key Switchboard can use (a registered agent server)"
+                ))
+            })?;
+        self.secrets.push(key.expose().to_owned());
+        self.task.agent_server_url = Some(url.clone());
+        Ok(Agent {
+            url,
+            key,
+            client: m.client.as_ref(),
+        })
+    }
+
+    /// The working directory: the agent server's own directory, one folder per conversation.
+    fn workdir(&self, agent: &Agent<'_>) -> Result<String, Failure> {
+        let home = agent
+            .bash("pwd".into(), None, SHORT_COMMAND)
+            .map_err(|e| Failure(format!("the agent server's bash endpoint failed: {e}")))?;
+        let home = home.stdout.trim().to_owned();
+        if home.is_empty() {
+            return Err(Failure(
+                "the agent server did not report its directory".into(),
+            ));
+        }
+        Ok(format!(
+            "{}/{}",
+            home.trim_end_matches('/'),
+            self.task.conversation_id.0.simple()
+        ))
+    }
+
+    /// `PREPARING_REPOSITORY`: the repository cloned into the working directory (its sources
+    /// checked again against the server's settings now: issue 18, "Repository sources").
+    fn clone_repository(
+        &mut self,
+        agent: &Agent<'_>,
+        m: &ManagedSandboxes,
+        request: &StartRequest,
+        repo: &str,
+        workdir: &str,
+    ) -> Result<(), Failure> {
+        self.set(StartTaskStatus::PreparingRepository);
+        let allowed = &m.settings.local_repositories;
+        check_sources(request, allowed)
+            .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
+        let source = repository::clone_source(repo, request.git_provider.as_deref(), allowed)
+            .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
+        let mut cmd = String::from("git clone --quiet");
+        if let Some(branch) = &request.selected_branch {
+            cmd.push_str(" --branch ");
+            cmd.push_str(&quote(branch));
+        }
+        cmd.push_str(" -- ");
+        cmd.push_str(&quote(&source));
+        cmd.push(' ');
+        cmd.push_str(&quote(workdir));
+        let timeout = self.svc.timeouts.clone;
+        let out = agent
+            .bash(cmd, None, timeout)
+            .map_err(|e| Failure(format!("cloning the repository failed: {e}")))?;
+        self.finished(
+            &out,
+            "cloning the repository failed",
+            &format!(
+                "cloning the repository took longer than {} s",
+                timeout.as_secs()
+            ),
+        )
+    }
+
+    /// Without a repository: an empty working directory.
+    fn make_workdir(&self, agent: &Agent<'_>, workdir: &str) -> Result<(), Failure> {
+        let out = agent
+            .bash(
+                format!("mkdir -p -- {}", quote(workdir)),
+                None,
+                SHORT_COMMAND,
+            )
+            .map_err(|e| Failure(format!("creating the working directory failed: {e}")))?;
+        if out.exit_code != Some(0) {
+            return Err(Failure(format!(
+                "creating the working directory failed: {}",
+                self.tail(&out.stderr)
+            )));
+        }
+        Ok(())
+    }
+
+    /// `RUNNING_SETUP_SCRIPT`, when the working directory holds `.openhands/setup.sh`.
+    fn run_setup_script(&mut self, agent: &Agent<'_>, workdir: &str) -> Result<(), Failure> {
+        let has_setup = agent
+            .bash(
+                "test -f .openhands/setup.sh && echo present".into(),
+                Some(workdir.to_owned()),
+                SHORT_COMMAND,
+            )
+            .map_err(|e| Failure(format!("looking for .openhands/setup.sh failed: {e}")))?;
+        if has_setup.stdout.trim() != "present" {
+            return Ok(());
+        }
+        self.set(StartTaskStatus::RunningSetupScript);
+        let timeout = self.svc.timeouts.setup_script;
+        let out = agent
+            .bash(
+                "bash .openhands/setup.sh".into(),
+                Some(workdir.to_owned()),
+                timeout,
+            )
+            .map_err(|e| Failure(format!(".openhands/setup.sh failed: {e}")))?;
+        self.finished(
+            &out,
+            ".openhands/setup.sh failed",
+            &format!(
+                ".openhands/setup.sh ran longer than {} s",
+                timeout.as_secs()
+            ),
+        )
+    }
+
+    /// A command's outcome: exit 0 is `Ok`; another exit is `failed` with the code and the
+    /// end of its error output; none (it ran out of time) is `overran`.
+    fn finished(&self, out: &BashOutcome, failed: &str, overran: &str) -> Result<(), Failure> {
+        match out.exit_code {
+            Some(0) => Ok(()),
+            Some(code) => Err(Failure(format!(
+                "{failed} (exit {code}): {}",
+                self.tail(&out.stderr)
+            ))),
+            None => Err(Failure(overran.to_owned())),
+        }
+    }
+
+    /// `STARTING_CONVERSATION`: the conversation row written (with the id handed to the agent
+    /// server), then the agent server's create call.
+    fn start_conversation(
+        &mut self,
+        agent: &Agent<'_>,
+        request: &StartRequest,
+        secrets: &Map<String, Value>,
+        sandbox_id: SandboxId,
+        workdir: &str,
+    ) -> Result<(), Failure> {
+        let svc = self.svc;
+        let id = self.task.conversation_id;
+        let now = now_micros();
+        let model = request.llm_model.clone().or_else(|| svc.llm.model.clone());
+        let started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
+        let id = self.record_conversation(started, now)?;
+        let Some(model) = model else {
+            return Err(Failure(
+                "no LLM model: the request has no llm_model and the server no --llm-model".into(),
+            ));
+        };
+        let body = create_body(&CreateBody {
+            id,
+            request,
+            llm: &svc.llm,
+            model: &model,
+            workdir,
+            secrets,
+        });
+        agent
+            .client
+            .create_conversation(&agent.url, &agent.key, &body, svc.timeouts.create)
+            .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
+        Ok(())
+    }
+
+    /// The conversation row of this start (credentials masked in the repository URL).
+    fn started_conversation(
+        &self,
+        request: &StartRequest,
+        id: ConversationId,
+        sandbox_id: SandboxId,
+        model: Option<String>,
+        now: time::OffsetDateTime,
+    ) -> StartedConversation {
+        StartedConversation {
+            conversation: Conversation {
+                id,
+                org_id: self.task.org_id,
+                owner_id: self.task.created_by_user_id,
+                sandbox_id: Some(sandbox_id),
+                title: Some(request.title.clone().unwrap_or_else(|| {
+                    format!("Conversation {}", &id.0.simple().to_string()[..5])
+                })),
+                execution_status: None,
+                created_at: now,
+                updated_at: now,
+            },
+            selected_repository: request
+                .selected_repository
+                .as_deref()
+                .map(mask_url_credentials),
+            selected_branch: request.selected_branch.clone(),
+            git_provider: request.git_provider.clone(),
+            trigger: request.trigger.map(|t| t.as_str()),
+            pr_number: json!(request.pr_number).to_string(),
+            llm_model: model,
+            parent_conversation_id: request.parent_conversation_id.map(|p| p.to_string()),
+            public: request.public,
+            tags: Value::Object(request.tags.clone()).to_string(),
+        }
+    }
+}
