@@ -102,6 +102,8 @@ const KNOWN_FIELDS: [&str; 8] = [
     "runtime",
 ];
 
+// Over 100 lines, on purpose: one pass over a spec's fields, a match arm per field (each
+// short), so the accepted fields and their errors stand together as a table.
 /// Parses the operator's sandbox specs file: a non-empty JSON array of objects with the fields
 /// `id` (non-empty string, unique), `command` (non-empty array of strings, the first
 /// non-empty), `initial_env` (object of strings, optional, default `{}`), `working_dir`

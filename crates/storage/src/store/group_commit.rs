@@ -140,6 +140,9 @@ fn commit_group(store: &DieselStore, group: &[(u64, Append)]) -> Vec<(u64, Appen
     }
 }
 
+// Over 100 lines, on purpose: the one transaction of a group commit (dedup, positions, rows,
+// counts, NOTIFY) kept in one place, so its order of reads and writes under the lock is read
+// at once.
 /// Appends a group in the current transaction, with a bounded number of statements whatever
 /// its size: the append lock, one upsert per distinct conversation (its last run state in group
 /// order; it returns the conversation's event count), one look-up of the ids already stored per
