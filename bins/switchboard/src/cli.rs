@@ -309,7 +309,7 @@ fn parse_in_flight(s: &str) -> Result<usize, String> {
         .trim()
         .parse()
         .map_err(|e| format!("not a byte count: {e}"))?;
-    let floor = switchboard_api::webhooks::WEBHOOK_BODY_LIMIT;
+    let floor = switchboard_api::extract::WEBHOOK_BODY_LIMIT;
     if n < floor {
         return Err(format!("at least {floor} bytes (the webhook body limit)"));
     }

@@ -6,18 +6,20 @@
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;
+use switchboard_domain::app_conversations::bodies::{parse_message, parse_patch};
 use switchboard_domain::app_conversations::{
-    AppConversationFilter, AppConversationPatch, GIT_PROVIDERS, MAX_APP_CONVERSATION_BATCH,
-    MAX_APP_CONVERSATION_PAGE, OrderedCursor, SendMessage, SortOrder,
+    AppConversationFilter, MAX_APP_CONVERSATION_BATCH, MAX_APP_CONVERSATION_PAGE, OrderedCursor,
+    SortOrder,
 };
+use switchboard_domain::batch::Batch;
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{
-    bool_type, datetime_parsing, field, greater_than, int_parsing, less_than_equal, list_type, loc,
-    missing, model_type, not_one_of, refuse_nul, string_type, uuid_parsing, value_error,
+    datetime_parsing, greater_than, int_parsing, less_than_equal, not_one_of, refuse_nul,
+    uuid_parsing, value_error,
 };
-use switchboard_domain::{ConversationId, DomainError, SandboxId};
-use switchboard_model::{ErrorType, LocItem, ValidationError};
+use switchboard_domain::{ConversationId, SandboxId};
+use switchboard_model::{ErrorType, ValidationError};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -25,7 +27,7 @@ use crate::dto::{
     AppConversationOut, AppConversationPage, ErrorDetail, SendMessageResponse, Success,
 };
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, QueryPairs, RawBody, path_uuid};
+use crate::extract::{Caller, QueryPairs, RawBody, conversation_id};
 use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit, TextParam};
 use crate::responses::ApiKeyErrors;
 
@@ -148,160 +150,6 @@ fn parse_search(query: &QueryPairs, with_paging: bool) -> Result<SearchParams, A
     }
 }
 
-/// Reads a PATCH body (strict: an object of [`PATCH_FIELDS`] only; `null` clears a field).
-///
-/// # Errors
-/// 422 entries at `["body", …]`: not an object, an unknown field (`extra_forbidden`), a value
-/// of the wrong type, a `git_provider` OpenHands does not name, a NUL in a text.
-fn parse_patch(body: &Value) -> Result<AppConversationPatch, ApiError> {
-    let root = loc(["body"]);
-    let obj = body
-        .as_object()
-        .ok_or_else(|| model_type(root.clone(), "AppConversationUpdateRequest", body))?;
-    let mut errors = Vec::new();
-    let mut patch = AppConversationPatch::default();
-    for (k, v) in obj {
-        let at = field(&root, k);
-        let text = |errors: &mut Vec<ValidationError>| match v {
-            Value::Null => Some(None),
-            Value::String(s) => match refuse_nul(|| at.clone(), s) {
-                Ok(()) => Some(Some(s.clone())),
-                Err(e) => {
-                    errors.push(e);
-                    None
-                }
-            },
-            other => {
-                errors.push(string_type(at.clone(), other));
-                None
-            }
-        };
-        match k.as_str() {
-            "title" => patch.title = text(&mut errors),
-            "selected_repository" => patch.selected_repository = text(&mut errors),
-            "selected_branch" => patch.selected_branch = text(&mut errors),
-            "git_provider" => match v {
-                Value::Null => patch.git_provider = Some(None),
-                Value::String(s) if GIT_PROVIDERS.contains(&s.as_str()) => {
-                    patch.git_provider = Some(Some(s.clone()));
-                }
-                other => errors.push(not_one_of(ErrorType::Enum, at, &GIT_PROVIDERS, other)),
-            },
-            "public" => match v {
-                Value::Null => patch.public = Some(None),
-                Value::Bool(b) => patch.public = Some(Some(*b)),
-                other => errors.push(bool_type(at, other)),
-            },
-            _ => errors.push(
-                ValidationError::new(
-                    ErrorType::ExtraForbidden,
-                    at,
-                    "Extra inputs are not permitted",
-                )
-                .with_input(v.clone()),
-            ),
-        }
-    }
-    if errors.is_empty() {
-        Ok(patch)
-    } else {
-        Err(ApiError::Validation(errors))
-    }
-}
-
-/// Reads a send-message body: `{"role": "user", "content": [item, …], "run": bool}` (strict;
-/// `role` may be left out; `run` defaults to `true`, as OpenHands' app server sends it;
-/// `content` holds at least one `{"type":"text","text":…}` or
-/// `{"type":"image","image_urls":[…]}`).
-///
-/// # Errors
-/// 422 entries at `["body", …]`.
-pub(crate) fn parse_message(body: &Value) -> Result<SendMessage, ApiError> {
-    let root = loc(["body"]);
-    let obj = body
-        .as_object()
-        .ok_or_else(|| model_type(root.clone(), "SendMessageRequest", body))?;
-    let mut errors = Vec::new();
-    for (k, v) in obj {
-        if !["role", "content", "run"].contains(&k.as_str()) {
-            errors.push(
-                ValidationError::new(
-                    ErrorType::ExtraForbidden,
-                    field(&root, k),
-                    "Extra inputs are not permitted",
-                )
-                .with_input(v.clone()),
-            );
-        }
-    }
-    match obj.get("role") {
-        None => {}
-        Some(Value::String(r)) if r == "user" => {}
-        Some(other) => errors.push(not_one_of(
-            ErrorType::LiteralError,
-            field(&root, "role"),
-            &["user"],
-            other,
-        )),
-    }
-    let run = match obj.get("run") {
-        None => true,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            errors.push(bool_type(field(&root, "run"), other));
-            true
-        }
-    };
-    let content = match obj.get("content") {
-        Some(Value::Array(a)) if a.is_empty() => {
-            errors.push(
-                ValidationError::new(
-                    ErrorType::ValueError,
-                    field(&root, "content"),
-                    "List should have at least 1 item after validation, not 0",
-                )
-                .with_input(Value::Array(Vec::new())),
-            );
-            Vec::new()
-        }
-        Some(Value::Array(a)) => a.clone(),
-        Some(other) => {
-            errors.push(list_type(field(&root, "content"), other));
-            Vec::new()
-        }
-        None => {
-            errors.push(missing(field(&root, "content"), body.clone()));
-            Vec::new()
-        }
-    };
-    for (i, part) in content.iter().enumerate() {
-        let mut at = field(&root, "content");
-        at.push(LocItem::Index(i));
-        let ok = match part.get("type").and_then(Value::as_str) {
-            Some("text") => part.get("text").is_some_and(Value::is_string),
-            Some("image") => part.get("image_urls").is_some_and(Value::is_array),
-            _ => false,
-        };
-        if !ok {
-            errors.push(value_error(
-                at,
-                "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}",
-                part,
-            ));
-        }
-    }
-    if errors.is_empty() {
-        Ok(SendMessage { content, run })
-    } else {
-        Err(ApiError::Validation(errors))
-    }
-}
-
-/// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
-fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
-    path_uuid(raw, "conversation_id").map(ConversationId)
-}
-
 /// The conversations the caller sees in the effective organization (members: their own;
 /// admins and owners: all), filtered, in `sort_order` (default `CREATED_AT_DESC`; ties by id),
 /// paged by an opaque keyset cursor that stays exact while conversations are created. Sandbox
@@ -389,10 +237,7 @@ pub async fn get_app_conversations(
 ) -> ApiResult<web::Json<Vec<Option<AppConversationOut>>>> {
     let found = caller
         .run(state, move |s, ctx| {
-            let ids: Vec<ConversationId> =
-                query.batch_ids("ids", MAX_APP_CONVERSATION_BATCH, |n| {
-                    DomainError::TooManyAppConversationIds(n).into()
-                })?;
+            let ids: Vec<ConversationId> = query.batch_ids("ids", Batch::APP_CONVERSATIONS)?;
             Ok(s.services.app_conversations().get(&ctx, &ids)?)
         })
         .await?;
@@ -430,7 +275,7 @@ pub async fn patch_app_conversation(
     let updated = state
         .blocking(move || {
             let id = conversation_id(&raw)?;
-            let patch = parse_patch(&body.json()?)?;
+            let patch = parse_patch(&body.json()?).map_err(ApiError::Validation)?;
             Ok(s.services.app_conversations().patch(&ctx, id, &patch)?)
         })
         .await?;
@@ -503,7 +348,7 @@ pub async fn send_message(
     let sent = state
         .blocking(move || {
             let id = conversation_id(&raw)?;
-            let message = parse_message(&body.json()?)?;
+            let message = parse_message(&body.json()?).map_err(ApiError::Validation)?;
             Ok(s.services
                 .app_conversations()
                 .send_message(&ctx, id, &message)?)
@@ -518,7 +363,6 @@ pub async fn send_message(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
 
     use super::*;
 
@@ -558,51 +402,6 @@ mod tests {
         let other_order = format!("page_id={}&sort_order=UPDATED_AT", c.encode());
         assert_eq!(
             types(parse_search(&QueryPairs::parse(&other_order), true).unwrap_err()),
-            ["value_error"]
-        );
-    }
-
-    #[test]
-    fn patch_bodies() {
-        let p =
-            parse_patch(&json!({"title": "t", "public": null, "git_provider": "gitlab"})).unwrap();
-        assert_eq!(p.title, Some(Some("t".into())));
-        assert_eq!(p.public, Some(None));
-        assert_eq!(p.git_provider, Some(Some("gitlab".into())));
-        assert_eq!(p.selected_branch, None);
-        assert_eq!(
-            types(
-                parse_patch(
-                    &json!({"nope": 1, "public": "yes", "git_provider": "svn", "title": 3})
-                )
-                .unwrap_err()
-            ),
-            ["extra_forbidden", "bool_type", "enum", "string_type"]
-        );
-        assert!(parse_patch(&json!([])).is_err());
-    }
-
-    #[test]
-    fn message_bodies() {
-        let m =
-            parse_message(&json!({"role": "user", "content": [{"type": "text", "text": "hi"}]}))
-                .unwrap();
-        assert!(m.run);
-        assert_eq!(
-            types(
-                parse_message(&json!({"role": "agent", "content": [], "run": 1, "x": 0}))
-                    .unwrap_err()
-            ),
-            [
-                "extra_forbidden",
-                "literal_error",
-                "bool_type",
-                "value_error"
-            ]
-        );
-        assert_eq!(types(parse_message(&json!({})).unwrap_err()), ["missing"]);
-        assert_eq!(
-            types(parse_message(&json!({"content": [{"type": "text"}]})).unwrap_err()),
             ["value_error"]
         );
     }

@@ -85,21 +85,18 @@ impl ApiError {
                     | D::ApiKeyNotFound
                     | D::ConversationNotFound
                     | D::SandboxNotFound => StatusCode::NOT_FOUND,
-                    D::TooManyIds(_) | D::TooManySandboxIds { .. } | D::SandboxSpecNotFound(_) => {
-                        StatusCode::BAD_REQUEST
-                    }
+                    D::TooManyIds { .. } | D::SandboxSpecNotFound(_) => StatusCode::BAD_REQUEST,
                     D::SandboxNotManaged
                     | D::SandboxNotRunnable(_)
                     | D::SandboxQuotaExceeded(_) => StatusCode::CONFLICT,
                     D::SandboxesDisabled => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
-                    D::DuplicateMarketplaceNames(_)
-                    | D::TooManyStartTaskIds(_)
-                    | D::BadStartRequest(_) => StatusCode::BAD_REQUEST,
+                    D::DuplicateMarketplaceNames(_) | D::BadStartRequest(_) => {
+                        StatusCode::BAD_REQUEST
+                    }
                     D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
                     D::Storage(StorageError::Unavailable(_)) => StatusCode::SERVICE_UNAVAILABLE,
                     D::Storage(_) | D::Runtime(_) => StatusCode::INTERNAL_SERVER_ERROR,
-                    D::TooManyAppConversationIds(_) => StatusCode::BAD_REQUEST,
                     D::ConversationSandboxMissing => StatusCode::GONE,
                     D::ConversationSandboxUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     D::ConversationSandboxNotManaged => StatusCode::CONFLICT,

@@ -8,7 +8,7 @@ use switchboard_domain::events::{
 };
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{
-    datetime_parsing, greater_than, int_parsing, less_than_equal, missing, not_one_of, value_error,
+    datetime_parsing, greater_than, int_parsing, less_than_equal, not_one_of, value_error,
 };
 use switchboard_domain::{ConversationId, OrgContext};
 use switchboard_model::{ErrorType, EventKind};
@@ -17,7 +17,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Caller, QueryPairs, path_uuid};
+use crate::extract::{Caller, QueryPairs, conversation_id};
 use crate::openapi::params::{InstantParam, PageLimit};
 use crate::responses::ConversationErrors;
 
@@ -62,11 +62,6 @@ impl utoipa::PartialSchema for SortOrderName {
 }
 
 impl utoipa::ToSchema for SortOrderName {}
-
-/// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
-pub(crate) fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
-    path_uuid(raw, "conversation_id").map(ConversationId)
-}
 
 /// Authenticates the caller, then runs `f` for the conversation named by `path` (judged after
 /// authentication, like every input), all in one blocking call.
@@ -262,11 +257,8 @@ pub async fn get_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let ids = query.all("id");
     let found = on_conversation(state, caller, path, move |s, ctx, id| {
-        if ids.is_empty() {
-            return Err(missing(QueryPairs::loc("id"), Value::Null).into());
-        }
+        let ids = query.ids("id")?;
         Ok(s.services.events().get_events(&ctx, id, &ids)?)
     })
     .await?;

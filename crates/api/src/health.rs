@@ -64,5 +64,5 @@ pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
 pub async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
-        .body(crate::openapi::document_json())
+        .body(crate::openapi_document())
 }

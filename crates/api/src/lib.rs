@@ -65,6 +65,14 @@ pub struct AppState {
     pub live: Arc<live::Live>,
 }
 
+/// The OpenAPI document as served at `/openapi.json` ([`openapi::document_json`], built once
+/// from the route table). The crate root is where the route table ([`routes`]) and the
+/// document meet: the document lists every route, `/openapi.json` among them, so the handlers
+/// read it from here rather than from the module that builds it.
+pub fn openapi_document() -> &'static str {
+    openapi::document_json()
+}
+
 /// Default concurrent blocking calls when the pool size is not given.
 pub const DEFAULT_DB_CONCURRENCY: usize = 8;
 

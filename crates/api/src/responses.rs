@@ -8,8 +8,7 @@ use utoipa::openapi::{RefOr, Response, ResponseBuilder};
 use utoipa::{IntoResponses, ToSchema};
 
 use crate::dto::{ErrorDetail, HTTPValidationError};
-use crate::extract::DEFAULT_BODY_LIMIT;
-use crate::webhooks::WEBHOOK_BODY_LIMIT;
+use crate::extract::{DEFAULT_BODY_LIMIT, WEBHOOK_BODY_LIMIT};
 
 /// An answer with a JSON body of schema `T`.
 fn answer<T: ToSchema>(description: &str) -> RefOr<Response> {

@@ -35,7 +35,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// OpenAPI document (which lists exactly the routes [`configure`] registers).
 pub fn table() -> Vec<(String, String)> {
     let doc: serde_json::Value =
-        serde_json::from_str(crate::openapi::document_json()).expect("the document is JSON");
+        serde_json::from_str(crate::openapi_document()).expect("the document is JSON");
     let mut out = Vec::new();
     for (path, item) in doc["paths"].as_object().into_iter().flatten() {
         for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {

@@ -11,7 +11,6 @@ use crate::error::ApiResult;
 use crate::extract::{Caller, QueryPairs};
 use crate::openapi::params::PageLimit;
 use crate::responses::ApiKeyErrors;
-use crate::sandboxes::{batch_ids, parse_paging};
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -35,7 +34,7 @@ pub async fn search_sandbox_specs(
 ) -> ApiResult<web::Json<SandboxSpecInfoPage>> {
     let page = caller
         .run(state, move |s, _ctx| {
-            let (after, limit) = parse_paging::<SpecCursor>(&query)?;
+            let (after, limit) = query.paging::<SpecCursor>(MAX_SANDBOX_PAGE)?;
             Ok(s.services.sandboxes().search_specs(after, limit))
         })
         .await?;
@@ -65,7 +64,7 @@ pub async fn get_sandbox_specs(
 ) -> ApiResult<web::Json<Vec<Option<SandboxSpecInfo>>>> {
     let found = caller
         .run(state, move |s, _ctx| {
-            let ids = batch_ids(&query)?;
+            let ids = query.ids("id")?;
             Ok(s.services.sandboxes().get_specs(&ids)?)
         })
         .await?;

@@ -4,12 +4,9 @@
 
 use actix_web::{delete, get, post, web};
 use serde_json::Value;
-use switchboard_domain::cursor::Keyset;
+use switchboard_domain::batch::Batch;
 use switchboard_domain::sandboxes::records::{MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, SandboxCursor};
-use switchboard_domain::validation::{
-    field, greater_than, int_parsing, less_than_equal, loc, missing, model_type, string_type,
-    uuid_parsing, value_error,
-};
+use switchboard_domain::validation::{field, loc, model_type, string_type, uuid_parsing};
 use switchboard_domain::{DomainError, SandboxId};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -28,53 +25,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(pause_sandbox)
         .service(resume_sandbox)
         .service(delete_sandbox);
-}
-
-/// Reads `page_id` (a cursor this service wrote for keyset `C`) and `limit` (1..=100,
-/// default 100); every malformed value is a 422 entry, all reported together.
-pub(crate) fn parse_paging<C: Keyset>(query: &QueryPairs) -> Result<(Option<C>, u32), ApiError> {
-    let mut errors = Vec::new();
-    let mut after = None;
-    let mut limit = MAX_SANDBOX_PAGE;
-    for (name, value) in &query.0 {
-        let input = || Value::String(value.clone());
-        match name.as_str() {
-            "page_id" => match C::decode(value) {
-                Some(c) => after = Some(c),
-                None => errors.push(value_error(
-                    QueryPairs::loc(name),
-                    "page_id is not a cursor returned by this service",
-                    &input(),
-                )),
-            },
-            "limit" => match value.trim().parse::<i64>() {
-                Ok(n) if n <= 0 => errors.push(greater_than(QueryPairs::loc(name), 0, &input())),
-                Ok(n) if n > i64::from(MAX_SANDBOX_PAGE) => errors.push(less_than_equal(
-                    QueryPairs::loc(name),
-                    MAX_SANDBOX_PAGE.into(),
-                    &input(),
-                )),
-                Ok(n) => limit = n as u32,
-                Err(_) => errors.push(int_parsing(QueryPairs::loc(name), value)),
-            },
-            _ => {}
-        }
-    }
-    if errors.is_empty() {
-        Ok((after, limit))
-    } else {
-        Err(ApiError::Validation(errors))
-    }
-}
-
-/// The `id` query values: 422 `missing` without any; more than [`MAX_SANDBOX_BATCH`] is the
-/// domain's 400 (checked before their form, as OpenHands does).
-pub(crate) fn batch_ids(query: &QueryPairs) -> Result<Vec<String>, ApiError> {
-    let ids = query.all("id");
-    if ids.is_empty() {
-        return Err(missing(QueryPairs::loc("id"), Value::Null).into());
-    }
-    Ok(ids)
 }
 
 /// Starts a sandbox from a spec: the query's `sandbox_spec_id` (as OpenHands clients send
@@ -160,7 +110,7 @@ pub async fn search_sandboxes(
 ) -> ApiResult<web::Json<SandboxPage>> {
     let page = caller
         .run(state, move |s, ctx| {
-            let (after, limit) = parse_paging::<SandboxCursor>(&query)?;
+            let (after, limit) = query.paging::<SandboxCursor>(MAX_SANDBOX_PAGE)?;
             Ok(s.services
                 .sandboxes()
                 .search_sandboxes(&ctx, after, limit)?)
@@ -190,29 +140,7 @@ pub async fn get_sandboxes(
 ) -> ApiResult<web::Json<Vec<Option<SandboxInfo>>>> {
     let found = caller
         .run(state, move |s, ctx| {
-            let raw = batch_ids(&query)?;
-            if raw.len() > MAX_SANDBOX_BATCH {
-                // The count is judged before the form (OpenHands: 400 for any 101 ids).
-                return Err(DomainError::TooManySandboxIds {
-                    what: "sandboxes",
-                    got: raw.len(),
-                }
-                .into());
-            }
-            let mut ids = Vec::with_capacity(raw.len());
-            let mut errors = Vec::new();
-            for (i, value) in raw.iter().enumerate() {
-                match value.parse::<SandboxId>() {
-                    Ok(id) => ids.push(id),
-                    Err(_) => errors.push(uuid_parsing(
-                        vec!["query".into(), "id".into(), i.into()],
-                        value,
-                    )),
-                }
-            }
-            if !errors.is_empty() {
-                return Err(ApiError::Validation(errors));
-            }
+            let ids: Vec<SandboxId> = query.batch_ids("id", Batch::SANDBOXES)?;
             Ok(s.services.sandboxes().get_sandboxes(&ctx, &ids)?)
         })
         .await?;
@@ -316,22 +244,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paging_rules() {
-        let q = QueryPairs::parse("limit=7");
-        assert_eq!(parse_paging::<SandboxCursor>(&q).unwrap(), (None, 7));
-        for (query, ty) in [
-            ("limit=0", "greater_than"),
-            ("limit=101", "less_than_equal"),
-            ("limit=x", "int_parsing"),
-            ("page_id=nope", "value_error"),
-        ] {
-            let Err(ApiError::Validation(e)) =
-                parse_paging::<SandboxCursor>(&QueryPairs::parse(query))
-            else {
-                panic!("{query}")
-            };
-            assert_eq!(e[0].error_type.as_str(), ty, "{query}");
-        }
+    fn start_bodies() {
         assert_eq!(spec_from_body(b"").unwrap(), None);
         assert_eq!(
             spec_from_body(br#"{"sandbox_spec_id":"a","x":1}"#).unwrap(),

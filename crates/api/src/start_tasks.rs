@@ -8,12 +8,13 @@
 use actix_web::web::Bytes;
 use actix_web::{HttpResponse, get, post, web};
 use serde_json::Value;
+use switchboard_domain::ConversationId;
 use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use switchboard_domain::app_conversations::{MAX_APP_CONVERSATION_BATCH, OrderedCursor, SortOrder};
+use switchboard_domain::app_conversations::{MAX_APP_CONVERSATION_PAGE, OrderedCursor, SortOrder};
+use switchboard_domain::batch::Batch;
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{datetime_parsing, not_one_of, uuid_parsing, value_error};
-use switchboard_domain::{ConversationId, DomainError};
 use switchboard_model::ErrorType;
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -23,7 +24,6 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, parse_json_body};
 use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit};
 use crate::responses::ApiKeyErrors;
-use crate::sandboxes::parse_paging;
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
@@ -222,7 +222,7 @@ pub async fn search_start_tasks(
     let page = caller
         .run(state, move |s, ctx| {
             let (filter, order) = parse_filters(&query)?;
-            let (after, limit) = parse_paging::<OrderedCursor>(&query)?;
+            let (after, limit) = query.paging::<OrderedCursor>(MAX_APP_CONVERSATION_PAGE)?;
             if let Some(a) = &after
                 && a.order != order
             {
@@ -286,10 +286,7 @@ pub async fn get_start_tasks(
 ) -> ApiResult<web::Json<Vec<Option<AppConversationStartTask>>>> {
     let found = caller
         .run(state, move |s, ctx| {
-            let ids: Vec<StartTaskId> =
-                query.batch_ids("ids", MAX_APP_CONVERSATION_BATCH, |n| {
-                    DomainError::TooManyStartTaskIds(n).into()
-                })?;
+            let ids: Vec<StartTaskId> = query.batch_ids("ids", Batch::START_TASKS)?;
             Ok(s.services.start_tasks().get_start_tasks(&ctx, &ids)?)
         })
         .await?;

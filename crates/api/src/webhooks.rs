@@ -7,12 +7,10 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::error::ApiResult;
-use crate::events::conversation_id;
-use crate::extract::{RawBody, SandboxCaller};
+use crate::extract::{RawBody, SandboxCaller, conversation_id};
 use crate::responses::WebhookErrors;
 
-/// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
-pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
+pub use crate::extract::WEBHOOK_BODY_LIMIT;
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

@@ -4,7 +4,6 @@
 use switchboard_model::ValidationError;
 use time::OffsetDateTime;
 
-use crate::events::MAX_BATCH_GET;
 use crate::ids::OrgId;
 use crate::permissions::Permission;
 use crate::time_input::format_rfc3339_micros;
@@ -72,9 +71,18 @@ pub enum DomainError {
     /// The conversation does not exist or belongs to another organization.
     #[error("Conversation not found")]
     ConversationNotFound,
-    /// A batch get asked for too many ids.
-    #[error("Cannot request more than {MAX_BATCH_GET} events at once, got {0}")]
-    TooManyIds(usize),
+    /// A batch get asked for more ids than its resource allows (400; reference app-server
+    /// §3.2, §4, §5.2: events, sandboxes, sandbox specs, app conversations and start tasks
+    /// all at most 100): judged before the ids' form, as OpenHands does.
+    #[error("Cannot request more than {max} {what} at once, got {got}")]
+    TooManyIds {
+        /// What was asked for, plural (`events`, `sandboxes`, `sandbox specs`, …).
+        what: &'static str,
+        /// The most one batch may hold.
+        max: usize,
+        /// How many were asked for.
+        got: usize,
+    },
     /// The settings changed since the version the client sent (reference §1.6 rule 7).
     #[error(
         "Organization \"{org_id}\" was modified by another request. Expected version: {}, actual version: {}. Please refresh and retry.",
@@ -100,15 +108,6 @@ pub enum DomainError {
     /// answers 500).
     #[error("Unknown sandbox spec: {0:?}")]
     SandboxSpecNotFound(String),
-    /// A batch get of sandboxes or sandbox specs asked for too many ids (reference app-server
-    /// §3.2, §4).
-    #[error("Cannot request more than {max} {what} at once, got {got}", max = crate::sandboxes::records::MAX_SANDBOX_BATCH)]
-    TooManySandboxIds {
-        /// `sandboxes` or `sandbox specs`.
-        what: &'static str,
-        /// How many were asked for.
-        got: usize,
-    },
     /// Pause or resume of a sandbox Switchboard does not run (design: Sandboxes).
     #[error(
         "Sandbox is not managed by Switchboard (registered with `switchboard sandboxes register`): it cannot be paused or resumed"
@@ -133,9 +132,6 @@ pub enum DomainError {
     /// Something to be created exists already.
     #[error("{0}")]
     AlreadyExists(String),
-    /// A batch get of start tasks asked for more than 100 ids (issue 10: 400).
-    #[error("Cannot request more than 100 start tasks at once, got {0}")]
-    TooManyStartTaskIds(usize),
     /// A start request that is well formed but cannot be started (issue 10: 400, where
     /// OpenHands answers 500): a `suggested_task` with an `initial_message`, an unknown
     /// parent conversation, a conversation id already in use.
@@ -144,9 +140,6 @@ pub enum DomainError {
     /// The storage failed.
     #[error("storage failure: {0}")]
     Storage(#[from] StorageError),
-    /// A batch get of app conversations asked for too many ids (reference app-server §5.2).
-    #[error("Cannot request more than {max} app conversations at once, got {0}", max = crate::app_conversations::MAX_APP_CONVERSATION_BATCH)]
-    TooManyAppConversationIds(usize),
     /// The conversation's sandbox is gone (`MISSING`, or deleted): nothing can reach its
     /// agent server again (reference app-server §5.2: 410).
     #[error("Sandbox is MISSING: the conversation's agent server is gone")]

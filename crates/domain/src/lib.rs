@@ -15,6 +15,7 @@
 //! no task: background work is described as [`jobs::Job`]s, which the binary's supervisor runs.
 
 pub mod app_conversations;
+pub mod batch;
 pub mod conversations;
 pub mod cursor;
 mod error;

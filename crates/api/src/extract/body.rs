@@ -21,6 +21,9 @@ use crate::error::ApiError;
 /// 1 MiB: the default body limit (API.md, Conventions).
 pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 
+/// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
+pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
+
 /// A request body, not read yet: handlers authenticate from the headers first (and check the
 /// operation's permission), then call [`RawBody::read`], so an unauthenticated request never
 /// makes the server hold its body (issue 7 §2). `LIMIT` is the route's size limit in bytes,

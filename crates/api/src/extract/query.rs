@@ -2,8 +2,11 @@
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest};
+use serde_json::Value;
+use switchboard_domain::batch::Batch;
+use switchboard_domain::cursor::Keyset;
 use switchboard_domain::validation::uuid_parsing;
-use switchboard_domain::{parse_uuid, validation};
+use switchboard_domain::{ConversationId, parse_uuid, validation};
 use switchboard_model::LocItem;
 
 use crate::error::ApiError;
@@ -27,25 +30,32 @@ impl QueryPairs {
             .collect()
     }
 
-    /// The ids of a batch get (`?name=…&name=…`), in order: at least one (422 `missing`), at
-    /// most `max` (else `too_many(count)`, judged before their form, as OpenHands does), each a
-    /// UUID (422 `uuid_parsing` at `["query", name, i]` for every one that is not).
+    /// The values of `name` (`?name=…&name=…`), in order: at least one.
     ///
     /// # Errors
-    /// [`ApiError::Validation`], or `too_many`'s error.
+    /// 422 `missing` at `["query", name]` without any.
+    pub fn ids(&self, name: &str) -> Result<Vec<String>, ApiError> {
+        let raw = self.all(name);
+        if raw.is_empty() {
+            return Err(validation::missing(QueryPairs::loc(name), Value::Null).into());
+        }
+        Ok(raw)
+    }
+
+    /// The ids of a batch get of `batch`'s resource (`?name=…&name=…`), in order: at least one
+    /// (422 `missing`), at most [`Batch::max`] (else its 400, judged before their form, as
+    /// OpenHands does), each a UUID (422 `uuid_parsing` at `["query", name, i]` for every one
+    /// that is not).
+    ///
+    /// # Errors
+    /// [`ApiError::Validation`], or [`switchboard_domain::DomainError::TooManyIds`].
     pub fn batch_ids<T: std::str::FromStr>(
         &self,
         name: &str,
-        max: usize,
-        too_many: impl FnOnce(usize) -> ApiError,
+        batch: Batch,
     ) -> Result<Vec<T>, ApiError> {
-        let raw = self.all(name);
-        if raw.is_empty() {
-            return Err(validation::missing(QueryPairs::loc(name), serde_json::Value::Null).into());
-        }
-        if raw.len() > max {
-            return Err(too_many(raw.len()));
-        }
+        let raw = self.ids(name)?;
+        batch.check(raw.len())?;
         let mut ids = Vec::with_capacity(raw.len());
         let mut errors = Vec::new();
         for (i, value) in raw.iter().enumerate() {
@@ -59,6 +69,45 @@ impl QueryPairs {
         }
         if errors.is_empty() {
             Ok(ids)
+        } else {
+            Err(ApiError::Validation(errors))
+        }
+    }
+
+    /// Reads `page_id` (a cursor this service wrote for keyset `C`) and `limit` (1..=`max`,
+    /// default `max`); every malformed value is a 422 entry, all reported together.
+    ///
+    /// # Errors
+    /// [`ApiError::Validation`].
+    pub fn paging<C: Keyset>(&self, max: u32) -> Result<(Option<C>, u32), ApiError> {
+        let mut errors = Vec::new();
+        let mut after = None;
+        let mut limit = max;
+        for (name, value) in &self.0 {
+            let input = || Value::String(value.clone());
+            let at = || QueryPairs::loc(name);
+            match name.as_str() {
+                "page_id" => match C::decode(value) {
+                    Some(c) => after = Some(c),
+                    None => errors.push(validation::value_error(
+                        at(),
+                        "page_id is not a cursor returned by this service",
+                        &input(),
+                    )),
+                },
+                "limit" => match value.trim().parse::<i64>() {
+                    Ok(n) if n <= 0 => errors.push(validation::greater_than(at(), 0, &input())),
+                    Ok(n) if n > i64::from(max) => {
+                        errors.push(validation::less_than_equal(at(), max.into(), &input()));
+                    }
+                    Ok(n) => limit = n as u32,
+                    Err(_) => errors.push(validation::int_parsing(at(), value)),
+                },
+                _ => {}
+            }
+        }
+        if errors.is_empty() {
+            Ok((after, limit))
         } else {
             Err(ApiError::Validation(errors))
         }
@@ -85,4 +134,38 @@ impl FromRequest for QueryPairs {
 /// [`ApiError::Validation`].
 pub fn path_uuid(value: &str, name: &str) -> Result<uuid::Uuid, ApiError> {
     parse_uuid(value).ok_or_else(|| uuid_parsing(validation::loc(["path", name]), value).into())
+}
+
+/// A conversation id from the path: 422 at `["path", "conversation_id"]` when not a UUID.
+///
+/// # Errors
+/// [`ApiError::Validation`].
+pub fn conversation_id(raw: &str) -> Result<ConversationId, ApiError> {
+    path_uuid(raw, "conversation_id").map(ConversationId)
+}
+
+#[cfg(test)]
+mod tests {
+    use switchboard_domain::sandboxes::records::SandboxCursor;
+
+    use super::*;
+
+    #[test]
+    fn paging_rules() {
+        let q = QueryPairs::parse("limit=7");
+        assert_eq!(q.paging::<SandboxCursor>(100).unwrap(), (None, 7));
+        for (query, ty) in [
+            ("limit=0", "greater_than"),
+            ("limit=101", "less_than_equal"),
+            ("limit=x", "int_parsing"),
+            ("page_id=nope", "value_error"),
+        ] {
+            let Err(ApiError::Validation(e)) =
+                QueryPairs::parse(query).paging::<SandboxCursor>(100)
+            else {
+                panic!("{query}")
+            };
+            assert_eq!(e[0].error_type.as_str(), ty, "{query}");
+        }
+    }
 }

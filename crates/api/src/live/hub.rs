@@ -46,8 +46,11 @@ pub struct Watch {
     pub recent: Arc<Recent>,
 }
 
+/// Events read from the store per page by a subscriber: the most the server holds for one.
+pub(crate) const PAGE: u32 = 256;
+
 /// The most events a [`Recent`] window keeps: one page of a subscriber's read.
-pub const RECENT_EVENTS: usize = super::tail::PAGE as usize;
+pub const RECENT_EVENTS: usize = PAGE as usize;
 
 /// Something sent to many sockets (a stored event of a [`Recent`] window, a relayed transient
 /// event) with the frames sent for it, each rendered once, by the first subscriber that sends

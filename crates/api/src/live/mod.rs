@@ -24,7 +24,7 @@ use switchboard_domain::ApiKeyId;
 use tokio::sync::watch;
 
 pub use hub::Hub;
-pub use relay::Relays;
+pub use relay::{DEFAULT_MAX_RELAYS, Relays};
 
 /// Limits and timings of live delivery.
 #[derive(Debug, Clone)]
@@ -55,8 +55,6 @@ pub struct LiveConfig {
 pub const DEFAULT_MAX_SUBSCRIBERS: usize = 20_000;
 /// Default [`LiveConfig::max_sockets_per_key`] (issue 18, Quotas).
 pub const DEFAULT_MAX_SOCKETS_PER_KEY: usize = 200;
-/// Default [`LiveConfig::max_relays`].
-pub const DEFAULT_MAX_RELAYS: usize = 10_000;
 
 impl Default for LiveConfig {
     fn default() -> Self {

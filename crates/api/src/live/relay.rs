@@ -22,6 +22,9 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use super::hub::Shared;
 use crate::AppState;
 
+/// Default [`super::LiveConfig::max_relays`].
+pub const DEFAULT_MAX_RELAYS: usize = 10_000;
+
 /// Transient frames buffered per conversation; a subscriber further behind skips the oldest
 /// (they are transient: the final event comes from the store).
 const BUFFER: usize = 256;
@@ -45,7 +48,7 @@ pub struct Relays {
 
 impl Default for Relays {
     fn default() -> Self {
-        Relays::new(super::DEFAULT_MAX_RELAYS)
+        Relays::new(DEFAULT_MAX_RELAYS)
     }
 }
 

@@ -6,13 +6,13 @@
 use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, get, web};
-use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Session};
+use actix_ws::{AggregatedMessage, AggregatedMessageStream};
 use switchboard_domain::live_frames::ClientFrame;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ConversationId, DomainError, OrgContext, parse_uuid};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use super::tail::{Accepted, Protocol, Start, run_tail};
+use super::tail::{Accepted, Protocol, Start, close, is_invalid_text, run_tail};
 use crate::AppState;
 use crate::extract::{presented_key, requested_org};
 
@@ -77,16 +77,6 @@ fn session_start(pairs: &[(String, String)]) -> Result<Start, &'static str> {
 
 fn forbidden(detail: &str) -> HttpResponse {
     HttpResponse::Forbidden().json(serde_json::json!({ "detail": detail }))
-}
-
-/// Closes with `code` and a short reason.
-pub(super) async fn close(session: Session, code: u16, reason: &str) {
-    let _ = session
-        .close(Some(CloseReason {
-            code: CloseCode::from(code),
-            description: Some(reason.to_owned()),
-        }))
-        .await;
 }
 
 /// Upgrades, then admits, authenticates and checks the conversation in a task of its own.
@@ -183,12 +173,6 @@ fn upgrade(
 /// Close code for a text frame that is not UTF-8 (RFC 6455 §7.4.1: "inconsistent with the
 /// type of the message").
 const CLOSE_INVALID_TEXT: u16 = 1007;
-
-/// Whether a frame error is a text frame (or a continued text message) that is not UTF-8:
-/// actix-ws reports it as an I/O error of kind `InvalidData`.
-pub(super) fn is_invalid_text(e: &actix_ws::ProtocolError) -> bool {
-    matches!(e, actix_ws::ProtocolError::Io(io) if io.kind() == std::io::ErrorKind::InvalidData)
-}
 
 /// The key of a first frame `{"type":"auth","session_api_key":"…"}` received within
 /// `timeout`; else the close code: [`CLOSE_INVALID_TEXT`] for a text frame that is not UTF-8,

@@ -7,23 +7,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::web;
-use actix_ws::{AggregatedMessage, AggregatedMessageStream, Session};
+use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReason, Session};
 use bytestring::ByteString;
 use futures_util::FutureExt;
 use serde_json::Value;
+use switchboard_domain::app_conversations::bodies::parse_message;
 use switchboard_domain::events::PositionedEvent;
 use switchboard_domain::live_frames::ClientFrame;
 use switchboard_domain::{ConversationId, OrgContext};
 use time::OffsetDateTime;
 
-use super::hub::{SharedEvent, Watch};
+use super::hub::{PAGE, SharedEvent, Watch};
 use super::relay::{RelayGuard, Transient};
-use super::sockets::close;
 use super::{Admission, Signal};
 use crate::AppState;
-
-/// Events read from the store per page: the most the server holds for one subscriber.
-pub(crate) const PAGE: u32 = 256;
 
 /// Which protocol a socket speaks; as a number, the kind of frame it is sent for an event
 /// ([`Shared::frame`](super::hub::Shared::frame)).
@@ -393,9 +390,7 @@ impl Tail {
                     .await
             }
             Err(actix_ws::ProtocolError::Overflow) => Err(Stop::Close(1009, "frame too large")),
-            Err(e) if super::sockets::is_invalid_text(&e) => {
-                Err(Stop::Close(1007, "text frame is not UTF-8"))
-            }
+            Err(e) if is_invalid_text(&e) => Err(Stop::Close(1007, "text frame is not UTF-8")),
             Err(_) => Err(Stop::Close(1002, "protocol error")),
         }
     }
@@ -417,16 +412,15 @@ impl Tail {
             "content": message["content"],
             "run": true,
         });
-        let parsed = match crate::app_conversations::parse_message(&body) {
+        let parsed = match parse_message(&body) {
             Ok(m) => m,
-            Err(crate::error::ApiError::Validation(errors)) => {
+            Err(errors) => {
                 let detail = errors
                     .first()
                     .map(|e| e.msg.clone())
                     .unwrap_or_else(|| "invalid message".into());
                 return self.error("invalid_message", &detail).await;
             }
-            Err(e) => return self.error("invalid_message", &e.to_string()).await,
         };
         let st = self.state.clone();
         let ctx = self.ctx.clone();
@@ -467,4 +461,20 @@ impl Tail {
         };
         self.send(frame.to_string().into()).await
     }
+}
+
+/// Closes with `code` and a short reason.
+pub(super) async fn close(session: Session, code: u16, reason: &str) {
+    let _ = session
+        .close(Some(CloseReason {
+            code: CloseCode::from(code),
+            description: Some(reason.to_owned()),
+        }))
+        .await;
+}
+
+/// Whether a frame error is a text frame (or a continued text message) that is not UTF-8:
+/// actix-ws reports it as an I/O error of kind `InvalidData`.
+pub(super) fn is_invalid_text(e: &actix_ws::ProtocolError) -> bool {
+    matches!(e, actix_ws::ProtocolError::Io(io) if io.kind() == std::io::ErrorKind::InvalidData)
 }

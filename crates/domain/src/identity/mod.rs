@@ -13,7 +13,6 @@ use time::OffsetDateTime;
 use crate::error::DomainError;
 use crate::ids::{ApiKeyId, OrgId, UserId};
 use crate::permissions::{Permission, Role};
-use crate::ports::identity::OrgMembership;
 
 /// An organization.
 #[derive(Debug, Clone, PartialEq)]
@@ -101,4 +100,13 @@ impl OrgContext {
             Err(DomainError::PermissionDenied(permission))
         }
     }
+}
+
+/// An organization and the caller's role in it, read together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgMembership {
+    /// The organization.
+    pub org: Org,
+    /// The user's role, `None` when not a member.
+    pub role: Option<Role>,
 }

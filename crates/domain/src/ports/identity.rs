@@ -3,6 +3,7 @@
 use time::OffsetDateTime;
 
 use crate::error::StorageError;
+pub use crate::identity::OrgMembership;
 use crate::identity::api_keys::{ApiKeyHash, ApiKeyRecord};
 use crate::identity::{Org, User};
 use crate::ids::{ApiKeyId, OrgId, UserId};
@@ -19,15 +20,6 @@ pub struct KeyLookup {
     /// organization, else the requested one, else the user's current one; with the user's role
     /// there. `None` when that organization does not exist (or none applies).
     pub effective: Option<OrgMembership>,
-}
-
-/// An organization and the caller's role in it, read together.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OrgMembership {
-    /// The organization.
-    pub org: Org,
-    /// The user's role, `None` when not a member.
-    pub role: Option<Role>,
 }
 
 /// Organizations, users, memberships and API keys.

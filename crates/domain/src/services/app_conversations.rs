@@ -11,8 +11,9 @@ use serde_json::{Value, json};
 
 use crate::app_conversations::{
     AppConversation, AppConversationFilter, AppConversationInfo, AppConversationPatch,
-    AppConversationQuery, MAX_APP_CONVERSATION_BATCH, OrderedCursor, SendMessage, SortOrder,
+    AppConversationQuery, OrderedCursor, SendMessage, SortOrder,
 };
+use crate::batch::Batch;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -124,16 +125,14 @@ impl AppConversationService {
     /// the caller does not see.
     ///
     /// # Errors
-    /// [`DomainError::TooManyAppConversationIds`] over [`MAX_APP_CONVERSATION_BATCH`] ids;
+    /// [`DomainError::TooManyIds`] over [`Batch::APP_CONVERSATIONS`]' most;
     /// storage failures.
     pub fn get(
         &self,
         ctx: &OrgContext,
         ids: &[ConversationId],
     ) -> Result<Vec<Option<AppConversation>>, DomainError> {
-        if ids.len() > MAX_APP_CONVERSATION_BATCH {
-            return Err(DomainError::TooManyAppConversationIds(ids.len()));
-        }
+        Batch::APP_CONVERSATIONS.check(ids.len())?;
         let rows: Vec<AppConversationInfo> = self
             .store
             .app_conversations_by_ids(ids)?

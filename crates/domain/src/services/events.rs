@@ -4,12 +4,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::batch::Batch;
 use crate::conversations::Conversation;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::events::{
-    AppendOutcome, EventCursor, EventFilter, EventPageOut, MAX_BATCH_GET, PositionedEvent,
-    SearchQuery, prepare_batch,
+    AppendOutcome, EventCursor, EventFilter, EventPageOut, PositionedEvent, SearchQuery,
+    prepare_batch,
 };
 use crate::identity::OrgContext;
 use crate::ids::ConversationId;
@@ -121,7 +122,7 @@ impl EventService {
     /// ids holding a NUL (API.md, NUL characters).
     ///
     /// # Errors
-    /// [`DomainError::TooManyIds`] over [`MAX_BATCH_GET`] ids; as
+    /// [`DomainError::TooManyIds`] over [`Batch::EVENTS`]' most; as
     /// [`EventService::search_events`].
     pub fn get_events(
         &self,
@@ -129,9 +130,7 @@ impl EventService {
         conversation: ConversationId,
         ids: &[String],
     ) -> Result<Vec<Option<String>>, DomainError> {
-        if ids.len() > MAX_BATCH_GET {
-            return Err(DomainError::TooManyIds(ids.len()));
-        }
+        Batch::EVENTS.check(ids.len())?;
         self.conversations.visible_conversation(ctx, conversation)?;
         // No stored id holds a NUL (`prepare_batch` refuses them), and a text column cannot be
         // compared with one: such an id finds nothing without asking the store.

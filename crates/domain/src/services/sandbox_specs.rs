@@ -1,9 +1,10 @@
 //! The sandbox specs (reference app-server §4): the operator's, in order, searched and read
 //! by id; none when this server runs no sandboxes.
 
+use crate::batch::Batch;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
-use crate::sandboxes::records::{MAX_SANDBOX_BATCH, Page, SpecCursor};
+use crate::sandboxes::records::{Page, SpecCursor};
 use crate::sandboxes::specs::SandboxSpec;
 use crate::services::sandboxes::SandboxService;
 
@@ -26,14 +27,9 @@ impl SandboxService {
     /// The specs with these ids, in request order, `None` for unknown ones.
     ///
     /// # Errors
-    /// [`DomainError::TooManySandboxIds`] over [`MAX_SANDBOX_BATCH`] ids.
+    /// [`DomainError::TooManyIds`] over [`Batch::SANDBOX_SPECS`]' most.
     pub fn get_specs(&self, ids: &[String]) -> Result<Vec<Option<SandboxSpec>>, DomainError> {
-        if ids.len() > MAX_SANDBOX_BATCH {
-            return Err(DomainError::TooManySandboxIds {
-                what: "sandbox specs",
-                got: ids.len(),
-            });
-        }
+        Batch::SANDBOX_SPECS.check(ids.len())?;
         Ok(ids
             .iter()
             .map(|id| {

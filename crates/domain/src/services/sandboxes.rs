@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use time::OffsetDateTime;
 
+use crate::batch::Batch;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -22,8 +23,7 @@ use crate::ports::sandboxes::{
 use crate::ports::{IdentityStore, SandboxStore};
 use crate::sandboxes::quotas::SandboxQuota;
 use crate::sandboxes::records::{
-    AGENT_SERVER_URL_NAME, ExposedUrl, MAX_SANDBOX_BATCH, Page, SandboxCursor, SandboxRecord,
-    SandboxView,
+    AGENT_SERVER_URL_NAME, ExposedUrl, Page, SandboxCursor, SandboxRecord, SandboxView,
 };
 use crate::sandboxes::runtime::{RuntimeError, RuntimeHandle, SandboxRuntime, SandboxStatus};
 use crate::sandboxes::settings::ManagedSandboxes;
@@ -310,18 +310,13 @@ impl SandboxService {
     /// The sandboxes with these ids, in request order, `None` for unknown or not visible ones.
     ///
     /// # Errors
-    /// [`DomainError::TooManySandboxIds`] over [`MAX_SANDBOX_BATCH`] ids; storage failures.
+    /// [`DomainError::TooManyIds`] over [`Batch::SANDBOXES`]' most; storage failures.
     pub fn get_sandboxes(
         &self,
         ctx: &OrgContext,
         ids: &[SandboxId],
     ) -> Result<Vec<Option<SandboxView>>, DomainError> {
-        if ids.len() > MAX_SANDBOX_BATCH {
-            return Err(DomainError::TooManySandboxIds {
-                what: "sandboxes",
-                got: ids.len(),
-            });
-        }
+        Batch::SANDBOXES.check(ids.len())?;
         let found: HashMap<SandboxId, SandboxRecord> = self
             .sandboxes
             .sandboxes_by_ids(ids)?

@@ -5,8 +5,36 @@ use serde_json::{Map, Value, json};
 
 use crate::app_conversations::sealed_start::secret_sources;
 use crate::app_conversations::start_request::StartRequest;
+use crate::identity::redaction::MASK;
 use crate::ids::ConversationId;
-use crate::services::conversation_start::LlmConfig;
+
+/// The LLM every conversation gets unless the request names a model (issue 10: `--llm-model`,
+/// `--llm-base-url`, `--llm-api-key-file` or `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`).
+/// `Debug` never shows the key.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct LlmConfig {
+    /// The default model, e.g. `openai/gpt-4o` (LiteLLM names).
+    pub model: Option<String>,
+    /// The provider's base URL, when not the model's default.
+    pub base_url: Option<String>,
+    /// The API key; never written to a response, a task detail or a log line.
+    pub api_key: Option<String>,
+    /// Ask the LLM to stream its completions (the agent SDK's `LLM.stream`): the agent
+    /// server then emits `StreamingDeltaEvent`s, which live delivery relays as transient
+    /// frames (issue 11; `--llm-stream`).
+    pub stream: bool,
+}
+
+impl std::fmt::Debug for LlmConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LlmConfig")
+            .field("model", &self.model)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| MASK))
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
 
 /// What the create body is made of.
 pub(super) struct CreateBody<'a> {

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use crate::app_conversations::{MAX_APP_CONVERSATION_BATCH, OrderedCursor, SortOrder};
+use crate::app_conversations::{OrderedCursor, SortOrder};
+use crate::batch::Batch;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -37,15 +38,13 @@ impl StartTaskService {
     /// (reference app-server §5.2 `GET /start-tasks?ids=`).
     ///
     /// # Errors
-    /// [`DomainError::TooManyStartTaskIds`] over 100 ids; storage failures.
+    /// [`DomainError::TooManyIds`] over [`Batch::START_TASKS`]' most; storage failures.
     pub fn get_start_tasks(
         &self,
         ctx: &OrgContext,
         ids: &[StartTaskId],
     ) -> Result<Vec<Option<StartTask>>, DomainError> {
-        if ids.len() > MAX_APP_CONVERSATION_BATCH {
-            return Err(DomainError::TooManyStartTaskIds(ids.len()));
-        }
+        Batch::START_TASKS.check(ids.len())?;
         let found: HashMap<StartTaskId, StartTask> = self
             .tasks
             .start_tasks_by_ids(ids)?
