@@ -26,6 +26,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     webhooks::configure(cfg);
     sandbox_specs::configure(cfg);
     sandboxes::configure(cfg);
+    app_conversations::start::configure(cfg);
     start_tasks::configure(cfg);
     app_conversations::configure(cfg);
     live::sockets::configure(cfg);

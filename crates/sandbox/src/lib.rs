@@ -13,6 +13,10 @@
 //! - [`HttpAgentServerClient`]: the blocking HTTP client that probes agent servers
 //!   (`GET /alive`).
 //!
+//! - Their background work as [`switchboard_domain::jobs::Job`]s for the binary's supervisor:
+//!   [`ProcessRuntime::log_cap_job`], and the Docker image pull and orphan sweep
+//!   ([`docker::upkeep`]).
+//!
 //! Every call blocks: async callers run them on a blocking pool.
 
 pub mod agent_client;

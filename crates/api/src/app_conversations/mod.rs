@@ -1,8 +1,10 @@
 //! App conversations, read and changed (spec §4.3; reference app-server §5.2): search,
 //! count, batch get, PATCH, DELETE and send-message, in OpenHands' shapes. Another
 //! organization's conversation, an unknown one, or another member's seen by a member is 404
-//! `{"detail": "Conversation not found"}`. `POST /api/v1/app-conversations` (the start) is
-//! `start_tasks.rs`'s.
+//! `{"detail": "Conversation not found"}`. `POST /api/v1/app-conversations` and
+//! `stream-start` (the start) are [`start`]'s.
+
+pub mod start;
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;
