@@ -48,7 +48,9 @@ pub struct StartTimeouts {
     pub setup_script: Duration,
     /// How long the agent server's create call may take.
     pub create: Duration,
-    /// How often the sandbox's status is read while waiting.
+    /// The longest wait between two reads of the sandbox's status while waiting for it: the
+    /// record is read again at each launcher or reconciler pass (their wake-up), else after
+    /// this.
     pub poll: Duration,
 }
 
@@ -59,7 +61,7 @@ impl Default for StartTimeouts {
             clone: Duration::from_secs(300),
             setup_script: Duration::from_secs(600),
             create: Duration::from_secs(60),
-            poll: Duration::from_millis(20),
+            poll: Duration::from_secs(1),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! overwrites a pause, resume or delete that happened while it looked.
 
 use std::collections::{BTreeMap, HashSet};
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -34,7 +35,54 @@ const POOL_EVERY: Duration = Duration::from_secs(3);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
 
+/// A count of the launcher's and reconciler's passes and of the service's wake-ups (starts,
+/// resumes, deletes), any of which may change a sandbox's status: who waits for a sandbox (the
+/// start pipeline) waits on it instead of polling the store.
+#[derive(Default)]
+pub(super) struct Changes {
+    count: Mutex<u64>,
+    signal: Condvar,
+}
+
+impl Changes {
+    /// Counts a change and wakes every waiter.
+    pub(super) fn notify(&self) {
+        *self.count.lock().expect("change count poisoned") += 1;
+        self.signal.notify_all();
+    }
+
+    /// The count now: read it before looking at the store, then [`Changes::wait_after`] it.
+    pub(super) fn seen(&self) -> u64 {
+        *self.count.lock().expect("change count poisoned")
+    }
+
+    /// Waits until the count passes `seen` (at once when it has), at most `at_most`.
+    pub(super) fn wait_after(&self, seen: u64, at_most: Duration) {
+        let count = self.count.lock().expect("change count poisoned");
+        let _waited = self
+            .signal
+            .wait_timeout_while(count, at_most, |c| *c == seen)
+            .expect("change count poisoned");
+    }
+}
+
 impl SandboxService {
+    /// The current count of status changes (see [`SandboxService::wait_for_change`]); 0 when
+    /// this server runs no sandboxes.
+    pub fn changes_seen(&self) -> u64 {
+        self.managed.as_deref().map_or(0, |m| m.changes.seen())
+    }
+
+    /// Waits until a launcher or reconciler pass, or a start, resume or delete, has happened
+    /// since [`SandboxService::changes_seen`] answered `seen`, at most `at_most` (which also
+    /// bounds the wait of a server without sandboxes).
+    pub fn wait_for_change(&self, seen: u64, at_most: Duration) {
+        match self.managed.as_deref() {
+            Some(m) => m.changes.wait_after(seen, at_most),
+            None => std::thread::sleep(at_most),
+        }
+    }
+
     /// The sandbox service's background jobs, for the supervisor: the launcher (launch and
     /// probe starting sandboxes; every 250 ms and when woken), the reconciler (at once and
     /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`) and the cleanup
@@ -97,6 +145,7 @@ impl SandboxService {
         if m.m.settings.warm_sandboxes > 0 && starting.iter().any(|r| r.org_id.is_none()) {
             self.report_warm_pool(m)?;
         }
+        m.changes.notify();
         Ok(())
     }
 
@@ -155,6 +204,7 @@ impl SandboxService {
             let counts: Vec<(SandboxStatus, usize)> = counts.into_values().collect();
             observer.statuses(&counts, warm_ready);
         }
+        m.changes.notify();
         Ok(())
     }
 

@@ -48,6 +48,8 @@ pub(super) struct Managed {
     pub(super) m: ManagedSandboxes,
     /// Per sandbox: when its current run began and when `/alive` last answered in it.
     pub(super) health: Mutex<HashMap<SandboxId, Health>>,
+    /// Signalled after every pass and wake-up that may change a sandbox's status.
+    pub(super) changes: super::sandbox_upkeep::Changes,
 }
 
 /// What the probes of one sandbox have seen during its current run.
@@ -59,6 +61,7 @@ pub(super) struct Health {
 
 impl Managed {
     pub(super) fn wake(&self) {
+        self.changes.notify();
         if let Some(wake) = &self.m.wake {
             wake();
         }
@@ -105,6 +108,7 @@ impl SandboxService {
         self.managed = Some(Arc::new(Managed {
             m: managed,
             health: Mutex::new(HashMap::new()),
+            changes: Default::default(),
         }));
         self
     }

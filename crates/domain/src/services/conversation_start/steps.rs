@@ -103,11 +103,13 @@ impl Run<'_> {
     }
 
     /// Waits until the sandbox is `RUNNING` with an agent server URL, at most the sandbox
-    /// timeout; `ERROR`, `MISSING` or deleted ends the start at once.
+    /// timeout; `ERROR`, `MISSING` or deleted ends the start at once. The record is read again
+    /// after each launcher or reconciler pass (their wake-up), or after `poll` without one.
     fn wait_for_sandbox(&self, sandbox_id: SandboxId) -> Result<SandboxRecord, Failure> {
         let svc = self.svc;
         let deadline = Instant::now() + svc.timeouts.sandbox;
         loop {
+            let seen = svc.sandboxes.changes_seen();
             let record = svc
                 .sandboxes
                 .sandboxes
@@ -130,7 +132,7 @@ impl Run<'_> {
                     svc.timeouts.sandbox.as_secs()
                 )));
             }
-            std::thread::sleep(svc.timeouts.poll);
+            svc.sandboxes.wait_for_change(seen, svc.timeouts.poll);
         }
     }
 
