@@ -7,7 +7,6 @@
 //! overwrites a pause, resume or delete that happened while it looked.
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 use time::OffsetDateTime;
@@ -34,37 +33,6 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(3);
 const POOL_EVERY: Duration = Duration::from_secs(3);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
-
-/// A count of the launcher's and reconciler's passes and of the service's wake-ups (starts,
-/// resumes, deletes), any of which may change a sandbox's status: who waits for a sandbox (the
-/// start pipeline) waits on it instead of polling the store.
-#[derive(Default)]
-pub(super) struct Changes {
-    count: Mutex<u64>,
-    signal: Condvar,
-}
-
-impl Changes {
-    /// Counts a change and wakes every waiter.
-    pub(super) fn notify(&self) {
-        *self.count.lock().expect("change count poisoned") += 1;
-        self.signal.notify_all();
-    }
-
-    /// The count now: read it before looking at the store, then [`Changes::wait_after`] it.
-    pub(super) fn seen(&self) -> u64 {
-        *self.count.lock().expect("change count poisoned")
-    }
-
-    /// Waits until the count passes `seen` (at once when it has), at most `at_most`.
-    pub(super) fn wait_after(&self, seen: u64, at_most: Duration) {
-        let count = self.count.lock().expect("change count poisoned");
-        let _waited = self
-            .signal
-            .wait_timeout_while(count, at_most, |c| *c == seen)
-            .expect("change count poisoned");
-    }
-}
 
 impl SandboxService {
     /// The current count of status changes (see [`SandboxService::wait_for_change`]); 0 when

@@ -49,7 +49,7 @@ pub(super) struct Managed {
     /// Per sandbox: when its current run began and when `/alive` last answered in it.
     pub(super) health: Mutex<HashMap<SandboxId, Health>>,
     /// Signalled after every pass and wake-up that may change a sandbox's status.
-    pub(super) changes: super::sandbox_upkeep::Changes,
+    pub(super) changes: crate::sandboxes::changes::Changes,
 }
 
 /// What the probes of one sandbox have seen during its current run.
