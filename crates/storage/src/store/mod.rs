@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod app_conversation_search;
 mod app_conversations;
 mod conversations;
 mod events;
