@@ -25,6 +25,7 @@ mod identity;
 mod org_settings;
 mod rows;
 mod sandboxes;
+mod settings_cache;
 mod start_tasks;
 
 use diesel::prelude::*;
@@ -39,6 +40,7 @@ use crate::connection::{
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
+pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
 
 /// The store: a pool over one database.
 #[derive(Clone)]
@@ -52,6 +54,8 @@ pub struct DieselStore {
     appends: std::sync::Arc<AppendCombiner>,
     /// Told after each commit which conversations gained events (API.md, Live delivery).
     observer: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn AppendObserver>>>,
+    /// Organization settings of this process ([`SettingsCache`]).
+    settings: std::sync::Arc<SettingsCache>,
 }
 
 /// Pool usage, for metrics.
@@ -89,6 +93,7 @@ impl DieselStore {
                 sqlite_writer: Default::default(),
                 appends: Default::default(),
                 observer: Default::default(),
+                settings: std::sync::Arc::new(SettingsCache::new(kind == BackendKind::Sqlite)),
             },
             applied,
         ))
@@ -99,6 +104,12 @@ impl DieselStore {
     /// database (API.md, Live delivery).
     pub fn observe_appends(&self, observer: std::sync::Arc<dyn AppendObserver>) {
         let _ = self.observer.set(observer);
+    }
+
+    /// The cache of organization settings; on PostgreSQL its listener
+    /// ([`crate::listen::listen_for_settings`]) turns it on while connected.
+    pub fn settings_cache(&self) -> std::sync::Arc<SettingsCache> {
+        self.settings.clone()
     }
 
     /// The backend.
