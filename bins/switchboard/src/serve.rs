@@ -19,6 +19,9 @@ use crate::supervisor::Supervisor;
 /// How often SQLite's write-ahead log is checkpointed (the server turns SQLite's automatic
 /// checkpoints off: ARCHITECTURE.md, Storage notes).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// How often the conversation lists are kept up (`DieselStore::upkeep`: moves older than a day
+/// deleted, PostgreSQL statistics refreshed after bulk changes).
+const LIST_UPKEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// How long shutdown waits for background work once the HTTP server has stopped.
 const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -192,6 +195,15 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             let store = store.clone();
             supervisor.every("sqlite-checkpoint", CHECKPOINT_EVERY, move || {
                 store.checkpoint().map(|_| ())
+            });
+        }
+        {
+            // Moves of conversations pruned, list statistics refreshed (issue 23).
+            let store = store.clone();
+            supervisor.every("list-upkeep", LIST_UPKEEP_EVERY, move || {
+                store
+                    .upkeep()
+                    .map(|_| ())
             });
         }
         sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans, log_cap);

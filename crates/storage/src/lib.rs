@@ -18,6 +18,6 @@ pub use connection::{
     has_pending_migrations, revert_all_migrations, run_migrations,
 };
 pub use store::{
-    Checkpoint, DieselStore, NOTIFY_CHANNEL, PoolUsage, SETTINGS_CHANNEL, SettingsCache,
-    WAL_TRUNCATE_FRAMES,
+    Checkpoint, DieselStore, MOVES_KEPT, NOTIFY_CHANNEL, PoolUsage, SETTINGS_CHANNEL,
+    SettingsCache, WAL_TRUNCATE_FRAMES,
 };

@@ -27,6 +27,7 @@ mod rows;
 mod sandboxes;
 mod settings_cache;
 mod start_tasks;
+mod upkeep;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
@@ -41,6 +42,7 @@ use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
 pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
+pub use upkeep::MOVES_KEPT;
 
 /// The store: a pool over one database.
 #[derive(Clone)]
