@@ -50,24 +50,66 @@ fn fts_phrase(kind: BackendKind, text: Option<&str>) -> Option<String> {
         .then(|| format!("\"{}\"", text.replace('"', "\"\"")))
 }
 
+/// At most this many titles matched through the FTS5 index are looked up by rowid; more
+/// matches are dense enough for the order's index with the `LIKE` as a filter.
+const FTS_ROWIDS: i64 = 2_000;
+
 /// What a query narrows by, prepared once for search and count.
 struct Narrowing {
     org: String,
     owner: Option<String>,
     pattern: Option<String>,
-    phrase: Option<String>,
+    /// SQLite: the rowids of the titles the FTS5 index matches, when few.
+    rowids: Option<Vec<i64>>,
+}
+
+#[derive(QueryableByName)]
+struct RowId {
+    #[diesel(sql_type = diesel::sql_types::BigInt)]
+    rowid: i64,
 }
 
 impl Narrowing {
-    fn new(kind: BackendKind, query: &AppConversationQuery) -> Self {
+    fn new(
+        conn: &mut DbConnection,
+        kind: BackendKind,
+        query: &AppConversationQuery,
+    ) -> Result<Self, StorageError> {
         let title = query.filter.title_contains.as_deref();
-        Narrowing {
+        let rowids = match fts_phrase(kind, title) {
+            Some(phrase) => {
+                // Every conversation's title, all organizations: the index has no org.
+                let ids: Vec<RowId> = diesel::sql_query(
+                    "SELECT rowid FROM conversations_title WHERE conversations_title MATCH ? LIMIT ?",
+                )
+                .bind::<Text, _>(phrase)
+                .bind::<diesel::sql_types::BigInt, _>(FTS_ROWIDS + 1)
+                .load(conn)
+                .map_err(db_err)?;
+                (ids.len() as i64 <= FTS_ROWIDS).then(|| ids.into_iter().map(|r| r.rowid).collect())
+            }
+            None => None,
+        };
+        Ok(Narrowing {
             org: query.org.to_string(),
             owner: query.owner.map(|o| o.to_string()),
             pattern: title.map(contains_pattern),
-            phrase: fts_phrase(kind, title),
-        }
+            rowids,
+        })
     }
+}
+
+/// `conversations.rowid IN (…)` (SQLite), or false for none.
+fn rowid_in(rowids: &[i64]) -> diesel::expression::SqlLiteral<Bool> {
+    if rowids.is_empty() {
+        return sql::<Bool>("1 = 0");
+    }
+    let list = rowids
+        .iter()
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    sql::<Bool>(&format!("conversations.rowid IN ({list})"))
 }
 
 /// Narrows a boxed query of conversations to one organization (and owner) and an
@@ -85,12 +127,8 @@ macro_rules! matching {
         if let Some(p) = &n.pattern {
             q = q.filter(lower(conversations::title).like(p).escape('\\'));
         }
-        if let Some(phrase) = &n.phrase {
-            q = q.filter(
-                sql::<Bool>("conversations.rowid IN (SELECT rowid FROM conversations_title WHERE conversations_title MATCH ")
-                    .bind::<Text, _>(phrase)
-                    .sql(")"),
-            );
+        if let Some(rowids) = &n.rowids {
+            q = q.filter(rowid_in(rowids));
         }
         if let Some(t) = filter.created_at_gte {
             q = q.filter(conversations::created_at.ge(to_db(t)));
@@ -148,7 +186,7 @@ pub(super) fn search(
     kind: BackendKind,
     query: &AppConversationQuery,
 ) -> Result<Vec<(AppConversationRow, OffsetDateTime)>, StorageError> {
-    let n = Narrowing::new(kind, query);
+    let n = Narrowing::new(conn, kind, query)?;
     let order = query.order;
     let as_of = query.as_of.filter(|_| order.by_updated()).map(to_db);
     let after = query
@@ -191,7 +229,12 @@ fn ordered_page(
             n,
             &query.filter
         );
-        if let Some(t0) = as_of {
+        // A descending page after a cursor (placed at or before T0) is bounded by the
+        // cursor alone: a second upper bound made SQLite range on `<= T0` and filter 50,000
+        // rows by the cursor at depth 50,000.
+        let bounded_by_cursor =
+            order.descending() && after.is_some_and(|(t, _)| as_of.is_some_and(|t0| *t <= t0));
+        if let Some(t0) = as_of.filter(|_| !bounded_by_cursor) {
             q = q.filter(conversations::updated_at.le(t0));
         }
         // The redundant `>=` / `<=` bound gives the planner an index range (the OR alone
@@ -340,7 +383,7 @@ pub(super) fn count(
         include_sub_conversations: f.include_sub_conversations,
         ..AppConversationFilter::default()
     };
-    let n = Narrowing::new(kind, query);
+    let n = Narrowing::new(conn, kind, query)?;
     if *f == counted {
         let rows: Vec<i64> = native!(conn, |c| {
             let mut q = conversation_counts::table
