@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_domain::app_conversations::{AppConversationFilter, OrderedCursor, SortOrder};
+use switchboard_domain::services::AppConversationService;
 use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
 use switchboard_storage::DieselStore;
 use switchboard_testkit::{Backend, TestDatabase};
@@ -189,8 +190,21 @@ fn run(backend: Backend, n: u64, iters: u64) {
         .authenticate_in(&member_key, Some(boot.org_id))
         .unwrap();
     let svc = services.app_conversations();
-    let all = AppConversationFilter::default;
+    let contexts = (&owner_ctx, &member_ctx);
+    measure(backend, svc, contexts, &sandboxes, n, iters, load);
+}
 
+/// Times the searches and counts of the benchmark and prints them as a table.
+fn measure(
+    backend: Backend,
+    svc: &AppConversationService,
+    (owner_ctx, member_ctx): (&OrgContext, &OrgContext),
+    sandboxes: &[SandboxId],
+    n: u64,
+    iters: u64,
+    load: Duration,
+) {
+    let all = AppConversationFilter::default;
     let limit = env_num("SB_BENCH_LIMIT", 100) as u32;
     let depth = env_num("SB_BENCH_DEPTH", 50_000).min(n / 2) as usize;
     println!(
@@ -211,7 +225,7 @@ fn run(backend: Backend, n: u64, iters: u64) {
         let mut after = None;
         let mut seen = std::collections::HashSet::new();
         while seen.len() < depth {
-            let page = svc.search(&owner_ctx, all(), order, after, 100).unwrap();
+            let page = svc.search(owner_ctx, all(), order, after, 100).unwrap();
             for c in &page.items {
                 assert!(seen.insert(c.info.id), "{order:?}: a conversation repeated");
             }
@@ -230,7 +244,7 @@ fn run(backend: Backend, n: u64, iters: u64) {
             ),
         ] {
             let (p50, p99) = time_it(iters, |_| {
-                svc.search(&owner_ctx, filter.clone(), order, None, limit)
+                svc.search(owner_ctx, filter.clone(), order, None, limit)
                     .unwrap();
             });
             println!(
@@ -238,7 +252,7 @@ fn run(backend: Backend, n: u64, iters: u64) {
                 order.as_str()
             );
             let (p50, p99) = time_it(iters, |_| {
-                svc.search(&owner_ctx, filter.clone(), order, deep, limit)
+                svc.search(owner_ctx, filter.clone(), order, deep, limit)
                     .unwrap();
             });
             println!(
@@ -253,7 +267,7 @@ fn run(backend: Backend, n: u64, iters: u64) {
         );
     }
     let (p50, p99) = time_it(iters, |_| {
-        svc.search(&member_ctx, all(), SortOrder::UpdatedAtDesc, None, limit)
+        svc.search(member_ctx, all(), SortOrder::UpdatedAtDesc, None, limit)
             .unwrap();
     });
     println!("| member (own 10%) UPDATED_AT_DESC first page | {p50:.2} | {p99:.2} |");
@@ -262,20 +276,20 @@ fn run(backend: Backend, n: u64, iters: u64) {
             sandbox_id_eq: Some(sandboxes[(k % 50) as usize]),
             ..all()
         };
-        svc.search(&owner_ctx, filter, SortOrder::CreatedAtDesc, None, limit)
+        svc.search(owner_ctx, filter, SortOrder::CreatedAtDesc, None, limit)
             .unwrap();
     });
     println!("| sandbox_id__eq first page | {p50:.2} | {p99:.2} |");
     let (p50, p99) = time_it(iters, |_| {
-        svc.count(&owner_ctx, all()).unwrap();
+        svc.count(owner_ctx, all()).unwrap();
     });
     println!("| count, whole org | {p50:.2} | {p99:.2} |");
     let (p50, p99) = time_it(iters, |_| {
-        svc.count(&member_ctx, all()).unwrap();
+        svc.count(member_ctx, all()).unwrap();
     });
     println!("| count, member | {p50:.2} | {p99:.2} |");
     let (p50, p99) = time_it(iters, |k| {
-        svc.count(&owner_ctx, titled(&format!("{:06}", (k * 997) % n)))
+        svc.count(owner_ctx, titled(&format!("{:06}", (k * 997) % n)))
             .unwrap();
     });
     println!("| count, title__contains (one match) | {p50:.2} | {p99:.2} |");
