@@ -49,6 +49,34 @@ fn eventually_budget(server: &Server, key: &str, want: f64) -> Value {
     }
 }
 
+/// Waits (at most 10 s) until `n` listening connections are open on the database: two per
+/// server (live delivery and settings); a replica caches only once its own is up.
+fn wait_for_listeners(url: &str, n: usize) {
+    let start = Instant::now();
+    loop {
+        let out = Command::new("psql")
+            .arg(url)
+            .args([
+                "-qAtc",
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'switchboard-listener' AND datname = current_database() AND state = 'idle'",
+            ])
+            .output()
+            .expect("psql");
+        let count: usize = String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or(0);
+        if count >= n {
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{count} listeners"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn postgres_replicas_share_settings_writes_through_notify() {
     let db = TestDatabase::new(Backend::Postgres);
@@ -57,9 +85,14 @@ fn postgres_replicas_share_settings_writes_through_notify() {
     let b = Server::spawn(db.url());
     // B caches once its listener is up: a row changed behind the servers' backs is not seen
     // while B holds the settings (so GETs do read the cache).
+    wait_for_listeners(db.url(), 4);
     let (status, _) = post(&a, &key, json!({"max_budget_per_task": 1.5}));
     assert_eq!(status, 200);
     eventually_budget(&b, &key, 1.5);
+    // The write's notification may reach B after that read began (B then does not cache what
+    // it read): once it has arrived, the next read fills B's cache.
+    std::thread::sleep(Duration::from_millis(300));
+    get(&b, &key);
     let psql = Command::new("psql")
         .arg(db.url())
         .args(["-qAtc", "UPDATE orgs SET max_budget_per_task = 99"])
