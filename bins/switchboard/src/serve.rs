@@ -19,6 +19,9 @@ use crate::supervisor::Supervisor;
 /// How often SQLite's write-ahead log is checkpointed (the server turns SQLite's automatic
 /// checkpoints off: ARCHITECTURE.md, Storage notes).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// How often the conversation lists are kept up (`DieselStore::upkeep`: moves older than a day
+/// deleted, PostgreSQL statistics refreshed after bulk changes).
+const LIST_UPKEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// How long shutdown waits for background work once the HTTP server has stopped.
 const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -179,6 +182,14 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 live.hub(),
             ))
         });
+        // On PostgreSQL, settings writes of every replica invalidate this one's cache; the
+        // cache is used only while this listener is connected.
+        let settings_task = (store.kind() == BackendKind::Postgres).then(|| {
+            actix_web::rt::spawn(switchboard_storage::listen::listen_for_settings(
+                db_url.clone(),
+                store.settings_cache(),
+            ))
+        });
         let mut supervisor = Supervisor::new();
         if store.kind() == BackendKind::Sqlite {
             let store = store.clone();
@@ -186,12 +197,21 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 store.checkpoint().map(|_| ())
             });
         }
+        {
+            // Moves of conversations pruned, list statistics refreshed (issue 23).
+            let store = store.clone();
+            supervisor.every("list-upkeep", LIST_UPKEEP_EVERY, move || {
+                store
+                    .upkeep()
+                    .map(|_| ())
+            });
+        }
         sandboxes::register_jobs(&mut supervisor, &services, &wakes, warm, orphans, log_cap);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
         live.shutdown();
-        if let Some(t) = listener_task {
+        for t in [listener_task, settings_task].into_iter().flatten() {
             t.abort();
         }
         // Background work stops after the last request, so none runs without it.

@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod app_conversation_search;
 mod app_conversations;
 mod conversations;
 mod events;
@@ -24,7 +25,9 @@ mod identity;
 mod org_settings;
 mod rows;
 mod sandboxes;
+mod settings_cache;
 mod start_tasks;
+mod upkeep;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
@@ -38,6 +41,8 @@ use crate::connection::{
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
+pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
+pub use upkeep::MOVES_KEPT;
 
 /// The store: a pool over one database.
 #[derive(Clone)]
@@ -51,6 +56,8 @@ pub struct DieselStore {
     appends: std::sync::Arc<AppendCombiner>,
     /// Told after each commit which conversations gained events (API.md, Live delivery).
     observer: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn AppendObserver>>>,
+    /// Organization settings of this process ([`SettingsCache`]).
+    settings: std::sync::Arc<SettingsCache>,
 }
 
 /// Pool usage, for metrics.
@@ -88,6 +95,7 @@ impl DieselStore {
                 sqlite_writer: Default::default(),
                 appends: Default::default(),
                 observer: Default::default(),
+                settings: std::sync::Arc::new(SettingsCache::new(kind == BackendKind::Sqlite)),
             },
             applied,
         ))
@@ -98,6 +106,12 @@ impl DieselStore {
     /// database (API.md, Live delivery).
     pub fn observe_appends(&self, observer: std::sync::Arc<dyn AppendObserver>) {
         let _ = self.observer.set(observer);
+    }
+
+    /// The cache of organization settings; on PostgreSQL its listener
+    /// ([`crate::listen::listen_for_settings`]) turns it on while connected.
+    pub fn settings_cache(&self) -> std::sync::Arc<SettingsCache> {
+        self.settings.clone()
     }
 
     /// The backend.
