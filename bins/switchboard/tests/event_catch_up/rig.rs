@@ -55,6 +55,9 @@ pub fn free_port() -> u16 {
 /// Switchboard with the real agent server as its only spec, restartable on one port.
 pub struct Rig {
     pub db: String,
+    /// `--public-url` when the sandboxes' webhooks must reach nothing (only the pull path
+    /// then stores their events).
+    pub public_url: Option<String>,
     pub bind: String,
     pub data_dir: String,
     pub specs: String,
@@ -68,8 +71,9 @@ pub struct Rig {
 }
 
 impl Rig {
-    /// Serves `db` with the real agent server at `agent`.
-    pub fn start(db: &str, agent: &Path) -> Rig {
+    /// Serves `db` with the real agent server at `agent`; with `webhooks_lost`, the
+    /// sandboxes' webhooks go to a port where nothing listens (`--public-url`).
+    pub fn start(db: &str, agent: &Path, webhooks_lost: bool) -> Rig {
         let data = TempDir::new();
         let data_dir = data.path().display().to_string();
         let (llm, llm_base) = fake_llm();
@@ -93,9 +97,18 @@ impl Rig {
         .unwrap();
         let bind = format!("127.0.0.1:{}", free_port());
         let specs = specs.display().to_string();
-        let server = serve(db, &bind, &data_dir, &specs, &llm_base);
+        let public_url = webhooks_lost.then(|| format!("http://127.0.0.1:{}", free_port()));
+        let server = serve(
+            db,
+            &bind,
+            &data_dir,
+            &specs,
+            &llm_base,
+            public_url.as_deref(),
+        );
         Rig {
             db: db.to_owned(),
+            public_url,
             bind,
             data_dir,
             specs,
@@ -116,6 +129,7 @@ impl Rig {
             &self.data_dir,
             &self.specs,
             &self.llm_base,
+            self.public_url.as_deref(),
         )
     }
 
@@ -272,24 +286,35 @@ impl Rig {
 }
 
 /// `switchboard serve` on `bind` with the rig's flags.
-fn serve(db: &str, bind: &str, data_dir: &str, specs: &str, llm_base: &str) -> Server {
+fn serve(
+    db: &str,
+    bind: &str,
+    data_dir: &str,
+    specs: &str,
+    llm_base: &str,
+    public_url: Option<&str>,
+) -> Server {
+    let mut args = vec![
+        "--data-dir",
+        data_dir,
+        "--sandbox-specs",
+        specs,
+        "--sandbox-start-timeout",
+        "240",
+        "--llm-model",
+        "openai/fake-model",
+        "--llm-base-url",
+        llm_base,
+    ];
+    if let Some(url) = public_url {
+        args.extend(["--public-url", url]);
+    }
     Server::spawn_bound(
         &[],
         bind,
         db,
         ServeOptions {
-            args: vec![
-                "--data-dir",
-                data_dir,
-                "--sandbox-specs",
-                specs,
-                "--sandbox-start-timeout",
-                "240",
-                "--llm-model",
-                "openai/fake-model",
-                "--llm-base-url",
-                llm_base,
-            ],
+            args,
             env: vec![("LLM_API_KEY", "fake-key"), ("SWITCHBOARD_LOG", "info")],
         },
     )
