@@ -61,10 +61,10 @@ impl SandboxService {
         for record in &running {
             let forced = again.contains(&record.id);
             let deadline = Instant::now() + PASS_PER_SANDBOX;
-            if let Some(outcome) = self.catch_up_one(engine, record, forced, deadline)? {
-                if let Some(why) = &outcome.incomplete {
-                    tracing::info!(sandbox = %record.id, stored = outcome.stored, reason = %why, "event catch-up incomplete; the next pass goes on");
-                }
+            if let Some(outcome) = self.catch_up_one(engine, record, forced, deadline)?
+                && let Some(why) = &outcome.incomplete
+            {
+                tracing::debug!(sandbox = %record.id, stored = outcome.stored, reason = %why, "event catch-up incomplete; the next pass goes on");
             }
         }
         Ok(())
