@@ -14,10 +14,11 @@ use crate::agent_client::{
     HttpAgentServerClient, SESSION_HEADER, bad_answer, conversation_url, transport_error,
 };
 
-/// The most bytes read from one page of events: 100 events, each up to the 5 MiB a webhook
-/// batch may carry (reference agent-server-webhooks §2) in the worst case; pages are far
-/// smaller in practice.
-const PAGE_BODY_LIMIT: u64 = 256 << 20;
+/// The most bytes read from one page (100 events or conversations): 64 MiB, far above what
+/// real pages hold (a run's events are a few KiB each), and a bound on what a sandbox can make
+/// Switchboard hold. A larger page fails the read (logged; the catch-up of that conversation
+/// stops there).
+const PAGE_BODY_LIMIT: u64 = 64 << 20;
 
 impl AgentServerEvents for HttpAgentServerClient {
     fn count_conversations(

@@ -254,8 +254,10 @@ impl EventCatchUp {
         deadline: Instant,
     ) -> Result<usize, Stop> {
         let mut page_id = from;
+        // Appended as the pages come, so memory stays bounded whatever the agent server
+        // sends; at least one event waits for the last append, which carries the run state.
         let mut missing: Vec<NewEvent> = Vec::new();
-        let mut missing_ids: HashSet<String> = HashSet::new();
+        let mut stored = 0;
         let mut status: Option<ExecutionStatus> = None;
         let mut last_id: Option<String> = None;
         let mut stop = None;
@@ -297,16 +299,21 @@ impl EventCatchUp {
                 }
                 let event = event.0;
                 last_id = Some(event.event_id.clone());
-                if !known.contains(&event.event_id) && missing_ids.insert(event.event_id.clone()) {
+                // A repeat within the scan is skipped by the append (ids are unique).
+                if !known.contains(&event.event_id) {
                     missing.push(event);
                 }
+            }
+            while missing.len() >= 2 * APPEND_CHUNK {
+                let chunk: Vec<NewEvent> = missing.drain(..APPEND_CHUNK).collect();
+                stored += self.append(t, id, chunk, None)?;
             }
             match page.next_page_id {
                 Some(next) if !page.items.is_empty() => page_id = Some(next),
                 _ => break,
             }
         }
-        let stored = self.append(t, id, missing, status)?;
+        stored += self.append(t, id, missing, status)?;
         match stop {
             None => {
                 if let Some(last_id) = last_id {
