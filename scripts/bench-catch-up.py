@@ -23,6 +23,7 @@ start pipeline, then:
 
 Run it with the agent server's venv Python (it has httpx and websockets):
   $VENV/bin/python scripts/bench-catch-up.py [--events 200] [--missing 10000] [--outage 60]
+(--missing 0: the latency part only).
 Prints a JSON summary on its last line; `uptime` before and after.
 """
 
@@ -205,8 +206,14 @@ def latency(sb, agent, conversation, want_events):
                 if frame.get("type") == "durable":
                     seen_frame.setdefault(frame["event"]["id"], time.time())
 
+    def watch():
+        try:
+            asyncio.run(subscribe())
+        except websockets.ConnectionClosed:
+            pass  # the catch-up phase kills the server
+
     threads = [threading.Thread(target=poll, daemon=True),
-               threading.Thread(target=lambda: asyncio.run(subscribe()), daemon=True)]
+               threading.Thread(target=watch, daemon=True)]
     for t in threads:
         t.start()
     time.sleep(1)
@@ -226,7 +233,30 @@ def latency(sb, agent, conversation, want_events):
              for e in events if e["id"] in seen_frame]
     missing = [e["id"] for e in events if e["id"] not in seen_frame]
     return {"events": len(events), "runs": runs - 1, "to_store": summary(store),
-            "to_frame": summary(frame), "never_framed": len(missing)}
+            "to_frame": summary(frame), "never_framed": len(missing),
+            "webhook_handling": webhook_handling(sb)}
+
+
+def webhook_handling(sb):
+    """Switchboard's own share: its webhook route's requests and their mean and bucketed
+    duration (its latency histogram), from authentication to the commit and the answer."""
+    text = httpx.get(sb.url("/metrics")).text
+    count = total = 0.0
+    buckets = {}
+    for line in text.splitlines():
+        if "webhooks/events" not in line or 'status="200"' not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if name.startswith("http_request_duration_seconds_count"):
+            count += float(value)
+        elif name.startswith("http_request_duration_seconds_sum"):
+            total += float(value)
+        elif name.startswith("http_request_duration_seconds_bucket"):
+            le = name.split('le="')[1].split('"')[0]
+            buckets[le] = buckets.get(le, 0) + float(value)
+    return {"posts": int(count), "mean_ms": round(total / count * 1000, 1) if count else None,
+            "share_within_ms": {k: round(v / count, 3) for k, v in buckets.items()
+                                if count and k in ("0.01", "0.025", "0.05", "0.1")}}
 
 
 def catch_up(sb, agent, conversation, missing, outage):
@@ -303,8 +333,9 @@ def main():
         agent.wait_finished(1)
         result = {"latency": latency(sb, agent, conversation, args.events)}
         print(json.dumps(result["latency"]), flush=True)
-        result["catch_up"] = catch_up(sb, agent, conversation, args.missing, args.outage)
-        print(json.dumps(result["catch_up"]), flush=True)
+        if args.missing > 0:
+            result["catch_up"] = catch_up(sb, agent, conversation, args.missing, args.outage)
+            print(json.dumps(result["catch_up"]), flush=True)
         print(f"uptime after: {uptime()}", flush=True)
         print(json.dumps(result))
     finally:
