@@ -43,6 +43,9 @@ const CLEANUP_EVERY: Duration = Duration::from_secs(5);
 /// How often process sandboxes' logs are checked against their cap (a sandbox may write
 /// this long past it).
 const LOG_TRIM_EVERY: Duration = Duration::from_secs(1);
+/// How often the pull path looks at running sandboxes when not woken (issue 19: a dropped
+/// webhook batch is repaired within about this long after its conversation went quiet).
+const CATCH_UP_EVERY: Duration = Duration::from_secs(2);
 /// The timeout of one `/alive` probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -53,6 +56,7 @@ pub struct Wakes {
     launcher: Arc<Notify>,
     pool: Arc<Notify>,
     cleanup: Arc<Notify>,
+    catch_up: Arc<Notify>,
 }
 
 impl Wakes {
@@ -60,6 +64,7 @@ impl Wakes {
         self.launcher.notify_one();
         self.pool.notify_one();
         self.cleanup.notify_one();
+        self.catch_up.notify_one();
     }
 }
 
@@ -223,7 +228,8 @@ pub fn configure(
 }
 
 /// Registers the sandbox jobs: the launcher (launch and probe starting sandboxes), the
-/// reconciler (on start and every few seconds), the warm pool (when configured), the
+/// reconciler (on start and every few seconds), the warm pool (when configured), the pull
+/// path's catch-up of sandboxes' events (on start, every few seconds and when woken), the
 /// cleanup of deleted sandboxes, the cap on process sandboxes' logs (when set) and, with the
 /// Docker runtime, the sweep of containers no record names.
 pub fn register_jobs(
@@ -283,6 +289,13 @@ pub fn register_jobs(
             move || s.sandboxes().refill_warm_pool(),
         );
     }
+    let s = services.clone();
+    supervisor.every_or_woken(
+        "event-catch-up",
+        CATCH_UP_EVERY,
+        wakes.catch_up.clone(),
+        move || s.sandboxes().catch_up_events(),
+    );
     let s = services.clone();
     supervisor.every_or_woken(
         "sandbox-cleanup",

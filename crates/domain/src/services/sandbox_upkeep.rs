@@ -173,8 +173,9 @@ impl SandboxService {
     }
 
     /// Stops and removes the runtimes of deleted sandboxes (SIGTERM, the stop timeout,
-    /// SIGKILL, working directory removed for processes); retried on the next pass when it
-    /// fails.
+    /// SIGKILL, working directory removed for processes), after reading what a running one's
+    /// agent server has that Switchboard lacks (issue 19: a bounded drain, logged when it gives
+    /// up); retried on the next pass when it fails.
     ///
     /// # Errors
     /// Storage failures.
@@ -183,7 +184,11 @@ impl SandboxService {
             return Ok(());
         };
         for record in self.sandboxes.pending_cleanups()? {
-            match runtime_and_handle(m, &record) {
+            let found = runtime_and_handle(m, &record);
+            if found.is_some() {
+                self.drain_events(&record, super::sandbox_catch_up::DELETE_DRAIN, "delete");
+            }
+            match found {
                 Some((runtime, handle)) => match runtime.delete(&handle) {
                     Ok(()) => {
                         tracing::info!(sandbox = %record.id, "deleted sandbox stopped and removed");
@@ -338,6 +343,8 @@ impl SandboxService {
         match status {
             SandboxStatus::Running if record.status == SandboxStatus::Starting => {
                 tracing::info!(sandbox = %record.id, "sandbox RUNNING");
+                // Seen RUNNING again: the pull path reads it at once (issue 19).
+                m.wake();
                 if let Some(observer) = &m.m.observer {
                     let seconds = (now - health.since).as_seconds_f64().max(0.0);
                     observer.start_finished(seconds, false);
