@@ -139,3 +139,10 @@ fuzz-api mode="long":
 # Limits, NUL inputs and OpenAPI checks from outside on SQLite and PostgreSQL (prints a table).
 probe-limits *args:
     scripts/probe-limits.sh {{args}}
+
+# Event delivery with the real agent server: agent event timestamp -> visible in search and ->
+# /sockets/session frame (p50/p99 over >= 200 events), and the catch-up of 10,000 events missed
+# during a 60 s outage (docs/benchmarks.md). Needs the agent server's venv (scripts/e2e.sh).
+bench-catch-up *args:
+    cargo build --release -p switchboard
+    "${VENV:-${TMPDIR:-/tmp}/agent-server-venv}/bin/python" scripts/bench-catch-up.py {{args}}

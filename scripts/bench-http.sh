@@ -8,7 +8,7 @@
 # corrected for coordinated omission: 15,000 GET/s and 2,000 POST/s by default). Prints
 # requests/s, latency percentiles and errors, and the server's idle RSS.
 #
-# Needs: wrk (Debian package `wrk`), oha (`cargo install oha --locked`; optional), curl, python3.
+# Needs: wrk (Debian package `wrk`), GNU time (/usr/bin/time, package `time`), oha (`cargo install oha --locked`; optional), curl, python3.
 # Usage: scripts/bench-http.sh [seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +65,10 @@ run_backend() {
   rss=$(awk '/VmRSS/ {print $2}' /proc/$SERVER_PID/status)
   echo "== $name: idle RSS ${rss} kB"
   echo "-- GET /api/organizations/app, $CONNS connections, ${DURATION}s"
-  wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -H "X-Access-Token: $key" "$addr/api/organizations/app" | grep -E "Requests/sec|Latency|50%|90%|99%|Non-2xx|Socket errors|requests in"
+  # The load tool's own CPU beside its numbers (it shares the cores with the server).
+  /usr/bin/time -f "   wrk CPU: user %U s + system %S s over %e s (%P of one core)" \
+    wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -H "X-Access-Token: $key" "$addr/api/organizations/app" 2>&1 | grep -E "Requests/sec|Latency|50%|90%|99%|Non-2xx|Socket errors|requests in|wrk CPU"
+  echo "   server CPU: $(awk '{printf "user %.1f s + system %.1f s", $14/100, $15/100}' /proc/$SERVER_PID/stat) since start"
   echo "-- POST /api/organizations/app (changes max_budget_per_task), $CONNS connections, ${DURATION}s"
   sed "s/KEY/\"$key\"/" "$WORK/post.lua" > "$WORK/post-$name.lua"
   wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" --latency -s "$WORK/post-$name.lua" "$addr" | grep -E "Requests/sec|Latency|50%|90%|99%|Non-2xx|Socket errors|requests in"

@@ -16,7 +16,10 @@
 # into $VENV on first use, with the certifi override of the harness's notes). Without one it
 # prints "e2e skipped: no Python 3.12+ on this machine" and exits 0.
 #
-# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
+# It also installs the SDK's client workspace (openhands-workspace 1.58.2) into $SDK_VENV for the
+# catch-up tests.
+#
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SDK_VENV [${TMPDIR:-/tmp}/openhands-workspace-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
 # harness), E2E_MAIN=0 (skip the main job), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
 # Then, unless E2E_MAIN=0, it runs the main job (scripts/e2e-main.sh, `just e2e-main`) with the
 # same binary and venv: Switchboard starts the agent server as a sandbox, an app conversation
@@ -63,6 +66,19 @@ if [ ! -x "$VENV/bin/agent-server" ]; then
   echo "certifi>=2026.1.4" > "$VENV/overrides.txt"
   "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-agent-server==1.58.2 openhands-sdk==1.58.2 openhands-tools==1.58.2
+fi
+
+# ---------------------------------------------------------------- the SDK's client workspace
+# The catch-up tests (bins/switchboard/tests/event_catch_up) drive Switchboard with the
+# OpenHands SDK's own OpenHandsCloudWorkspace (issue 19); they find this venv through
+# switchboard_testkit::sdk_workspace_python. openhands-tools lets the client read the agent's
+# tool definitions back.
+SDK_VENV="${SDK_VENV:-${TMPDIR:-/tmp}/openhands-workspace-venv}"
+if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$SDK_VENV/bin/python" ]; then
+  log "installing openhands-workspace 1.58.2 into $SDK_VENV"
+  "$PY312" -m venv "$SDK_VENV"
+  "$VENV/bin/uv" pip install -q --python "$SDK_VENV/bin/python" --override "$VENV/overrides.txt" \
+    openhands-workspace==1.58.2 openhands-tools==1.58.2
 fi
 
 # ---------------------------------------------------------------- Switchboard

@@ -113,6 +113,14 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 live.hub(),
             ))
         });
+        // On PostgreSQL, settings writes of every replica invalidate this one's cache; the
+        // cache is used only while this listener is connected.
+        let settings_task = (store.kind() == BackendKind::Postgres).then(|| {
+            actix_web::rt::spawn(switchboard_storage::listen::listen_for_settings(
+                db_url.clone(),
+                store.settings_cache(),
+            ))
+        });
         let mut supervisor = Supervisor::new();
         for job in store.jobs().into_iter().chain(jobs) {
             supervisor.add(job, &wakes);
@@ -121,7 +129,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
         live.shutdown();
-        if let Some(t) = listener_task {
+        for t in [listener_task, settings_task].into_iter().flatten() {
             t.abort();
         }
         // Background work stops after the last request, so none runs without it.

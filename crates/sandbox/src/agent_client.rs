@@ -19,7 +19,7 @@ const CALL_BODY_LIMIT: u64 = 4 << 20;
 /// shortened, by whoever shows it).
 const ERROR_BODY_CHARS: usize = 16 * 1024;
 /// The header carrying a sandbox's session key (brief: cross-cutting decisions).
-const SESSION_HEADER: &str = "X-Session-API-Key";
+pub(crate) const SESSION_HEADER: &str = "X-Session-API-Key";
 /// How long a send-message or conversation delete may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time allowed on top of a bash command's own timeout for the HTTP round trip.
@@ -28,7 +28,7 @@ const BASH_MARGIN: Duration = Duration::from_secs(10);
 /// An [`AgentServerClient`] over HTTP/1.1 with a connection pool; cheap to share (`Sync`).
 #[derive(Debug, Clone)]
 pub struct HttpAgentServerClient {
-    agent: ureq::Agent,
+    pub(crate) agent: ureq::Agent,
 }
 
 impl Default for HttpAgentServerClient {
@@ -182,7 +182,7 @@ impl AgentServerClient for HttpAgentServerClient {
 }
 
 /// `{base_url}/api/conversations/{id as 32 hex}` (the form OpenHands' app server uses).
-fn conversation_url(base_url: &str, conversation: ConversationId) -> String {
+pub(crate) fn conversation_url(base_url: &str, conversation: ConversationId) -> String {
     format!(
         "{}/api/conversations/{}",
         base_url.trim_end_matches('/'),
@@ -223,7 +223,7 @@ impl HttpAgentServerClient {
 /// An unexpected answer: its status and body, up to [`ERROR_BODY_CHARS`] characters. The body
 /// is not cut to a display length here: whoever shows it redacts it first, then shortens it
 /// (an answer may echo a secret of the request; issue 24 item 1).
-fn bad_answer(url: &str, status: u16, body: &str) -> AgentServerError {
+pub(crate) fn bad_answer(url: &str, status: u16, body: &str) -> AgentServerError {
     AgentServerError::BadAnswer {
         url: url.to_owned(),
         detail: format!(
@@ -242,7 +242,11 @@ fn is_local_shortage(e: &std::io::Error) -> bool {
         .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
-fn transport_error(url: &str, timeout: Duration, error: ureq::Error) -> AgentServerError {
+pub(crate) fn transport_error(
+    url: &str,
+    timeout: Duration,
+    error: ureq::Error,
+) -> AgentServerError {
     match error {
         ureq::Error::Timeout(_) => AgentServerError::Timeout {
             url: url.to_owned(),

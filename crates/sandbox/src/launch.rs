@@ -12,10 +12,20 @@ use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 pub const SESSION_KEY_VAR: &str = "OH_SESSION_API_KEYS_0";
 /// The variable that carries the webhook base URL (reference agent-server-webhooks §1).
 pub const WEBHOOK_URL_VAR: &str = "OH_WEBHOOKS_0_BASE_URL";
+/// The webhook's `event_buffer_size` (reference agent-server-webhooks §2; default 5): each
+/// event is posted as soon as it is queued (issue 19, fast path).
+pub const WEBHOOK_BUFFER_VAR: &str = "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE";
+/// The webhook's `flush_delay` in seconds (default 30; must be > 0): how long a queued event
+/// that could not be posted at once (a post in flight failed) waits before the next attempt.
+pub const WEBHOOK_FLUSH_VAR: &str = "OH_WEBHOOKS_0_FLUSH_DELAY";
+/// What every sandbox gets for [`WEBHOOK_BUFFER_VAR`] and [`WEBHOOK_FLUSH_VAR`], after the
+/// spec's `initial_env` (a spec cannot make delivery slower): one event per post, 0.1 s.
+pub const WEBHOOK_FAST_PATH: [(&str, &str); 2] =
+    [(WEBHOOK_BUFFER_VAR, "1"), (WEBHOOK_FLUSH_VAR, "0.1")];
 
 /// The complete environment of a sandbox, in order of precedence: the passthrough variables,
-/// overridden by the spec's `initial_env`, overridden by the session key and the webhook URL
-/// (which a spec cannot change).
+/// overridden by the spec's `initial_env`, overridden by the session key, the webhook URL and
+/// the webhook's [`WEBHOOK_FAST_PATH`] settings (which a spec cannot change).
 ///
 /// # Errors
 /// [`RuntimeError::InvalidSpec`] for a name that cannot be a variable's (empty, `=`, NUL) or
@@ -36,7 +46,8 @@ pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, Runt
         .chain([
             (SESSION_KEY_VAR, launch.session_key.expose()),
             (WEBHOOK_URL_VAR, launch.webhook_base_url.as_str()),
-        ]);
+        ])
+        .chain(WEBHOOK_FAST_PATH);
     for (name, value) in pairs {
         if name.is_empty() || name.contains(['=', '\0']) {
             return Err(RuntimeError::InvalidSpec(format!(
@@ -153,6 +164,8 @@ mod tests {
             &[
                 ("PATH", "/spec/bin"),
                 (SESSION_KEY_VAR, "forged"),
+                (WEBHOOK_BUFFER_VAR, "500"),
+                (WEBHOOK_FLUSH_VAR, "30"),
                 ("A", "1"),
             ],
             &[("PATH", "/usr/bin"), ("HOME", "/root")],
@@ -163,6 +176,8 @@ mod tests {
             ("HOME", "/root"),
             (SESSION_KEY_VAR, "secret"),
             (WEBHOOK_URL_VAR, "http://127.0.0.1:9/api/v1/webhooks"),
+            (WEBHOOK_BUFFER_VAR, "1"),
+            (WEBHOOK_FLUSH_VAR, "0.1"),
             ("PATH", "/spec/bin"),
         ]
         .into_iter()

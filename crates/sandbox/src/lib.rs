@@ -11,7 +11,8 @@
 //!   Engine through `bollard`, labelled as this installation's, its agent server published on
 //!   loopback only (issue 12).
 //! - [`HttpAgentServerClient`]: the blocking HTTP client that probes agent servers
-//!   (`GET /alive`).
+//!   (`GET /alive`), starts and drives their conversations, and reads their conversations and
+//!   events back for the pull path ([`agent_events`], issue 19).
 //!
 //! - Their background work as [`switchboard_domain::jobs::Job`]s for the binary's supervisor:
 //!   [`ProcessRuntime::log_cap_job`], and the Docker image pull and orphan sweep
@@ -20,6 +21,7 @@
 //! Every call blocks: async callers run them on a blocking pool.
 
 pub mod agent_client;
+pub mod agent_events;
 pub mod confine;
 pub mod docker;
 pub mod launch;

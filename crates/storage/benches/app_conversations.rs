@@ -3,18 +3,23 @@
 //!
 //! For each backend (a fresh SQLite file and a fresh PostgreSQL database from the testkit):
 //! one organization with an owner and a member, 50 registered sandboxes and
-//! `SB_BENCH_APP_CONVS` conversations (default 100,000; 10% the member's; every 5th created in
+//! `SB_BENCH_APP_CONVS` conversations (default 100,000; with `SB_BENCH_ORGS=k` as many again
+//! in each of k-1 other organizations, bulk-inserted; 10% the member's; every 5th created in
 //! the same microsecond as the previous one, so the id tie-break is exercised; `updated_at` a
 //! permutation of the creation times). Then, through the domain service as the API calls it
 //! (store query with limit + 1, sub-conversation lookup, sandbox batch read, views), times
 //! pages of 100 (p50/p99 over `SB_BENCH_ITERS` calls, default 300): the first page and pages
 //! deep in the list (cursors taken from a full walk) in each order, a member's search (owner
-//! filter), `sandbox_id__eq`, `title__contains` and the count.
+//! filter), `sandbox_id__eq`, `title__contains` and the count. Statistics are what the server's
+//! upkeep job leaves (`DieselStore::upkeep`), not a manual `ANALYZE`. `SB_BENCH_LIMIT` sets
+//! the page size (default 100; clients open on 20), and the deep page is at
+//! `SB_BENCH_DEPTH` (default 50,000, or the middle of smaller lists).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_domain::app_conversations::{AppConversationFilter, OrderedCursor, SortOrder};
+use switchboard_domain::services::AppConversationService;
 use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
 use switchboard_storage::DieselStore;
 use switchboard_testkit::{Backend, TestDatabase};
@@ -75,6 +80,54 @@ fn time_it(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
     percentiles(samples)
 }
 
+/// Bulk-inserts `n` conversations of `org` (multi-row INSERTs of 1,000).
+fn seed(
+    store: &DieselStore,
+    org: switchboard_domain::OrgId,
+    owner: switchboard_domain::UserId,
+    member: switchboard_domain::UserId,
+    sandboxes: &[SandboxId],
+    n: u64,
+) {
+    let mut created = 0i64;
+    let mut i = 0u64;
+    while i < n {
+        let mut sql = String::from(
+            "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, title, execution_status, created_at, updated_at) VALUES ",
+        );
+        for j in 0..1000.min(n - i) {
+            let k = i + j;
+            if k % 5 != 4 {
+                created += 1_000; // 1 ms apart, every 5th a tie
+            }
+            let who = if k % 10 == 3 { member } else { owner };
+            let updated = (k * 7_919) % n; // a permutation of the creation order
+            if j > 0 {
+                sql.push(',');
+            }
+            sql.push_str(&format!(
+                "('{}', '{}', '{}', '{}', 'Conversation {k:06}', 'finished', '{}', '{}')",
+                uuid::Uuid::new_v4(),
+                org,
+                who,
+                sandboxes[(k % 50) as usize],
+                stamp(created),
+                stamp(updated as i64 * 1_000 + 500),
+            ));
+        }
+        store
+            .write(|c| {
+                use diesel::RunQueryDsl;
+                diesel::sql_query(&sql)
+                    .execute(c)
+                    .map(|_| ())
+                    .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
+            })
+            .unwrap();
+        i += 1000.min(n - i);
+    }
+}
+
 fn run(backend: Backend, n: u64, iters: u64) {
     let db = TestDatabase::new(backend);
     let (store, _) = DieselStore::open(db.url(), None).unwrap();
@@ -109,51 +162,24 @@ fn run(backend: Backend, n: u64, iters: u64) {
         .collect();
 
     let load = Instant::now();
-    let mut created = 0i64;
-    let mut i = 0u64;
-    while i < n {
-        let mut sql = String::from(
-            "INSERT INTO conversations (id, org_id, owner_id, sandbox_id, title, execution_status, created_at, updated_at) VALUES ",
+    let orgs = env_num("SB_BENCH_ORGS", 1);
+    seed(&store, boot.org_id, boot.user_id, member, &sandboxes, n);
+    for k in 1..orgs {
+        let other = services
+            .operator()
+            .bootstrap(&format!("Other {k}"), &format!("owner{k}@bench.example"))
+            .unwrap();
+        seed(
+            &store,
+            other.org_id,
+            other.user_id,
+            other.user_id,
+            &sandboxes,
+            n,
         );
-        for j in 0..1000.min(n - i) {
-            let k = i + j;
-            if k % 5 != 4 {
-                created += 1_000; // 1 ms apart, every 5th a tie
-            }
-            let owner = if k % 10 == 3 { member } else { boot.user_id };
-            let updated = (k * 7_919) % n; // a permutation of the creation order
-            if j > 0 {
-                sql.push(',');
-            }
-            sql.push_str(&format!(
-                "('{}', '{}', '{}', '{}', 'Conversation {k:06}', 'finished', '{}', '{}')",
-                uuid::Uuid::new_v4(),
-                boot.org_id,
-                owner,
-                sandboxes[(k % 50) as usize],
-                stamp(created),
-                stamp(updated as i64 * 1_000 + 500),
-            ));
-        }
-        store
-            .write(|c| {
-                use diesel::RunQueryDsl;
-                diesel::sql_query(&sql)
-                    .execute(c)
-                    .map(|_| ())
-                    .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
-            })
-            .unwrap();
-        i += 1000.min(n - i);
     }
-    if backend == Backend::Postgres {
-        use diesel::connection::SimpleConnection;
-        store
-            .conn()
-            .unwrap()
-            .batch_execute("ANALYZE conversations")
-            .unwrap();
-    }
+    // What the server's upkeep job does every minute.
+    store.upkeep().unwrap();
     let load = load.elapsed();
 
     let auth = services.auth();
@@ -164,81 +190,109 @@ fn run(backend: Backend, n: u64, iters: u64) {
         .authenticate_in(&member_key, Some(boot.org_id))
         .unwrap();
     let svc = services.app_conversations();
-    let all = AppConversationFilter::default;
+    let contexts = (&owner_ctx, &member_ctx);
+    measure(backend, svc, contexts, &sandboxes, n, iters, load);
+}
 
+/// Times the searches and counts of the benchmark and prints them as a table.
+fn measure(
+    backend: Backend,
+    svc: &AppConversationService,
+    (owner_ctx, member_ctx): (&OrgContext, &OrgContext),
+    sandboxes: &[SandboxId],
+    n: u64,
+    iters: u64,
+    load: Duration,
+) {
+    let all = AppConversationFilter::default;
+    let limit = env_num("SB_BENCH_LIMIT", 100) as u32;
+    let depth = env_num("SB_BENCH_DEPTH", 50_000).min(n / 2) as usize;
     println!(
-        "## {} — {n} conversations in one org (loaded in {:.1} s), pages of 100, {iters} calls each",
+        "## {} — {n} conversations in one org ({} orgs; loaded in {:.1} s), pages of {limit}, {iters} calls each",
         backend.name(),
+        env_num("SB_BENCH_ORGS", 1),
         load.as_secs_f64()
     );
     println!("| query | p50 ms | p99 ms |");
     println!("|---|---|---|");
+    let titled = |t: &str| AppConversationFilter {
+        title_contains: Some(t.to_owned()),
+        ..all()
+    };
     for order in SortOrder::ALL {
-        // A full walk gives cursors at every depth.
-        let mut cursors: Vec<OrderedCursor> = Vec::new();
+        // A walk to the deep page gives its cursor (and checks no conversation repeats).
         let walk = Instant::now();
         let mut after = None;
-        let mut seen = 0usize;
-        loop {
-            let page = svc.search(&owner_ctx, all(), order, after, 100).unwrap();
-            seen += page.items.len();
+        let mut seen = std::collections::HashSet::new();
+        while seen.len() < depth {
+            let page = svc.search(owner_ctx, all(), order, after, 100).unwrap();
+            for c in &page.items {
+                assert!(seen.insert(c.info.id), "{order:?}: a conversation repeated");
+            }
             let Some(next) = page.next_page_id else { break };
-            let c = <OrderedCursor as switchboard_domain::cursor::Keyset>::decode(&next).unwrap();
-            cursors.push(c);
-            after = Some(c);
+            after =
+                Some(<OrderedCursor as switchboard_domain::cursor::Keyset>::decode(&next).unwrap());
         }
         let walk = walk.elapsed();
-        assert_eq!(
-            seen as u64, n,
-            "{order:?}: the walk saw every conversation once"
-        );
-        let (p50, p99) = time_it(iters, |_| {
-            svc.search(&owner_ctx, all(), order, None, 100).unwrap();
-        });
-        println!("| {} first page | {p50:.2} | {p99:.2} |", order.as_str());
-        let (p50, p99) = time_it(iters, |k| {
-            let c = cursors[(k as usize * 37) % cursors.len()];
-            svc.search(&owner_ctx, all(), order, Some(c), 100).unwrap();
-        });
+        let deep = after;
+        for (what, filter) in [
+            ("", all()),
+            (" title__contains (all match)", titled("conversation")),
+            (
+                " title__contains (one match)",
+                titled(&format!("{:06}", n / 3)),
+            ),
+        ] {
+            let (p50, p99) = time_it(iters, |_| {
+                svc.search(owner_ctx, filter.clone(), order, None, limit)
+                    .unwrap();
+            });
+            println!(
+                "| {}{what} first page | {p50:.2} | {p99:.2} |",
+                order.as_str()
+            );
+            let (p50, p99) = time_it(iters, |_| {
+                svc.search(owner_ctx, filter.clone(), order, deep, limit)
+                    .unwrap();
+            });
+            println!(
+                "| {}{what} page at {depth} | {p50:.2} | {p99:.2} |",
+                order.as_str()
+            );
+        }
         println!(
-            "| {} page at any depth (cursor) | {p50:.2} | {p99:.2} |",
-            order.as_str()
-        );
-        println!(
-            "| {} full walk, {} pages | {:.0} ms total | {:.2} per page |",
+            "| {} walk to {depth} by pages of 100 | {:.0} ms total | |",
             order.as_str(),
-            cursors.len() + 1,
             walk.as_secs_f64() * 1e3,
-            walk.as_secs_f64() * 1e3 / (cursors.len() + 1) as f64
         );
     }
     let (p50, p99) = time_it(iters, |_| {
-        svc.search(&member_ctx, all(), SortOrder::CreatedAtDesc, None, 100)
+        svc.search(member_ctx, all(), SortOrder::UpdatedAtDesc, None, limit)
             .unwrap();
     });
-    println!("| member (own 10%) first page | {p50:.2} | {p99:.2} |");
+    println!("| member (own 10%) UPDATED_AT_DESC first page | {p50:.2} | {p99:.2} |");
     let (p50, p99) = time_it(iters, |k| {
         let filter = AppConversationFilter {
             sandbox_id_eq: Some(sandboxes[(k % 50) as usize]),
             ..all()
         };
-        svc.search(&owner_ctx, filter, SortOrder::CreatedAtDesc, None, 100)
+        svc.search(owner_ctx, filter, SortOrder::CreatedAtDesc, None, limit)
             .unwrap();
     });
     println!("| sandbox_id__eq first page | {p50:.2} | {p99:.2} |");
-    let (p50, p99) = time_it(iters.min(50), |k| {
-        let filter = AppConversationFilter {
-            title_contains: Some(format!("{:06}", (k * 997) % n)),
-            ..all()
-        };
-        svc.search(&owner_ctx, filter, SortOrder::CreatedAtDesc, None, 100)
-            .unwrap();
-    });
-    println!("| title__contains (one match: a scan) | {p50:.2} | {p99:.2} |");
-    let (p50, p99) = time_it(iters.min(50), |_| {
-        svc.count(&owner_ctx, all()).unwrap();
+    let (p50, p99) = time_it(iters, |_| {
+        svc.count(owner_ctx, all()).unwrap();
     });
     println!("| count, whole org | {p50:.2} | {p99:.2} |");
+    let (p50, p99) = time_it(iters, |_| {
+        svc.count(member_ctx, all()).unwrap();
+    });
+    println!("| count, member | {p50:.2} | {p99:.2} |");
+    let (p50, p99) = time_it(iters, |k| {
+        svc.count(owner_ctx, titled(&format!("{:06}", (k * 997) % n)))
+            .unwrap();
+    });
+    println!("| count, title__contains (one match) | {p50:.2} | {p99:.2} |");
     println!();
 }
 

@@ -17,4 +17,7 @@ pub use connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, SQLITE_BUSY_TIMEOUT_MS,
     has_pending_migrations, revert_all_migrations, run_migrations,
 };
-pub use store::{Checkpoint, DieselStore, NOTIFY_CHANNEL, PoolUsage, WAL_TRUNCATE_FRAMES};
+pub use store::{
+    Checkpoint, DieselStore, MOVES_KEPT, NOTIFY_CHANNEL, PoolUsage, SETTINGS_CHANNEL,
+    SettingsCache, WAL_TRUNCATE_FRAMES,
+};

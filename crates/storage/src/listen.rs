@@ -1,20 +1,21 @@
-//! The PostgreSQL side of live delivery (API.md, Live delivery): one `LISTEN` connection per
+//! `LISTEN` connections on PostgreSQL. Live delivery (API.md, Live delivery): one connection per
 //! process on the channel every append transaction notifies
 //! ([`NOTIFY_CHANNEL`], payload `<conversation id>:<last position>`),
 //! turned into calls of an [`AppendObserver`]. The connection is reconnected with backoff, and
 //! after every (re)connect the observer is told to [`resync`](AppendObserver::resync): a
 //! notification sent while it was down is lost, but subscribers re-read the store from their
-//! last position, so no event is.
+//! last position, so no event is. Settings (API.md, Organization settings): one connection on
+//! [`SETTINGS_CHANNEL`] per process, invalidating its [`SettingsCache`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use switchboard_domain::ConversationId;
 use switchboard_domain::ports::AppendObserver;
+use switchboard_domain::{ConversationId, OrgId};
 use tokio_postgres::AsyncMessage;
 
-use crate::store::NOTIFY_CHANNEL;
+use crate::store::{NOTIFY_CHANNEL, SETTINGS_CHANNEL, SettingsCache};
 
 /// The `application_name` of the listening connection (so operators, and tests, can find it
 /// in `pg_stat_activity`).
@@ -34,16 +35,75 @@ pub fn parse_payload(payload: &str) -> Option<(ConversationId, i64)> {
     (last >= 0).then_some((conv, last + 1))
 }
 
+/// What a listening connection is told.
+trait Listener {
+    /// Connected and listening (again): what was sent while down is lost.
+    fn connected(&self);
+    /// A notification's payload.
+    fn notified(&self, payload: &str);
+    /// The connection ended; reconnecting.
+    fn disconnected(&self) {}
+}
+
+struct Appends(Arc<dyn AppendObserver>);
+
+impl Listener for Appends {
+    fn connected(&self) {
+        self.0.resync();
+    }
+
+    fn notified(&self, payload: &str) {
+        if let Some((conv, count)) = parse_payload(payload) {
+            self.0.appended(conv, count);
+        }
+    }
+}
+
+struct Settings(Arc<SettingsCache>);
+
+impl Listener for Settings {
+    fn connected(&self) {
+        self.0.connected();
+    }
+
+    fn notified(&self, payload: &str) {
+        if let Some(org) = switchboard_domain::parse_uuid(payload) {
+            self.0.invalidate(OrgId(org));
+        } else {
+            // Not ours: forget everything rather than risk a stale entry.
+            self.0.connected();
+        }
+    }
+
+    fn disconnected(&self) {
+        self.0.disconnected();
+    }
+}
+
 /// Listens on `url` (a `postgres://` URL) until the task is dropped: every notification of an
 /// append becomes [`AppendObserver::appended`], every (re)connection
 /// [`AppendObserver::resync`]. Runs on a tokio runtime.
 pub async fn listen_for_appends(url: String, observer: Arc<dyn AppendObserver>) {
+    listen(url, NOTIFY_CHANNEL, Appends(observer)).await;
+}
+
+/// Listens on `url` for settings writes of every replica ([`SETTINGS_CHANNEL`], payload:
+/// the organization id) until the task is dropped: each invalidates `cache`'s entry. The
+/// cache is in use only while this connection is (API.md, Organization settings): turned on
+/// after each `LISTEN`, off as soon as the connection fails. Runs on a tokio runtime.
+pub async fn listen_for_settings(url: String, cache: Arc<SettingsCache>) {
+    listen(url, SETTINGS_CHANNEL, Settings(cache)).await;
+}
+
+async fn listen(url: String, channel: &str, listener: impl Listener) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match listen_once(&url, &observer).await {
+        let result = listen_once(&url, channel, &listener).await;
+        listener.disconnected();
+        match result {
             Ok(()) => backoff = FIRST_BACKOFF,
             Err(e) => {
-                tracing::warn!(error = %e, ?backoff, "append listener disconnected; reconnecting");
+                tracing::warn!(error = %e, channel, ?backoff, "listener disconnected; reconnecting");
             }
         }
         tokio::time::sleep(backoff).await;
@@ -51,10 +111,12 @@ pub async fn listen_for_appends(url: String, observer: Arc<dyn AppendObserver>) 
     }
 }
 
-/// One connection: connect, `LISTEN`, resync, then relay notifications until it ends.
+/// One connection: connect, `LISTEN`, tell the listener, then relay notifications until it
+/// ends.
 async fn listen_once(
     url: &str,
-    observer: &Arc<dyn AppendObserver>,
+    channel: &str,
+    listener: &impl Listener,
 ) -> Result<(), tokio_postgres::Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
     config.application_name(LISTENER_APPLICATION_NAME);
@@ -79,22 +141,16 @@ async fn listen_once(
             }
         }
     });
-    let listened = client
-        .batch_execute(&format!("LISTEN {NOTIFY_CHANNEL}"))
-        .await;
+    let listened = client.batch_execute(&format!("LISTEN {channel}")).await;
     if let Err(e) = listened {
         driver.abort();
         return Err(e);
     }
-    tracing::info!("append listener connected");
-    observer.resync();
+    tracing::info!(channel, "listener connected");
+    listener.connected();
     let result = loop {
         match rx.recv().await {
-            Some(Ok(payload)) => {
-                if let Some((conv, count)) = parse_payload(&payload) {
-                    observer.appended(conv, count);
-                }
-            }
+            Some(Ok(payload)) => listener.notified(&payload),
             Some(Err(e)) => break Err(e),
             None => break Ok(()),
         }

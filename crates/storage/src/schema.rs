@@ -222,6 +222,50 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Conversations per organization, owner and kind (migration `2026-11-26-000001`), kept
+    /// by triggers on `conversations` in the writing transaction.
+    conversation_counts (org_id, owner_id, sub) {
+        /// Organization.
+        org_id -> Text,
+        /// Owner.
+        owner_id -> Text,
+        /// Sub-conversations (`parent_conversation_id` set) or top-level ones.
+        sub -> Bool,
+        /// How many.
+        n -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// Start tasks per organization and creator, kept by triggers on `start_tasks`.
+    start_task_counts (org_id, created_by_user_id) {
+        /// Organization.
+        org_id -> Text,
+        /// Creator.
+        created_by_user_id -> Text,
+        /// How many.
+        n -> BigInt,
+    }
+}
+
+diesel::table! {
+    /// Every change of a conversation's `updated_at` (written by a trigger; pruned after a
+    /// day): where a conversation stood before it moved, for walks in `UPDATED_AT` orders.
+    /// The table has no key in SQL (a conversation may move to the same instant twice);
+    /// diesel's key here is only nominal.
+    conversation_moves (conversation_id, new_updated_at) {
+        /// The conversation.
+        conversation_id -> Text,
+        /// Its organization.
+        org_id -> Text,
+        /// `updated_at` before the change, UTC.
+        old_updated_at -> Timestamp,
+        /// `updated_at` after it, UTC.
+        new_updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -234,5 +278,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     sandboxes,
     conversations,
     start_tasks,
-    events
+    events,
+    conversation_counts,
+    start_task_counts,
+    conversation_moves
 );

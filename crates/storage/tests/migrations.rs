@@ -4,7 +4,8 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::{
-    api_keys, conversations, events, org_members, orgs, sandboxes, start_tasks, users,
+    api_keys, conversation_counts, conversation_moves, conversations, events, org_members, orgs,
+    sandboxes, start_task_counts, start_tasks, users,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -63,6 +64,9 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count),
         columns!(start_tasks: id, org_id, created_by_user_id, status, detail, conversation_id, sandbox_id, agent_server_url, request, secrets_sealed, created_at, updated_at),
         columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload, position),
+        columns!(conversation_counts: org_id, owner_id, sub, n),
+        columns!(start_task_counts: org_id, created_by_user_id, n),
+        columns!(conversation_moves: conversation_id, org_id, old_updated_at, new_updated_at),
     ]
 }
 
@@ -122,7 +126,8 @@ fn tables(conn: &mut DbConnection) -> Vec<String> {
     }
     let sql = match conn {
         DbConnection::Sqlite(_) => {
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name != '__diesel_schema_migrations' ORDER BY name"
+            // Ordinary tables only: not the FTS5 index of titles and its shadow tables.
+            "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite_%' AND name != '__diesel_schema_migrations' ORDER BY name"
         }
         DbConnection::Postgres(_) => {
             "SELECT table_name::text AS name FROM information_schema.tables WHERE table_schema = 'public' AND table_name != '__diesel_schema_migrations' ORDER BY table_name"

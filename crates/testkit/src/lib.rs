@@ -97,6 +97,23 @@ pub fn real_agent_server() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// A Python with the OpenHands SDK's client workspace (`openhands-workspace` 1.58.2, whose
+/// `OpenHandsCloudWorkspace` drives Switchboard as OpenHands Cloud), when this machine has
+/// one: `SWITCHBOARD_TEST_SDK_PYTHON`, else `${TMPDIR:-/tmp}/openhands-workspace-venv/bin/python`
+/// (the venv `scripts/e2e.sh` installs beside the agent server's). `None`: the tests that need
+/// it say so and skip.
+pub fn sdk_workspace_python() -> Option<PathBuf> {
+    let path = std::env::var_os("SWITCHBOARD_TEST_SDK_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("openhands-workspace-venv")
+                .join("bin")
+                .join("python")
+        });
+    path.is_file().then_some(path)
+}
+
 /// The environment the real agent server gets in tests (as in `scripts/e2e-sandbox.sh`): no
 /// network fetch of LiteLLM's cost map, no banner, no VS Code, VNC or browser, tools loaded
 /// on use, unbuffered output, webhooks sent at once.

@@ -231,6 +231,18 @@ impl Server {
     /// binary itself.
     #[track_caller]
     pub fn spawn_under(launcher: &[&str], url: &str, options: ServeOptions<'_>) -> Server {
+        Server::spawn_bound(launcher, "127.0.0.1:0", url, options)
+    }
+
+    /// As [`Server::spawn_under`], listening on `bind` (e.g. the port a previous server of the
+    /// test had, which its sandboxes' webhooks still name).
+    #[track_caller]
+    pub fn spawn_bound(
+        launcher: &[&str],
+        bind: &str,
+        url: &str,
+        options: ServeOptions<'_>,
+    ) -> Server {
         let cwd = TempDir::new();
         let mut cmd = match launcher.split_first() {
             None => command(cwd.path()),
@@ -247,7 +259,7 @@ impl Server {
         cmd.args([
             "serve",
             "--bind",
-            "127.0.0.1:0",
+            bind,
             "--database-url",
             url,
             "--workers",
@@ -411,6 +423,16 @@ impl Server {
                 return None;
             }
             thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Server {
+    /// Kills the process at once (SIGKILL, as a crash) and waits for it.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
         }
     }
 }

@@ -97,7 +97,7 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
     assert_eq!(labels["io.switchboard.sandbox-id"], id.as_str());
     assert_eq!(labels["io.switchboard.sandbox-spec-id"], IMAGE);
     // The environment: the image's, the spec's, the operator's passthrough name, the session
-    // key and the webhook URL; nothing else of Switchboard's.
+    // key, the webhook URL and its fast-path settings; nothing else of Switchboard's.
     let env: Vec<&str> = c["Config"]["Env"]
         .as_array()
         .unwrap()
@@ -110,6 +110,9 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
         format!("OH_WEBHOOKS_0_BASE_URL=http://host.docker.internal:{port}/api/v1/webhooks"),
         "SPEC_VARIABLE=from-the-spec".to_owned(),
         "SB_TEST_PASSED=passed-on".to_owned(),
+        // The webhook's fast path (issue 19).
+        "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1".to_owned(),
+        "OH_WEBHOOKS_0_FLUSH_DELAY=0.1".to_owned(),
     ] {
         assert!(
             env.contains(&expected.as_str()),
@@ -134,6 +137,8 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
     let ours = [
         "OH_SESSION_API_KEYS_0",
         "OH_WEBHOOKS_0_BASE_URL",
+        "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE",
+        "OH_WEBHOOKS_0_FLUSH_DELAY",
         "SPEC_VARIABLE",
         "SB_TEST_PASSED",
     ];

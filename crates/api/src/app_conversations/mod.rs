@@ -400,6 +400,7 @@ mod tests {
             order: SortOrder::CreatedAt,
             at: time::OffsetDateTime::UNIX_EPOCH,
             id: uuid::Uuid::nil(),
+            as_of: None,
         };
         let other_order = format!("page_id={}&sort_order=UPDATED_AT", c.encode());
         assert_eq!(

@@ -245,48 +245,70 @@ pub struct AppConversationFilter {
 /// A keyset position in a search ordered by a [`SortOrder`]: the last item's sort instant and
 /// id, written as an opaque `page_id` by [`Keyset`]. The order is part of the cursor, so a
 /// page id of one order is refused under another.
+///
+/// In the `UPDATED_AT` orders the cursor also carries the instant its walk began (`as_of`):
+/// every page of the walk places a conversation at its `updated_at` as of that instant, so one
+/// that changes while the walk goes on is neither skipped nor repeated (API.md, "Paging while
+/// conversations change").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OrderedCursor {
     /// The order it was issued for.
     pub order: SortOrder,
-    /// The last item's `created_at` or `updated_at` (per `order`).
+    /// The last item's `created_at` or `updated_at` (per `order`; in an `UPDATED_AT` walk,
+    /// its `updated_at` as of `as_of`).
     pub at: OffsetDateTime,
     /// The last item's id.
     pub id: uuid::Uuid,
+    /// When the walk began (`UPDATED_AT` orders; `None` in the others and in cursors written
+    /// before walks had one).
+    pub as_of: Option<OffsetDateTime>,
 }
 
 impl Keyset for OrderedCursor {
     const VERSION: &'static str = "ac1";
 
     fn to_fields(&self) -> Vec<String> {
-        vec![
+        let mut fields = vec![
             self.order.as_str().to_owned(),
             instant_field(self.at),
             self.id.simple().to_string(),
-        ]
+        ];
+        if let Some(t) = self.as_of {
+            fields.push(instant_field(t));
+        }
+        fields
     }
 
     fn from_fields(fields: &[&str]) -> Option<Self> {
-        let [order, at, id] = fields else { return None };
+        let (order, at, id, as_of) = match fields {
+            [order, at, id] => (order, at, id, None),
+            [order, at, id, as_of] => (order, at, id, Some(parse_instant_field(as_of)?)),
+            _ => return None,
+        };
         Some(OrderedCursor {
             order: SortOrder::parse(order)?,
             at: parse_instant_field(at)?,
             id: crate::ids::parse_uuid(id)?,
+            as_of,
         })
     }
 }
 
 impl OrderedCursor {
-    /// The position of `info` in a search ordered by `order`.
-    pub fn after(order: SortOrder, info: &AppConversationInfo) -> Self {
+    /// The position of `info` in a search ordered by `order`, listed at `at` (its
+    /// `created_at`/`updated_at`, or in an `UPDATED_AT` walk begun at `as_of` its
+    /// `updated_at` then).
+    pub fn after(
+        order: SortOrder,
+        info: &AppConversationInfo,
+        at: OffsetDateTime,
+        as_of: Option<OffsetDateTime>,
+    ) -> Self {
         OrderedCursor {
             order,
-            at: if order.by_updated() {
-                info.updated_at
-            } else {
-                info.created_at
-            },
+            at,
             id: info.id.0,
+            as_of: as_of.filter(|_| order.by_updated()),
         }
     }
 }
@@ -305,6 +327,10 @@ pub struct AppConversationQuery {
     pub order: SortOrder,
     /// Continue after this position (its order is `order`).
     pub after: Option<OrderedCursor>,
+    /// In the `UPDATED_AT` orders, the instant the walk began: conversations are placed at
+    /// their `updated_at` as of then, those created later are left out (`None`: as they are
+    /// now).
+    pub as_of: Option<OffsetDateTime>,
     /// How many rows to read (callers ask one more than a page to know whether more follow).
     pub limit: u32,
 }
@@ -358,8 +384,14 @@ mod tests {
             order: SortOrder::UpdatedAt,
             at: OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap(),
             id: uuid::Uuid::new_v4(),
+            as_of: None,
         };
         let back = OrderedCursor::decode(&c.encode()).unwrap();
         assert_eq!(back, c);
+        let walk = OrderedCursor {
+            as_of: Some(OffsetDateTime::from_unix_timestamp(1_800_000_100).unwrap()),
+            ..c
+        };
+        assert_eq!(OrderedCursor::decode(&walk.encode()), Some(walk));
     }
 }

@@ -21,11 +21,12 @@ pub trait AppConversationStore: Send + Sync {
     /// One page of a search: at most `query.limit` rows after `query.after`, in
     /// `query.order` with the id as the tie-break (same direction), so a page continues
     /// exactly after the previous one while conversations are created. `sub_conversation_ids`
-    /// are filled.
+    /// are filled. Each row comes with the instant it is listed at: its `created_at` or
+    /// `updated_at`, or with `query.as_of` its `updated_at` as of then.
     fn search_app_conversations(
         &self,
         query: &AppConversationQuery,
-    ) -> Result<Vec<AppConversationInfo>, StorageError>;
+    ) -> Result<Vec<(AppConversationInfo, OffsetDateTime)>, StorageError>;
 
     /// How many conversations match `query`'s organization, owner and filters (its order,
     /// position and limit are ignored).

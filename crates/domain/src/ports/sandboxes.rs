@@ -196,13 +196,16 @@ pub trait SandboxStore: Send + Sync {
     /// Records a use (`last_used_at = now`).
     fn touch_sandbox(&self, id: SandboxId, now: OffsetDateTime) -> Result<(), StorageError>;
 
-    /// Tombstones a sandbox: `deleted_at` set, its sealed key erased; its session key no
-    /// longer authenticates. `false` when it was already deleted or never existed.
+    /// Tombstones a sandbox: `deleted_at` set; its session key no longer authenticates. The
+    /// sealed key is erased now when the sandbox was never launched (no handle), else by
+    /// [`SandboxStore::cleanup_done`]: the cleanup reads the agent server's last events with
+    /// it first (issue 19). `false` when it was already deleted or never existed.
     fn delete_sandbox(&self, id: SandboxId, now: OffsetDateTime) -> Result<bool, StorageError>;
 
     /// Deleted sandboxes whose runtime has not cleaned up yet (a handle is still set).
     fn pending_cleanups(&self) -> Result<Vec<SandboxRecord>, StorageError>;
 
-    /// Records that the runtime cleaned up a deleted sandbox (its handle is cleared).
+    /// Records that the runtime cleaned up a deleted sandbox (its handle and sealed key are
+    /// cleared).
     fn cleanup_done(&self, id: SandboxId) -> Result<(), StorageError>;
 }

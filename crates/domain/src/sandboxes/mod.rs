@@ -2,6 +2,7 @@
 //! authenticates with its session key ([`crate::identity::session_keys`]); its conversations
 //! belong to its organization and owner.
 
+pub mod agent_events;
 pub mod changes;
 pub mod limits;
 pub mod quotas;

@@ -237,10 +237,13 @@ pub enum AgentServerError {
     },
 }
 
-/// The calls Switchboard makes to an agent server (reference agent-server-webhooks §1). Today
-/// the health probe; conversation calls (create, send message, delete) join it as methods
-/// taking the base URL and the sandbox's [`SessionKey`], returning [`AgentServerError`].
-pub trait AgentServerClient: Send + Sync {
+/// The calls Switchboard makes to an agent server (reference agent-server-webhooks §1): the
+/// health probe, conversation calls (create, send message, delete) taking the base URL and
+/// the sandbox's [`SessionKey`], returning [`AgentServerError`], and the reads of the pull
+/// path ([`AgentServerEvents`](crate::sandboxes::agent_events::AgentServerEvents)).
+pub trait AgentServerClient:
+    crate::sandboxes::agent_events::AgentServerEvents + Send + Sync
+{
     /// `GET {base_url}/alive` answered 200 with `{"status":"ok"}` within `timeout`.
     ///
     /// # Errors

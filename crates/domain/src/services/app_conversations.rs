@@ -82,12 +82,19 @@ impl AppConversationService {
             )
             .into());
         }
+        // An UPDATED_AT walk keeps the instant its first page was read (API.md, "Paging while
+        // conversations change").
+        let as_of = order
+            .by_updated()
+            .then(|| after.map_or(Some(now_micros()), |a| a.as_of))
+            .flatten();
         let mut rows = self.store.search_app_conversations(&AppConversationQuery {
             org: ctx.org.id,
             owner: Self::owner_filter(ctx),
             filter,
             order,
             after,
+            as_of,
             limit: limit + 1,
         })?;
         let more = rows.len() > limit as usize;
@@ -95,7 +102,8 @@ impl AppConversationService {
         let next_page_id = more
             .then(|| rows.last())
             .flatten()
-            .map(|r| OrderedCursor::after(order, r).encode());
+            .map(|(r, at)| OrderedCursor::after(order, r, *at, as_of).encode());
+        let rows = rows.into_iter().map(|(r, _)| r).collect();
         Ok(Page {
             items: self.views(ctx, rows)?,
             next_page_id,
@@ -117,6 +125,7 @@ impl AppConversationService {
             filter,
             order: SortOrder::default(),
             after: None,
+            as_of: None,
             limit: 0,
         })?)
     }

@@ -7,9 +7,11 @@ mod app_conversations;
 mod auth;
 mod conversation_start;
 mod conversations;
+mod event_catch_up;
 mod events;
 mod operator;
 mod org_settings;
+mod sandbox_catch_up;
 mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
@@ -25,6 +27,7 @@ pub use app_conversations::{AppConversationService, MessageSent};
 pub use auth::AuthService;
 pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts};
 pub use conversations::ConversationService;
+pub use event_catch_up::CatchUpOutcome;
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
@@ -67,7 +70,9 @@ impl Switchboard {
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
         let start_store: Arc<dyn StartTaskStore> = store.clone();
-        let sandbox_service = SandboxService::new(identity.clone(), sandboxes);
+        let sandbox_service = SandboxService::new(identity.clone(), sandboxes).with_catch_up(
+            event_catch_up::EventCatchUp::new(events.clone(), conversations.clone()),
+        );
         let conversation_start = ConversationStartService::new(
             start_store.clone(),
             conversations.clone(),

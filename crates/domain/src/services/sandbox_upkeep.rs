@@ -33,6 +33,9 @@ const RECONCILE_EVERY: Duration = Duration::from_secs(3);
 const POOL_EVERY: Duration = Duration::from_secs(3);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
+/// How often the pull path looks at running sandboxes when not woken (issue 19: a dropped
+/// webhook batch is repaired within about this long after its conversation went quiet).
+const CATCH_UP_EVERY: Duration = Duration::from_secs(2);
 
 impl SandboxService {
     /// The current count of status changes (see [`SandboxService::wait_for_change`]); 0 when
@@ -53,10 +56,11 @@ impl SandboxService {
 
     /// The sandbox service's background jobs, for the supervisor: the launcher (launch and
     /// probe starting sandboxes; every 250 ms and when woken), the reconciler (at once and
-    /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`) and the cleanup
-    /// of deleted sandboxes (every 5 s and when woken).
+    /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`), the pull
+    /// path's catch-up of sandboxes' events (every 2 s and when woken; issue 19) and the
+    /// cleanup of deleted sandboxes (every 5 s and when woken).
     pub fn jobs(&self, warm: bool) -> Vec<Job> {
-        let mut jobs = Vec::with_capacity(4);
+        let mut jobs = Vec::with_capacity(5);
         let s = self.clone();
         jobs.push(Job::new(
             "sandbox-launcher",
@@ -77,6 +81,12 @@ impl SandboxService {
                 move || s.refill_warm_pool(),
             ));
         }
+        let s = self.clone();
+        jobs.push(Job::new(
+            "event-catch-up",
+            Schedule::Woken(CATCH_UP_EVERY),
+            move || s.catch_up_events(),
+        ));
         let s = self.clone();
         jobs.push(Job::new(
             "sandbox-cleanup",
@@ -236,8 +246,9 @@ impl SandboxService {
     }
 
     /// Stops and removes the runtimes of deleted sandboxes (SIGTERM, the stop timeout,
-    /// SIGKILL, working directory removed for processes); retried on the next pass when it
-    /// fails.
+    /// SIGKILL, working directory removed for processes), after reading what a running one's
+    /// agent server has that Switchboard lacks (issue 19: a bounded drain, logged when it gives
+    /// up); retried on the next pass when it fails.
     ///
     /// # Errors
     /// Storage failures.
@@ -246,7 +257,11 @@ impl SandboxService {
             return Ok(());
         };
         for record in self.sandboxes.pending_cleanups()? {
-            match runtime_and_handle(m, &record) {
+            let found = runtime_and_handle(m, &record);
+            if found.is_some() {
+                self.drain_events(&record, super::sandbox_catch_up::DELETE_DRAIN, "delete");
+            }
+            match found {
                 Some((runtime, handle)) => match runtime.delete(&handle) {
                     Ok(()) => {
                         tracing::info!(sandbox = %record.id, "deleted sandbox stopped and removed");
@@ -401,6 +416,8 @@ impl SandboxService {
         match status {
             SandboxStatus::Running if record.status == SandboxStatus::Starting => {
                 tracing::info!(sandbox = %record.id, "sandbox RUNNING");
+                // Seen RUNNING again: the pull path reads it at once (issue 19).
+                m.wake();
                 if let Some(observer) = &m.m.observer {
                     let seconds = (now - health.since).as_seconds_f64().max(0.0);
                     observer.start_finished(seconds, false);

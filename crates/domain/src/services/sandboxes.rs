@@ -41,6 +41,8 @@ pub struct SandboxService {
     pub(super) sandboxes: Arc<dyn SandboxStore>,
     pub(super) managed: Option<Arc<Managed>>,
     touched: Arc<Mutex<HashMap<SandboxId, Instant>>>,
+    /// The pull path (issue 19; `sandbox_catch_up.rs`).
+    pub(super) catch_up: Option<super::event_catch_up::EventCatchUp>,
 }
 
 /// The managed part: configuration and what the background passes remember.
@@ -99,6 +101,7 @@ impl SandboxService {
             sandboxes,
             managed: None,
             touched: Arc::default(),
+            catch_up: None,
         }
     }
 
@@ -268,6 +271,7 @@ impl SandboxService {
             let Some((runtime, handle)) = runtime_and_handle(m, record) else {
                 continue;
             };
+            self.drain_events(record, super::sandbox_catch_up::PAUSE_DRAIN, "pause");
             if let Err(e) = runtime.pause(&handle) {
                 tracing::info!(sandbox = %record.id, error = %e, "pausing a sandbox over the running limit failed");
             } else {
@@ -369,6 +373,7 @@ impl SandboxService {
             SandboxStatus::Starting | SandboxStatus::Running => {}
         }
         if let Some((runtime, handle)) = runtime_and_handle(m, &record) {
+            self.drain_events(&record, super::sandbox_catch_up::PAUSE_DRAIN, "pause");
             match runtime.pause(&handle) {
                 Ok(()) => {}
                 Err(RuntimeError::Gone) => return Err(self.found_gone(&record)),

@@ -104,6 +104,7 @@ impl StartTaskService {
                     t.created_at
                 },
                 id: t.id.0,
+                as_of: None,
             })
             .map(|c| c.encode());
         Ok(Page {

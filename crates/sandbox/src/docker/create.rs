@@ -89,7 +89,7 @@ pub fn working_dir(spec_working_dir: &str) -> Result<Option<String>, RuntimeErro
 /// as [`hardening::confine`] says for `image`.
 ///
 /// The environment is exactly [`launch::environment`] (the passthrough variables, the spec's
-/// `initial_env`, the session key and the webhook URL), on top of the image's own; nothing of
+/// `initial_env`, the session key, the webhook URL and its fast-path settings), on top of the image's own; nothing of
 /// Switchboard's own environment is added.
 ///
 /// # Errors
@@ -223,6 +223,8 @@ mod tests {
                 "LLM_API_KEY=k",
                 "OH_SESSION_API_KEYS_0=secret",
                 "OH_WEBHOOKS_0_BASE_URL=http://host.docker.internal:3000/api/v1/webhooks",
+                "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1",
+                "OH_WEBHOOKS_0_FLUSH_DELAY=0.1",
             ]
         );
         assert_eq!(body.working_dir.as_deref(), Some("/workspace/project"));

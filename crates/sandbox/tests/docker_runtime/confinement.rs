@@ -99,6 +99,9 @@ fn a_container_gets_its_limits_a_loopback_port_and_only_its_environment() {
             format!("{}={}", PASSTHROUGH.0, PASSTHROUGH.1),
             format!("OH_SESSION_API_KEYS_0={}", launch.session_key.expose()),
             format!("OH_WEBHOOKS_0_BASE_URL={WEBHOOK_URL}"),
+            // The webhook's fast path (issue 19).
+            "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1".to_owned(),
+            "OH_WEBHOOKS_0_FLUSH_DELAY=0.1".to_owned(),
         ]);
     for pair in given {
         let name = pair.split('=').next().unwrap().to_owned();

@@ -60,6 +60,9 @@ fn a_sandbox_gets_only_its_own_environment() {
         launch.session_key.expose().into(),
     );
     expected.insert("OH_WEBHOOKS_0_BASE_URL".into(), WEBHOOK_URL.into());
+    // The webhook's fast path (issue 19).
+    expected.insert("OH_WEBHOOKS_0_EVENT_BUFFER_SIZE".into(), "1".into());
+    expected.insert("OH_WEBHOOKS_0_FLUSH_DELAY".into(), "0.1".into());
     assert!(!seen.contains_key(MARKER));
     assert!(!seen.contains_key(SECRET_URL));
     assert_eq!(seen, expected, "exactly what it was given");

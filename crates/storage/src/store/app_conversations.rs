@@ -6,8 +6,7 @@ use std::collections::HashMap;
 
 use diesel::prelude::*;
 use switchboard_domain::app_conversations::{
-    AppConversationFilter, AppConversationInfo, AppConversationPatch, AppConversationQuery,
-    ConversationTrigger, SortOrder,
+    AppConversationInfo, AppConversationPatch, AppConversationQuery, ConversationTrigger,
 };
 use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::ports::sandboxes::later;
@@ -16,27 +15,23 @@ use switchboard_domain::{ConversationId, SandboxId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
+use super::app_conversation_search as search;
 use super::events::ID_CHUNK;
 use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{conversations, events, start_tasks};
 
-diesel::define_sql_function! {
-    /// SQL `lower` of a nullable text (ASCII on SQLite, Unicode on PostgreSQL).
-    fn lower(a: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
-}
-
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = conversations)]
-struct AppConversationRow {
-    id: String,
+pub(super) struct AppConversationRow {
+    pub(super) id: String,
     org_id: String,
     owner_id: String,
     sandbox_id: Option<String>,
     title: Option<String>,
     execution_status: Option<String>,
-    created_at: PrimitiveDateTime,
-    updated_at: PrimitiveDateTime,
+    pub(super) created_at: PrimitiveDateTime,
+    pub(super) updated_at: PrimitiveDateTime,
     selected_repository: Option<String>,
     selected_branch: Option<String>,
     git_provider: Option<String>,
@@ -94,55 +89,6 @@ impl AppConversationRow {
             updated_at: from_db(self.updated_at),
         })
     }
-}
-
-/// `title__contains` as a `LIKE` pattern on the lowercased title: ASCII-lowercased, with
-/// `\`, `%` and `_` escaped so they match themselves.
-fn contains_pattern(text: &str) -> String {
-    let mut p = String::with_capacity(text.len() + 2);
-    p.push('%');
-    for ch in text.to_ascii_lowercase().chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            p.push('\\');
-        }
-        p.push(ch);
-    }
-    p.push('%');
-    p
-}
-
-/// Narrows a boxed query of conversations to one organization (and owner) and an
-/// [`AppConversationFilter`]: the one place the filters are written, for search and count.
-macro_rules! matching {
-    ($q:expr, $org:expr, $owner:expr, $filter:expr, $pattern:expr) => {{
-        let filter: &AppConversationFilter = $filter;
-        let mut q = $q.filter(conversations::org_id.eq($org));
-        if let Some(owner) = $owner {
-            q = q.filter(conversations::owner_id.eq(owner));
-        }
-        if let Some(p) = $pattern {
-            q = q.filter(lower(conversations::title).like(p).escape('\\'));
-        }
-        if let Some(t) = filter.created_at_gte {
-            q = q.filter(conversations::created_at.ge(to_db(t)));
-        }
-        if let Some(t) = filter.created_at_lt {
-            q = q.filter(conversations::created_at.lt(to_db(t)));
-        }
-        if let Some(t) = filter.updated_at_gte {
-            q = q.filter(conversations::updated_at.ge(to_db(t)));
-        }
-        if let Some(t) = filter.updated_at_lt {
-            q = q.filter(conversations::updated_at.lt(to_db(t)));
-        }
-        if let Some(s) = filter.sandbox_id_eq {
-            q = q.filter(conversations::sandbox_id.eq(s.to_string()));
-        }
-        if !filter.include_sub_conversations {
-            q = q.filter(conversations::parent_conversation_id.is_null());
-        }
-        q
-    }};
 }
 
 /// Fills `sub_conversation_ids` (oldest first) of `infos`.
@@ -215,95 +161,23 @@ impl AppConversationStore for DieselStore {
     fn search_app_conversations(
         &self,
         query: &AppConversationQuery,
-    ) -> Result<Vec<AppConversationInfo>, StorageError> {
-        let org = query.org.to_string();
-        let owner = query.owner.map(|o| o.to_string());
-        let pattern = query.filter.title_contains.as_deref().map(contains_pattern);
-        let after = query.after.map(|a| (to_db(a.at), a.id.to_string()));
-        let order = query.order;
-        let limit = i64::from(query.limit);
+    ) -> Result<Vec<(AppConversationInfo, OffsetDateTime)>, StorageError> {
         let mut conn = self.conn()?;
-        let rows: Vec<AppConversationRow> = native!(&mut *conn, |c| {
-            let mut q = matching!(
-                conversations::table
-                    .select(AppConversationRow::as_select())
-                    .into_boxed(),
-                &org,
-                owner.as_ref(),
-                &query.filter,
-                pattern.as_ref()
-            );
-            // The redundant `>=` / `<=` bound gives the planner an index range (the OR alone
-            // may be a full scan on PostgreSQL).
-            use SortOrder as O;
-            if let Some((t, id)) = &after {
-                q = match order {
-                    O::CreatedAt => q.filter(conversations::created_at.ge(*t)).filter(
-                        conversations::created_at
-                            .gt(*t)
-                            .or(conversations::created_at
-                                .eq(*t)
-                                .and(conversations::id.gt(id))),
-                    ),
-                    O::CreatedAtDesc => q.filter(conversations::created_at.le(*t)).filter(
-                        conversations::created_at
-                            .lt(*t)
-                            .or(conversations::created_at
-                                .eq(*t)
-                                .and(conversations::id.lt(id))),
-                    ),
-                    O::UpdatedAt => q.filter(conversations::updated_at.ge(*t)).filter(
-                        conversations::updated_at
-                            .gt(*t)
-                            .or(conversations::updated_at
-                                .eq(*t)
-                                .and(conversations::id.gt(id))),
-                    ),
-                    O::UpdatedAtDesc => q.filter(conversations::updated_at.le(*t)).filter(
-                        conversations::updated_at
-                            .lt(*t)
-                            .or(conversations::updated_at
-                                .eq(*t)
-                                .and(conversations::id.lt(id))),
-                    ),
-                };
-            }
-            q = match order {
-                O::CreatedAt => q.order((conversations::created_at.asc(), conversations::id.asc())),
-                O::CreatedAtDesc => {
-                    q.order((conversations::created_at.desc(), conversations::id.desc()))
-                }
-                O::UpdatedAt => q.order((conversations::updated_at.asc(), conversations::id.asc())),
-                O::UpdatedAtDesc => {
-                    q.order((conversations::updated_at.desc(), conversations::id.desc()))
-                }
-            };
-            q.limit(limit).load(c)
-        })
-        .map_err(db_err)?;
+        let listed = search::search(&mut conn, self.kind, query)?;
+        let (rows, at): (Vec<AppConversationRow>, Vec<OffsetDateTime>) = listed.into_iter().unzip();
         let infos = rows
             .into_iter()
             .map(AppConversationRow::info)
             .collect::<Result<Vec<_>, _>>()?;
-        with_children(&mut conn, infos)
+        Ok(with_children(&mut conn, infos)?
+            .into_iter()
+            .zip(at)
+            .collect())
     }
 
     fn count_app_conversations(&self, query: &AppConversationQuery) -> Result<u64, StorageError> {
-        let org = query.org.to_string();
-        let owner = query.owner.map(|o| o.to_string());
-        let pattern = query.filter.title_contains.as_deref().map(contains_pattern);
         let mut conn = self.conn()?;
-        let n: i64 = native!(&mut *conn, |c| matching!(
-            conversations::table.into_boxed(),
-            &org,
-            owner.as_ref(),
-            &query.filter,
-            pattern.as_ref()
-        )
-        .count()
-        .get_result(c))
-        .map_err(db_err)?;
-        Ok(n.max(0) as u64)
+        search::count(&mut conn, self.kind, query)
     }
 
     fn app_conversations_by_ids(
@@ -399,16 +273,5 @@ impl AppConversationStore for DieselStore {
             .get_result(c))
         .map_err(db_err)?;
         Ok(n.max(0) as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::contains_pattern;
-
-    #[test]
-    fn contains_patterns_escape_wildcards() {
-        assert_eq!(contains_pattern("Ab"), "%ab%");
-        assert_eq!(contains_pattern("5%_\\"), "%5\\%\\_\\\\%");
     }
 }

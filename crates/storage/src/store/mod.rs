@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod app_conversation_search;
 mod app_conversations;
 mod conversations;
 mod events;
@@ -24,7 +25,9 @@ mod identity;
 mod org_settings;
 mod rows;
 mod sandboxes;
+mod settings_cache;
 mod start_tasks;
+mod upkeep;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
@@ -42,9 +45,13 @@ use crate::connection::{
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
+pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
+pub use upkeep::MOVES_KEPT;
 
 /// How often SQLite's write-ahead log is checkpointed by [`DieselStore::jobs`].
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+/// How often the conversation lists are kept up ([`DieselStore::upkeep`]).
+const LIST_UPKEEP_EVERY: Duration = Duration::from_secs(60);
 
 /// The store: a pool over one database.
 #[derive(Clone)]
@@ -58,6 +65,8 @@ pub struct DieselStore {
     appends: std::sync::Arc<AppendCombiner>,
     /// Told after each commit which conversations gained events (API.md, Live delivery).
     observer: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn AppendObserver>>>,
+    /// Organization settings of this process ([`SettingsCache`]).
+    settings: std::sync::Arc<SettingsCache>,
 }
 
 /// Pool usage, for metrics.
@@ -95,6 +104,7 @@ impl DieselStore {
                 sqlite_writer: Default::default(),
                 appends: Default::default(),
                 observer: Default::default(),
+                settings: std::sync::Arc::new(SettingsCache::new(kind == BackendKind::Sqlite)),
             },
             applied,
         ))
@@ -105,6 +115,12 @@ impl DieselStore {
     /// database (API.md, Live delivery).
     pub fn observe_appends(&self, observer: std::sync::Arc<dyn AppendObserver>) {
         let _ = self.observer.set(observer);
+    }
+
+    /// The cache of organization settings; on PostgreSQL its listener
+    /// ([`crate::listen::listen_for_settings`]) turns it on while connected.
+    pub fn settings_cache(&self) -> std::sync::Arc<SettingsCache> {
+        self.settings.clone()
     }
 
     /// The backend.
@@ -181,19 +197,27 @@ impl DieselStore {
         self.checkpoint_with(WAL_TRUNCATE_FRAMES)
     }
 
-    /// The store's background jobs, for the supervisor: on SQLite, [`DieselStore::checkpoint`]
-    /// every second (the server turns SQLite's automatic checkpoints off: ARCHITECTURE.md,
-    /// Storage notes); none on PostgreSQL.
+    /// The store's background jobs, for the supervisor: the conversation lists' upkeep
+    /// ([`DieselStore::upkeep`]: moves older than a day deleted, PostgreSQL statistics refreshed
+    /// after bulk changes) every minute, and on SQLite [`DieselStore::checkpoint`] every second
+    /// (the server turns SQLite's automatic checkpoints off: ARCHITECTURE.md, Storage notes).
     pub fn jobs(self: &Arc<Self>) -> Vec<Job> {
-        if self.kind != BackendKind::Sqlite {
-            return Vec::new();
-        }
+        // Moves of conversations pruned, list statistics refreshed (issue 23).
         let store = self.clone();
-        vec![Job::new(
-            "sqlite-checkpoint",
-            Schedule::Every(CHECKPOINT_EVERY),
-            move || store.checkpoint().map(|_| ()),
-        )]
+        let mut jobs = vec![Job::new(
+            "list-upkeep",
+            Schedule::Every(LIST_UPKEEP_EVERY),
+            move || store.upkeep().map(|_| ()),
+        )];
+        if self.kind == BackendKind::Sqlite {
+            let store = self.clone();
+            jobs.push(Job::new(
+                "sqlite-checkpoint",
+                Schedule::Every(CHECKPOINT_EVERY),
+                move || store.checkpoint().map(|_| ()),
+            ));
+        }
+        jobs
     }
 
     /// [`DieselStore::checkpoint`] with another truncation threshold, in log frames.

@@ -6,9 +6,9 @@ use switchboard_domain::settings::{Marketplace, OrgAppSettings, SettingsChange};
 use switchboard_domain::{OrgId, StorageError};
 use time::{Duration, OffsetDateTime, PrimitiveDateTime};
 
-use super::DieselStore;
 use super::identity::OrgRow;
 use super::rows::{db_err, from_db, parse_id, to_db};
+use super::{DieselStore, SETTINGS_CHANNEL};
 use crate::connection::{BackendKind, DbConnection};
 use crate::schema::orgs;
 
@@ -62,9 +62,21 @@ fn load_org(conn: &mut DbConnection, org: OrgId) -> Result<Option<OrgSettingsRow
 }
 
 impl OrgSettingsStore for DieselStore {
+    /// From this process's [`SettingsCache`](super::SettingsCache) when it holds them;
+    /// otherwise read and cached.
     fn org_settings(&self, org: OrgId) -> Result<Option<OrgAppSettings>, StorageError> {
+        if let Some(s) = self.settings.get(org) {
+            return Ok(Some(s));
+        }
+        let seen = self.settings.generation();
         let mut conn = self.conn()?;
-        load_org(&mut conn, org)?.map(|r| r.settings()).transpose()
+        let settings = load_org(&mut conn, org)?
+            .map(|r| r.settings())
+            .transpose()?;
+        if let Some(s) = &settings {
+            self.settings.fill(seen, s);
+        }
+        Ok(settings)
     }
 
     /// One write transaction ([`DieselStore::write`]): the row is read under the transaction's
@@ -85,7 +97,7 @@ impl OrgSettingsStore for DieselStore {
             .map(|m| serde_json::to_string(m).map_err(|e| StorageError::Other(Box::new(e))))
             .transpose()?;
         let kind = self.kind;
-        self.write(|conn| {
+        let written = self.write(|conn| {
             if kind == BackendKind::Postgres {
                 use diesel::connection::SimpleConnection;
                 // Writers of this row queue here. The id is a UUID we formatted: safe to inline.
@@ -139,7 +151,19 @@ impl OrgSettingsStore for DieselStore {
                 next.registered_marketplaces = v.clone();
             }
             next.updated_at = version;
+            if kind == BackendKind::Postgres {
+                // Delivered at commit to every replica's settings listener.
+                diesel::sql_query("SELECT pg_notify($1, $2)")
+                    .bind::<diesel::sql_types::Text, _>(SETTINGS_CHANNEL)
+                    .bind::<diesel::sql_types::Text, _>(org.to_string())
+                    .execute(conn)
+                    .map_err(db_err)?;
+            }
             Ok(SettingsWrite::Written(next))
-        })
+        });
+        // After the commit (or a failure, which may have committed nothing): this process
+        // reads the row again next time.
+        self.settings.invalidate(org);
+        written
     }
 }

@@ -528,17 +528,25 @@ impl SandboxStore for DieselStore {
 
     fn delete_sandbox(&self, id: SandboxId, now: OffsetDateTime) -> Result<bool, StorageError> {
         let n = self.write(|c| {
-            diesel::update(
+            let n = diesel::update(
                 sandboxes::table
                     .filter(sandboxes::id.eq(id.to_string()))
                     .filter(sandboxes::deleted_at.is_null()),
             )
-            .set((
-                sandboxes::deleted_at.eq(Some(to_db(now))),
-                sandboxes::session_key_sealed.eq(None::<String>),
-            ))
+            .set(sandboxes::deleted_at.eq(Some(to_db(now))))
             .execute(c)
-            .map_err(db_err)
+            .map_err(db_err)?;
+            // A launched sandbox keeps its sealed key until its cleanup, which reads its agent
+            // server's last events with it (issue 19); the key no longer authenticates.
+            diesel::update(
+                sandboxes::table
+                    .filter(sandboxes::id.eq(id.to_string()))
+                    .filter(sandboxes::handle.is_null()),
+            )
+            .set(sandboxes::session_key_sealed.eq(None::<String>))
+            .execute(c)
+            .map_err(db_err)?;
+            Ok(n)
         })?;
         Ok(n == 1)
     }
@@ -558,7 +566,10 @@ impl SandboxStore for DieselStore {
     fn cleanup_done(&self, id: SandboxId) -> Result<(), StorageError> {
         self.write(|c| {
             diesel::update(sandboxes::table.filter(sandboxes::id.eq(id.to_string())))
-                .set(sandboxes::handle.eq(None::<String>))
+                .set((
+                    sandboxes::handle.eq(None::<String>),
+                    sandboxes::session_key_sealed.eq(None::<String>),
+                ))
                 .execute(c)
                 .map_err(db_err)
         })?;

@@ -11,7 +11,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 use super::DieselStore;
 use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
-use crate::schema::{conversations, start_tasks};
+use crate::schema::{conversations, start_task_counts, start_tasks};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = start_tasks)]
@@ -187,8 +187,26 @@ impl StartTaskStore for DieselStore {
         )
     }
 
+    /// From `start_task_counts` (kept by triggers) when only the organization and creator
+    /// narrow; otherwise counted on the `(org_id, …)` indexes.
     fn count_start_tasks(&self, query: &StartTaskQuery) -> Result<u64, StorageError> {
         let mut conn = self.conn()?;
+        if query.filter.conversation_id_eq.is_none() && query.filter.created_at_gte.is_none() {
+            let org = query.org.to_string();
+            let creator = query.creator.map(|c| c.to_string());
+            let rows: Vec<i64> = native!(&mut *conn, |c| {
+                let mut q = start_task_counts::table
+                    .filter(start_task_counts::org_id.eq(&org))
+                    .select(start_task_counts::n)
+                    .into_boxed();
+                if let Some(creator) = &creator {
+                    q = q.filter(start_task_counts::created_by_user_id.eq(creator));
+                }
+                q.load(c)
+            })
+            .map_err(db_err)?;
+            return Ok(u64::try_from(rows.into_iter().sum::<i64>()).unwrap_or(0));
+        }
         let n: i64 = native!(&mut *conn, |c| filtered!(start_tasks::table, query)
             .count()
             .get_result(c))

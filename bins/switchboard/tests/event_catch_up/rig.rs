@@ -1,0 +1,408 @@
+//! The rig of the catch-up tests: Switchboard serving the real agent server as its sandbox
+//! spec with the fake LLM of `scripts/e2e/fake_llm.py`, restartable on the same port (its
+//! sandboxes' webhooks name it), and the agent server's own view of a conversation.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+/// How long a start may take (the real agent server starts in 11-22 s alone, longer when
+/// several start at once on two cores).
+pub const START_WITHIN: Duration = Duration::from_secs(240);
+
+/// A child process killed (with its process group) on drop.
+pub struct Child9(pub Child);
+
+impl Drop for Child9 {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The fake LLM on a free loopback port; its `/v1` base URL.
+pub fn fake_llm() -> (Child9, String) {
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
+    let child = Command::new(python())
+        .arg(script)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the fake LLM");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the fake LLM did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Child9(child), format!("http://127.0.0.1:{port}/v1"))
+}
+
+/// A port free now on loopback.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Switchboard with the real agent server as its only spec, restartable on one port.
+pub struct Rig {
+    pub db: String,
+    /// `--public-url` when the sandboxes' webhooks must reach nothing (only the pull path
+    /// then stores their events).
+    pub public_url: Option<String>,
+    pub bind: String,
+    pub data_dir: String,
+    pub specs: String,
+    pub llm_base: String,
+    pub key: String,
+    pub server: Server,
+    /// Sandboxes outlive a killed server: their processes end with the test.
+    pub _end: EndProcessesUnder,
+    pub _llm: Child9,
+    pub _data: TempDir,
+}
+
+impl Rig {
+    /// Serves `db` with the real agent server at `agent`; with `webhooks_lost`, the
+    /// sandboxes' webhooks go to a port where nothing listens (`--public-url`).
+    pub fn start(db: &str, agent: &Path, webhooks_lost: bool) -> Rig {
+        let data = TempDir::new();
+        let data_dir = data.path().display().to_string();
+        let (llm, llm_base) = fake_llm();
+        let env: serde_json::Map<String, Value> = switchboard_testkit::REAL_AGENT_SERVER_ENV
+            .iter()
+            // The fast path is Switchboard's to set (issue 19): the spec leaves it out, and a
+            // spec asking for batches of 5 and 30 s is overridden.
+            .filter(|(k, _)| !k.starts_with("OH_WEBHOOKS_0_"))
+            .map(|(k, v)| ((*k).to_owned(), json!(v)))
+            .chain([
+                ("OH_WEBHOOKS_0_EVENT_BUFFER_SIZE".to_owned(), json!("5")),
+                ("OH_WEBHOOKS_0_FLUSH_DELAY".to_owned(), json!("30")),
+            ])
+            .collect();
+        let specs = data.path().join("specs.json");
+        std::fs::write(
+            &specs,
+            json!([{"id": "agent", "command": [agent.display().to_string()], "initial_env": env}])
+                .to_string(),
+        )
+        .unwrap();
+        let bind = format!("127.0.0.1:{}", free_port());
+        let specs = specs.display().to_string();
+        let public_url = webhooks_lost.then(|| format!("http://127.0.0.1:{}", free_port()));
+        let server = serve(
+            db,
+            &bind,
+            &data_dir,
+            &specs,
+            &llm_base,
+            public_url.as_deref(),
+        );
+        Rig {
+            db: db.to_owned(),
+            public_url,
+            bind,
+            data_dir,
+            specs,
+            llm_base,
+            key: server.bootstrap_key(),
+            server,
+            _end: EndProcessesUnder(data.path().to_path_buf()),
+            _llm: llm,
+            _data: data,
+        }
+    }
+
+    /// A new `serve` of the rig (same port, database and data directory).
+    pub fn serve(&self) -> Server {
+        serve(
+            &self.db,
+            &self.bind,
+            &self.data_dir,
+            &self.specs,
+            &self.llm_base,
+            self.public_url.as_deref(),
+        )
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, body) = send_json(
+            client()
+                .get(self.server.url(path))
+                .header("X-Access-Token", &self.key),
+        );
+        assert_eq!(status, 200, "GET {path}: {body}");
+        body
+    }
+
+    /// Starts a conversation through Switchboard's start pipeline (a new sandbox of the real
+    /// agent server); its id and its agent server, once the start task is `READY`.
+    pub fn start_conversation(&self, message: &str) -> (String, Agent) {
+        let (status, task) = send_json(
+            client()
+                .post(self.server.url("/api/v1/app-conversations"))
+                .header("X-Access-Token", &self.key)
+                .json(&json!({"initial_message": {"role": "user",
+                    "content": [{"type": "text", "text": message}]}})),
+        );
+        assert!(status == 200 || status == 201, "{task}");
+        let id = task["id"].as_str().unwrap().to_owned();
+        let deadline = Instant::now() + START_WITHIN;
+        loop {
+            let t = self.get(&format!("/api/v1/app-conversations/start-tasks?ids={id}"))[0].clone();
+            match t["status"].as_str() {
+                Some("READY") => {
+                    let conversation = t["app_conversation_id"].as_str().unwrap().to_owned();
+                    let sandbox = t["sandbox_id"].as_str().unwrap().to_owned();
+                    return (conversation, self.agent(&sandbox));
+                }
+                Some("ERROR") => panic!("the start failed: {t}"),
+                _ => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the start is still {}; stderr:\n{}",
+                t["status"],
+                self.server.stderr_lines().join("\n")
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The agent server of sandbox `id` (it must be `RUNNING`).
+    pub fn agent(&self, sandbox: &str) -> Agent {
+        let s = wait_sandbox_status(&self.server, &self.key, sandbox, "RUNNING");
+        Agent {
+            sandbox: sandbox.to_owned(),
+            url: s["exposed_urls"][0]["url"].as_str().unwrap().to_owned(),
+            key: s["session_api_key"].as_str().unwrap().to_owned(),
+        }
+    }
+
+    /// `POST /api/v1/sandboxes/{id}/{action}` (pause, resume) answered 200.
+    pub fn sandbox_action(&self, sandbox: &str, action: &str) {
+        let res = client()
+            .post(
+                self.server
+                    .url(&format!("/api/v1/sandboxes/{sandbox}/{action}")),
+            )
+            .header("X-Access-Token", &self.key)
+            .send()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "{action}: {:?}", res.text());
+    }
+
+    /// `DELETE /api/v1/sandboxes/{id}`, which must answer at once.
+    pub fn delete_sandbox(&self, sandbox: &str) {
+        let began = Instant::now();
+        let res = client()
+            .delete(self.server.url(&format!("/api/v1/sandboxes/{sandbox}")))
+            .header("X-Access-Token", &self.key)
+            .send()
+            .unwrap();
+        assert_eq!(res.status().as_u16(), 200, "delete: {:?}", res.text());
+        assert!(
+            began.elapsed() < Duration::from_secs(2),
+            "the delete took {:?}",
+            began.elapsed()
+        );
+    }
+
+    /// Every event Switchboard stored for the conversation, in search order (oldest first).
+    pub fn stored(&self, conversation: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut page: Option<String> = None;
+        loop {
+            let mut path = format!("/api/v1/conversation/{conversation}/events/search?limit=100");
+            if let Some(p) = &page {
+                path.push_str(&format!("&page_id={p}"));
+            }
+            let body = self.get(&path);
+            out.extend(body["items"].as_array().unwrap().iter().cloned());
+            match body["next_page_id"].as_str() {
+                Some(p) => page = Some(p.to_owned()),
+                None => return out,
+            }
+        }
+    }
+
+    /// Waits up to `within` until Switchboard holds the events `expected` (the agent
+    /// server's ids, in its order) once, in that order, and after them only events the agent
+    /// server persisted later (`full_state` snapshots, which only the webhooks carry, left
+    /// aside); no event is stored twice.
+    #[track_caller]
+    pub fn assert_holds(&self, conversation: &str, expected: &[String], within: Duration) {
+        self.wait_holds(conversation, within, || expected.to_vec(), false);
+    }
+
+    /// As [`Rig::assert_holds`], with exactly what the agent server holds now.
+    #[track_caller]
+    pub fn assert_mirrors(&self, conversation: &str, agent: &Agent, within: Duration) {
+        self.wait_holds(conversation, within, || agent.event_ids(conversation), true);
+    }
+
+    #[track_caller]
+    fn wait_holds(
+        &self,
+        conversation: &str,
+        within: Duration,
+        expected: impl Fn() -> Vec<String>,
+        exact: bool,
+    ) {
+        let deadline = Instant::now() + within;
+        loop {
+            let expected = expected();
+            let stored = self.stored(conversation);
+            let ids: Vec<String> = stored
+                .iter()
+                .filter(|e| e["key"] != "full_state")
+                .map(|e| e["id"].as_str().unwrap().to_owned())
+                .collect();
+            let all: Vec<&str> = stored.iter().map(|e| e["id"].as_str().unwrap()).collect();
+            let unique: std::collections::HashSet<&&str> = all.iter().collect();
+            assert_eq!(unique.len(), all.len(), "an event is stored twice: {all:?}");
+            if ids.starts_with(&expected) && (!exact || ids.len() == expected.len()) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                let missing: Vec<&String> = expected.iter().filter(|e| !ids.contains(e)).collect();
+                panic!(
+                    "Switchboard does not hold the agent server's events after {within:?}: \
+                     missing {missing:?}; stored {ids:?}; expected {expected:?}; stderr:\n{}",
+                    self.server.stderr_lines().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `switchboard serve` on `bind` with the rig's flags.
+fn serve(
+    db: &str,
+    bind: &str,
+    data_dir: &str,
+    specs: &str,
+    llm_base: &str,
+    public_url: Option<&str>,
+) -> Server {
+    let mut args = vec![
+        "--data-dir",
+        data_dir,
+        "--sandbox-specs",
+        specs,
+        "--sandbox-start-timeout",
+        "240",
+        "--llm-model",
+        "openai/fake-model",
+        "--llm-base-url",
+        llm_base,
+    ];
+    if let Some(url) = public_url {
+        args.extend(["--public-url", url]);
+    }
+    Server::spawn_bound(
+        &[],
+        bind,
+        db,
+        ServeOptions {
+            args,
+            env: vec![("LLM_API_KEY", "fake-key"), ("SWITCHBOARD_LOG", "info")],
+        },
+    )
+}
+
+/// One sandbox's agent server, reached directly with its session key.
+#[derive(Clone)]
+pub struct Agent {
+    pub sandbox: String,
+    pub url: String,
+    pub key: String,
+}
+
+impl Agent {
+    fn conversation_url(&self, conversation: &str) -> String {
+        format!(
+            "{}/api/conversations/{}",
+            self.url,
+            conversation.replace('-', "")
+        )
+    }
+
+    /// The agent server's own event ids of the conversation, oldest first.
+    pub fn event_ids(&self, conversation: &str) -> Vec<String> {
+        self.events(conversation)
+            .iter()
+            .map(|e| e["id"].as_str().unwrap().to_owned())
+            .collect()
+    }
+
+    /// The agent server's own events of the conversation, oldest first.
+    pub fn events(&self, conversation: &str) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut page: Option<String> = None;
+        loop {
+            let mut url = format!(
+                "{}/events/search?limit=100",
+                self.conversation_url(conversation)
+            );
+            if let Some(p) = &page {
+                url.push_str(&format!("&page_id={p}"));
+            }
+            let (status, body) =
+                send_json(client().get(url).header("X-Session-API-Key", &self.key));
+            assert_eq!(status, 200, "{body}");
+            out.extend(body["items"].as_array().unwrap().iter().cloned());
+            match body["next_page_id"].as_str() {
+                Some(p) => page = Some(p.to_owned()),
+                None => return out,
+            }
+        }
+    }
+
+    /// Sends a user message that runs the agent.
+    pub fn send(&self, conversation: &str, text: &str) {
+        let res = client()
+            .post(format!("{}/events", self.conversation_url(conversation)))
+            .header("X-Session-API-Key", &self.key)
+            .json(
+                &json!({"role": "user", "content": [{"type": "text", "text": text}], "run": true}),
+            )
+            .send()
+            .unwrap();
+        assert!(res.status().is_success(), "send: {:?}", res.text());
+    }
+
+    /// Waits until the conversation's runs have finished `runs` times (its
+    /// `execution_status: finished` updates); its event ids then.
+    #[track_caller]
+    pub fn wait_finished(&self, conversation: &str, runs: usize) -> Vec<String> {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            let events = self.events(conversation);
+            let finished = events
+                .iter()
+                .filter(|e| e["key"] == "execution_status" && e["value"] == "finished")
+                .count();
+            if finished >= runs {
+                return events
+                    .iter()
+                    .map(|e| e["id"].as_str().unwrap().to_owned())
+                    .collect();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "run {runs} did not finish: {events:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
