@@ -113,12 +113,13 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 live.hub(),
             ))
         });
-        // On PostgreSQL, settings writes of every replica invalidate this one's cache; the
-        // cache is used only while this listener is connected.
+        // On PostgreSQL, settings and identity writes of every replica invalidate this one's
+        // read caches; they are used only while this listener is connected.
         let settings_task = (store.kind() == BackendKind::Postgres).then(|| {
-            actix_web::rt::spawn(switchboard_storage::listen::listen_for_settings(
+            actix_web::rt::spawn(switchboard_storage::listen::listen_for_caches(
                 db_url.clone(),
                 store.settings_cache(),
+                store.key_cache(),
             ))
         });
         let mut supervisor = Supervisor::new();

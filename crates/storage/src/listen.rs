@@ -4,8 +4,9 @@
 //! turned into calls of an [`AppendObserver`]. The connection is reconnected with backoff, and
 //! after every (re)connect the observer is told to [`resync`](AppendObserver::resync): a
 //! notification sent while it was down is lost, but subscribers re-read the store from their
-//! last position, so no event is. Settings (API.md, Organization settings): one connection on
-//! [`SETTINGS_CHANNEL`] per process, invalidating its [`SettingsCache`].
+//! last position, so no event is. Read caches (issue 23): one connection per process on
+//! [`SETTINGS_CHANNEL`] (invalidating its [`SettingsCache`]) and [`IDENTITY_CHANNEL`]
+//! (clearing its [`KeyCache`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use switchboard_domain::ports::AppendObserver;
 use switchboard_domain::{ConversationId, OrgId};
 use tokio_postgres::AsyncMessage;
 
-use crate::store::{NOTIFY_CHANNEL, SETTINGS_CHANNEL, SettingsCache};
+use crate::store::{IDENTITY_CHANNEL, KeyCache, NOTIFY_CHANNEL, SETTINGS_CHANNEL, SettingsCache};
 
 /// The `application_name` of the listening connection (so operators, and tests, can find it
 /// in `pg_stat_activity`).
@@ -39,8 +40,8 @@ pub fn parse_payload(payload: &str) -> Option<(ConversationId, i64)> {
 trait Listener {
     /// Connected and listening (again): what was sent while down is lost.
     fn connected(&self);
-    /// A notification's payload.
-    fn notified(&self, payload: &str);
+    /// A notification's payload, on `channel`.
+    fn notified(&self, channel: &str, payload: &str);
     /// The connection ended; reconnecting.
     fn disconnected(&self) {}
 }
@@ -52,31 +53,39 @@ impl Listener for Appends {
         self.0.resync();
     }
 
-    fn notified(&self, payload: &str) {
+    fn notified(&self, _channel: &str, payload: &str) {
         if let Some((conv, count)) = parse_payload(payload) {
             self.0.appended(conv, count);
         }
     }
 }
 
-struct Settings(Arc<SettingsCache>);
+/// The read caches of one process.
+struct Caches {
+    settings: Arc<SettingsCache>,
+    keys: Arc<KeyCache>,
+}
 
-impl Listener for Settings {
+impl Listener for Caches {
     fn connected(&self) {
-        self.0.connected();
+        self.settings.connected();
+        self.keys.connected();
     }
 
-    fn notified(&self, payload: &str) {
-        if let Some(org) = switchboard_domain::parse_uuid(payload) {
-            self.0.invalidate(OrgId(org));
+    fn notified(&self, channel: &str, payload: &str) {
+        if channel == IDENTITY_CHANNEL {
+            self.keys.clear();
+        } else if let Some(org) = switchboard_domain::parse_uuid(payload) {
+            self.settings.invalidate(&OrgId(org));
         } else {
             // Not ours: forget everything rather than risk a stale entry.
-            self.0.connected();
+            self.settings.connected();
         }
     }
 
     fn disconnected(&self) {
-        self.0.disconnected();
+        self.settings.disconnected();
+        self.keys.disconnected();
     }
 }
 
@@ -84,26 +93,33 @@ impl Listener for Settings {
 /// append becomes [`AppendObserver::appended`], every (re)connection
 /// [`AppendObserver::resync`]. Runs on a tokio runtime.
 pub async fn listen_for_appends(url: String, observer: Arc<dyn AppendObserver>) {
-    listen(url, NOTIFY_CHANNEL, Appends(observer)).await;
+    listen(url, &[NOTIFY_CHANNEL], Appends(observer)).await;
 }
 
-/// Listens on `url` for settings writes of every replica ([`SETTINGS_CHANNEL`], payload:
-/// the organization id) until the task is dropped: each invalidates `cache`'s entry. The
-/// cache is in use only while this connection is (API.md, Organization settings): turned on
-/// after each `LISTEN`, off as soon as the connection fails. Runs on a tokio runtime.
-pub async fn listen_for_settings(url: String, cache: Arc<SettingsCache>) {
-    listen(url, SETTINGS_CHANNEL, Settings(cache)).await;
+/// Listens on `url` for the writes of every replica that invalidate this process's read
+/// caches, until the task is dropped: settings writes ([`SETTINGS_CHANNEL`], payload: the
+/// organization id) invalidate `settings`' entry; identity writes ([`IDENTITY_CHANNEL`])
+/// clear `keys`. The caches are in use only while this connection is (API.md, Organization
+/// settings; Identity): turned on after each `LISTEN`, off as soon as the connection fails.
+/// Runs on a tokio runtime.
+pub async fn listen_for_caches(url: String, settings: Arc<SettingsCache>, keys: Arc<KeyCache>) {
+    listen(
+        url,
+        &[SETTINGS_CHANNEL, IDENTITY_CHANNEL],
+        Caches { settings, keys },
+    )
+    .await;
 }
 
-async fn listen(url: String, channel: &str, listener: impl Listener) {
+async fn listen(url: String, channels: &[&str], listener: impl Listener) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let result = listen_once(&url, channel, &listener).await;
+        let result = listen_once(&url, channels, &listener).await;
         listener.disconnected();
         match result {
             Ok(()) => backoff = FIRST_BACKOFF,
             Err(e) => {
-                tracing::warn!(error = %e, channel, ?backoff, "listener disconnected; reconnecting");
+                tracing::warn!(error = %e, ?channels, ?backoff, "listener disconnected; reconnecting");
             }
         }
         tokio::time::sleep(backoff).await;
@@ -115,7 +131,7 @@ async fn listen(url: String, channel: &str, listener: impl Listener) {
 /// ends.
 async fn listen_once(
     url: &str,
-    channel: &str,
+    channels: &[&str],
     listener: &impl Listener,
 ) -> Result<(), tokio_postgres::Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
@@ -129,7 +145,10 @@ async fn listen_once(
         while let Some(m) = messages.next().await {
             match m {
                 Ok(AsyncMessage::Notification(n)) => {
-                    if tx.send(Ok(n.payload().to_owned())).is_err() {
+                    if tx
+                        .send(Ok((n.channel().to_owned(), n.payload().to_owned())))
+                        .is_err()
+                    {
                         return;
                     }
                 }
@@ -141,16 +160,17 @@ async fn listen_once(
             }
         }
     });
-    let listened = client.batch_execute(&format!("LISTEN {channel}")).await;
+    let statements: String = channels.iter().map(|c| format!("LISTEN {c};")).collect();
+    let listened = client.batch_execute(&statements).await;
     if let Err(e) = listened {
         driver.abort();
         return Err(e);
     }
-    tracing::info!(channel, "listener connected");
+    tracing::info!(?channels, "listener connected");
     listener.connected();
     let result = loop {
         match rx.recv().await {
-            Some(Ok(payload)) => listener.notified(&payload),
+            Some(Ok((channel, payload))) => listener.notified(&channel, &payload),
             Some(Err(e)) => break Err(e),
             None => break Ok(()),
         }

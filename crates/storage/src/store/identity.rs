@@ -9,7 +9,7 @@ use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
 use super::rows::{db_err, from_db, optional_row, parse_id, parse_opt_id, to_db};
-use crate::connection::DbConnection;
+use crate::connection::{BackendKind, DbConnection};
 use crate::schema::{api_keys, org_members, orgs, users};
 
 diesel::define_sql_function! {
@@ -106,8 +106,10 @@ impl ApiKeyRow {
     }
 }
 
-impl IdentityStore for DieselStore {
-    fn api_key_by_hash(
+impl DieselStore {
+    /// The key with `hash`, its user's current organization and the effective organization's
+    /// membership, in one query (the hot path of authentication when not cached).
+    fn read_key_lookup(
         &self,
         hash: &ApiKeyHash,
         requested: Option<OrgId>,
@@ -152,6 +154,39 @@ impl IdentityStore for DieselStore {
         .transpose()
     }
 
+    /// After an identity write: this process's key lookups are dropped, and on PostgreSQL
+    /// every replica's ([`super::KeyCache`]: `NOTIFY` on [`super::IDENTITY_CHANNEL`]). A failed
+    /// notification is logged; the other replicas' entries then live out their time to live.
+    fn identity_changed(&self, conn: &mut DbConnection) {
+        if self.kind == BackendKind::Postgres
+            && let Err(e) = diesel::sql_query("SELECT pg_notify($1, '')")
+                .bind::<diesel::sql_types::Text, _>(super::IDENTITY_CHANNEL)
+                .execute(conn)
+        {
+            tracing::warn!(error = %e, "could not notify the other replicas of an identity write");
+        }
+        self.keys.clear();
+    }
+}
+
+impl IdentityStore for DieselStore {
+    fn api_key_by_hash(
+        &self,
+        hash: &ApiKeyHash,
+        requested: Option<OrgId>,
+    ) -> Result<Option<KeyLookup>, StorageError> {
+        let cache_key = (hash.0.clone(), requested);
+        if let Some(found) = self.keys.get(&cache_key) {
+            return Ok(Some(found));
+        }
+        let seen = self.keys.generation();
+        let found = self.read_key_lookup(hash, requested)?;
+        if let Some(found) = &found {
+            self.keys.fill(seen, cache_key, found.clone());
+        }
+        Ok(found)
+    }
+
     fn touch_api_key(
         &self,
         id: ApiKeyId,
@@ -172,7 +207,14 @@ impl IdentityStore for DieselStore {
             .execute(conn)
             .map_err(db_err)?;
             Ok(())
-        })
+        })?;
+        // The cached lookups of this key see the use, so the next touch is a minute away.
+        self.keys.update_all(|found| {
+            if found.key.id == id {
+                found.key.last_used_at = Some(now);
+            }
+        });
+        Ok(())
     }
 
     fn user(&self, id: UserId) -> Result<Option<User>, StorageError> {
@@ -252,6 +294,7 @@ impl IdentityStore for DieselStore {
             ))
             .execute(&mut *conn)
             .map_err(db_err)?;
+        self.identity_changed(&mut conn);
         Ok(())
     }
 
@@ -267,6 +310,7 @@ impl IdentityStore for DieselStore {
             ))
             .execute(&mut *conn)
             .map_err(db_err)?;
+        self.identity_changed(&mut conn);
         Ok(())
     }
 
@@ -298,6 +342,7 @@ impl IdentityStore for DieselStore {
                 .execute(&mut *conn)
                 .map_err(db_err)?;
         }
+        self.identity_changed(&mut conn);
         Ok(())
     }
 
@@ -307,6 +352,7 @@ impl IdentityStore for DieselStore {
             .set(users::current_org_id.eq(Some(org.to_string())))
             .execute(&mut *conn)
             .map_err(db_err)?;
+        self.identity_changed(&mut conn);
         Ok(())
     }
 
@@ -369,6 +415,7 @@ impl IdentityStore for DieselStore {
         .set(api_keys::revoked_at.eq(Some(to_db(now))))
         .execute(&mut *conn)
         .map_err(db_err)?;
+        self.identity_changed(&mut conn);
         Ok(exists)
     }
 }

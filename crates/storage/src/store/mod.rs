@@ -22,7 +22,9 @@ mod conversations;
 mod events;
 mod group_commit;
 mod identity;
+mod key_cache;
 mod org_settings;
+mod read_cache;
 mod rows;
 mod sandboxes;
 mod settings_cache;
@@ -45,6 +47,8 @@ use crate::connection::{
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
 use rows::db_err;
+pub use key_cache::{IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache};
+pub use read_cache::ReadCache;
 pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
 pub use upkeep::MOVES_KEPT;
 
@@ -67,6 +71,8 @@ pub struct DieselStore {
     observer: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn AppendObserver>>>,
     /// Organization settings of this process ([`SettingsCache`]).
     settings: std::sync::Arc<SettingsCache>,
+    /// API-key lookups of this process ([`KeyCache`]).
+    keys: std::sync::Arc<KeyCache>,
 }
 
 /// Pool usage, for metrics.
@@ -104,7 +110,10 @@ impl DieselStore {
                 sqlite_writer: Default::default(),
                 appends: Default::default(),
                 observer: Default::default(),
-                settings: std::sync::Arc::new(SettingsCache::new(kind == BackendKind::Sqlite)),
+                settings: std::sync::Arc::new(settings_cache::settings_cache(
+                    kind == BackendKind::Sqlite,
+                )),
+                keys: std::sync::Arc::new(key_cache::key_cache(kind == BackendKind::Sqlite)),
             },
             applied,
         ))
@@ -118,9 +127,15 @@ impl DieselStore {
     }
 
     /// The cache of organization settings; on PostgreSQL its listener
-    /// ([`crate::listen::listen_for_settings`]) turns it on while connected.
+    /// ([`crate::listen::listen_for_caches`]) turns it on while connected.
     pub fn settings_cache(&self) -> std::sync::Arc<SettingsCache> {
         self.settings.clone()
+    }
+
+    /// The cache of API-key lookups; on PostgreSQL its listener
+    /// ([`crate::listen::listen_for_caches`]) turns it on while connected.
+    pub fn key_cache(&self) -> std::sync::Arc<KeyCache> {
+        self.keys.clone()
     }
 
     /// The backend.

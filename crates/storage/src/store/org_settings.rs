@@ -65,7 +65,7 @@ impl OrgSettingsStore for DieselStore {
     /// From this process's [`SettingsCache`](super::SettingsCache) when it holds them;
     /// otherwise read and cached.
     fn org_settings(&self, org: OrgId) -> Result<Option<OrgAppSettings>, StorageError> {
-        if let Some(s) = self.settings.get(org) {
+        if let Some(s) = self.settings.get(&org) {
             return Ok(Some(s));
         }
         let seen = self.settings.generation();
@@ -74,7 +74,7 @@ impl OrgSettingsStore for DieselStore {
             .map(|r| r.settings())
             .transpose()?;
         if let Some(s) = &settings {
-            self.settings.fill(seen, s);
+            self.settings.fill(seen, org, s.clone());
         }
         Ok(settings)
     }
@@ -163,7 +163,7 @@ impl OrgSettingsStore for DieselStore {
         });
         // After the commit (or a failure, which may have committed nothing): this process
         // reads the row again next time.
-        self.settings.invalidate(org);
+        self.settings.invalidate(&org);
         written
     }
 }
