@@ -19,7 +19,9 @@ pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
 };
-pub use start_tasks::{StartTaskQuery, StartTaskStore, StartedConversation};
+pub use start_tasks::{
+    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+};
 
 use crate::error::StorageError;
 

@@ -25,7 +25,9 @@ pub use crate::identity::redaction::redact;
 pub use api_keys::ApiKeyService;
 pub use app_conversations::{AppConversationService, MessageSent};
 pub use auth::AuthService;
-pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts};
+pub use conversation_start::{
+    ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
+};
 pub use conversations::ConversationService;
 pub use event_catch_up::CatchUpOutcome;
 pub use events::EventService;
@@ -76,6 +78,7 @@ impl Switchboard {
         let conversation_start = ConversationStartService::new(
             start_store.clone(),
             conversations.clone(),
+            identity.clone(),
             sandbox_service.clone(),
         );
         let conversations = ConversationService::new(conversations);
@@ -123,6 +126,14 @@ impl Switchboard {
     #[must_use]
     pub fn with_start_timeouts(mut self, timeouts: StartTimeouts) -> Self {
         self.conversation_start = self.conversation_start.with_timeouts(timeouts);
+        self
+    }
+
+    /// The same services, claiming start tasks as `claims` says (issue 20: the replica's id,
+    /// the lease, the workers).
+    #[must_use]
+    pub fn with_start_claims(mut self, claims: StartClaims) -> Self {
+        self.conversation_start = self.conversation_start.with_claims(claims);
         self
     }
 

@@ -1,12 +1,15 @@
 //! The body of the agent server's create call of a conversation start (reference
 //! agent-server-webhooks §1, "Create body"; docs/API.md, App conversations: start).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use crate::app_conversations::sealed_start::secret_sources;
 use crate::app_conversations::start_request::StartRequest;
 use crate::identity::redaction::MASK;
 use crate::ids::ConversationId;
+use crate::sandboxes::agent_requests::{
+    AgentContext, AgentSpec, LlmSpec, SecretSource, StartConversationRequest, ToolSpec,
+    WorkspaceSpec,
+};
 
 /// The LLM every conversation gets unless the request names a model (issue 10: `--llm-model`,
 /// `--llm-base-url`, `--llm-api-key-file` or `LLM_MODEL`, `LLM_BASE_URL`, `LLM_API_KEY`).
@@ -52,47 +55,54 @@ pub(super) struct CreateBody<'a> {
     pub secrets: &'a Map<String, Value>,
 }
 
-/// `conversation_id`, `agent` (`kind: Agent`, its `llm`, the terminal, file editor and task
-/// tracker tools, `agent_context.system_message_suffix` when given), `workspace.working_dir`,
-/// `autotitle` (unless a title was given), `initial_message`, `max_iterations`, `tags`, and
-/// `secrets` as `StaticSecret` sources (issue 24 item 1). Holds the LLM key and the secrets:
-/// never logged.
-pub(super) fn create_body(b: &CreateBody<'_>) -> Value {
-    let mut llm = json!({"model": b.model, "usage_id": "agent", "num_retries": 0});
-    if let Some(url) = &b.llm.base_url {
-        llm["base_url"] = json!(url);
+/// The agent server's create request of a start: `conversation_id`, `agent` (`kind: Agent`,
+/// its `llm`, the terminal, file editor and task tracker tools,
+/// `agent_context.system_message_suffix` when given), `workspace.working_dir`, `autotitle`
+/// (unless a title was given), `initial_message`, `max_iterations`, `tags`, and `secrets` as
+/// `StaticSecret` sources (issue 24 item 1). The one place that decides what the agent server
+/// is asked for (the LLM included). Holds the LLM key and the secrets: never logged.
+pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
+    StartConversationRequest {
+        conversation_id: b.id.to_string(),
+        agent: AgentSpec {
+            kind: "Agent",
+            llm: LlmSpec {
+                model: b.model.to_owned(),
+                usage_id: "agent",
+                num_retries: 0,
+                base_url: b.llm.base_url.clone(),
+                api_key: b.llm.api_key.clone(),
+                stream: b.llm.stream,
+            },
+            tools: ["terminal", "file_editor", "task_tracker"]
+                .into_iter()
+                .map(|name| ToolSpec { name })
+                .collect(),
+            agent_context: b
+                .request
+                .system_message_suffix
+                .clone()
+                .map(|suffix| AgentContext {
+                    system_message_suffix: suffix,
+                }),
+        },
+        workspace: WorkspaceSpec {
+            working_dir: b.workdir.to_owned(),
+        },
+        autotitle: b.request.title.is_none(),
+        initial_message: b.request.effective_initial_message(),
+        max_iterations: b.request.max_iterations,
+        tags: b.request.tags.clone(),
+        secrets: b
+            .secrets
+            .iter()
+            .map(|(name, value)| {
+                let source = SecretSource {
+                    kind: "StaticSecret",
+                    value: value.clone(),
+                };
+                (name.clone(), source)
+            })
+            .collect(),
     }
-    if let Some(k) = &b.llm.api_key {
-        llm["api_key"] = json!(k);
-    }
-    if b.llm.stream {
-        llm["stream"] = json!(true);
-    }
-    let mut agent = json!({
-        "kind": "Agent",
-        "llm": llm,
-        "tools": [{"name": "terminal"}, {"name": "file_editor"}, {"name": "task_tracker"}],
-    });
-    if let Some(suffix) = &b.request.system_message_suffix {
-        agent["agent_context"] = json!({"system_message_suffix": suffix});
-    }
-    let mut body = json!({
-        "conversation_id": b.id.to_string(),
-        "agent": agent,
-        "workspace": {"working_dir": b.workdir},
-        "autotitle": b.request.title.is_none(),
-    });
-    if let Some(message) = b.request.effective_initial_message() {
-        body["initial_message"] = message;
-    }
-    if let Some(n) = b.request.max_iterations {
-        body["max_iterations"] = json!(n);
-    }
-    if !b.request.tags.is_empty() {
-        body["tags"] = Value::Object(b.request.tags.clone());
-    }
-    if !b.secrets.is_empty() {
-        body["secrets"] = secret_sources(b.secrets);
-    }
-    body
 }

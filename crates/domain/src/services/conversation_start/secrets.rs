@@ -17,11 +17,10 @@ impl Run<'_> {
         let m = self
             .svc
             .sandboxes
-            .managed()
+            .managed_config()
             .map_err(|e| Failure(e.to_string()))?;
         let sealed = match &self.task.secrets_sealed {
             Some(sealed) => m
-                .m
                 .sealer
                 .open(sealed, &self.task.id.to_string())
                 .ok()
