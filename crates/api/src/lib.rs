@@ -33,6 +33,7 @@ pub mod metrics;
 pub mod openapi;
 pub mod org_settings;
 pub mod rate_limit;
+pub mod reads;
 pub mod responses;
 pub mod routes;
 pub mod sandbox_specs;
