@@ -38,7 +38,6 @@ pub mod responses;
 pub mod routes;
 pub mod sandbox_specs;
 pub mod sandboxes;
-pub mod start_tasks;
 pub mod users;
 pub mod webhooks;
 

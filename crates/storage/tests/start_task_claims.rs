@@ -9,7 +9,7 @@ use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use serde_json::json;
-use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::ports::{StaleStarts, StartClaim, StartTaskStore};
 use switchboard_domain::time_input::now_micros;
 use switchboard_domain::{ConversationId, OrgId, Switchboard, UserId};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix_web::web::Bytes;
 use actix_web::{HttpResponse, post, web};
 use serde_json::Value;
-use switchboard_domain::app_conversations::start_tasks::StartTask;
+use switchboard_domain::conversations::start_tasks::StartTask;
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::services::Follower;
 use switchboard_domain::{DomainError, Switchboard};

@@ -2,15 +2,13 @@
 //! its test double) implements only what it uses. Implemented by the storage crate for SQLite
 //! and PostgreSQL; calls block, so async callers run them on a blocking pool.
 
-pub mod app_conversations;
 pub mod conversations;
 pub mod events;
 pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
-pub mod start_tasks;
 
-pub use app_conversations::{AppConversationStore, DeletedConversation};
+pub use conversations::app::{AppConversationStore, DeletedConversation};
 pub use conversations::ConversationStore;
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
@@ -19,7 +17,7 @@ pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
 };
-pub use start_tasks::{
+pub use conversations::start_tasks::{
     StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
 

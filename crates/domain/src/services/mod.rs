@@ -3,9 +3,7 @@
 //! command calls the service of its resource. Every method blocks on storage.
 
 mod api_keys;
-mod app_conversations;
 mod auth;
-mod conversation_start;
 mod conversations;
 mod event_catch_up;
 mod events;
@@ -15,17 +13,15 @@ mod sandbox_catch_up;
 mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
-mod start_body;
-mod start_tasks;
 mod users;
 
 use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
 pub use api_keys::ApiKeyService;
-pub use app_conversations::{AppConversationService, MessageSent};
+pub use conversations::app::{AppConversationService, MessageSent};
 pub use auth::AuthService;
-pub use conversation_start::{
+pub use conversations::start::{
     ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
 };
 pub use conversations::ConversationService;
@@ -34,7 +30,7 @@ pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
 pub use sandboxes::SandboxService;
-pub use start_tasks::StartTaskService;
+pub use conversations::start_tasks::StartTaskService;
 pub use users::{MeView, UserService};
 
 use crate::error::DomainError;

@@ -2,8 +2,8 @@
 
 use time::OffsetDateTime;
 
-use crate::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use crate::app_conversations::{OrderedCursor, SortOrder};
+use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
+use crate::conversations::app::{OrderedCursor, SortOrder};
 use crate::conversations::Conversation;
 use crate::error::StorageError;
 use crate::ids::{OrgId, UserId};

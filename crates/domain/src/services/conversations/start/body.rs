@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::app_conversations::start_request::StartRequest;
+use crate::conversations::start_request::StartRequest;
 use crate::identity::redaction::MASK;
 use crate::ids::ConversationId;
 use crate::sandboxes::agent_requests::{

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::app_conversations::sealed_start::SealedStart;
-use crate::app_conversations::start_request::{StartRequest, parse_start_request};
+use crate::conversations::sealed_start::SealedStart;
+use crate::conversations::start_request::{StartRequest, parse_start_request};
 use crate::identity::redaction::url_credentials;
 
 use super::{Failure, Run};

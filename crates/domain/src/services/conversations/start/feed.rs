@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crate::app_conversations::start_tasks::{StartTask, StartTaskId};
+use crate::conversations::start_tasks::{StartTask, StartTaskId};
 use crate::error::DomainError;
 use crate::ports::StartTaskStore;
 
@@ -114,7 +114,7 @@ impl Drop for Follower {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app_conversations::start_tasks::StartTaskStatus;
+    use crate::conversations::start_tasks::StartTaskStatus;
     use crate::ids::{ConversationId, OrgId, UserId};
 
     fn task(status: StartTaskStatus) -> StartTask {

@@ -2,16 +2,16 @@
 
 use diesel::prelude::*;
 use switchboard_domain::StorageError;
-use switchboard_domain::app_conversations::SortOrder;
-use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use switchboard_domain::conversations::app::SortOrder;
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::ports::{
     StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::DieselStore;
-use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use crate::store::DieselStore;
+use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{conversations, start_task_counts, start_tasks};
 

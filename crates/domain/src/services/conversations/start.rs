@@ -15,20 +15,21 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::app_conversations::repository;
-use crate::app_conversations::sealed_start::{SealedStart, mask_credentials};
-use crate::app_conversations::start_request::{StartRequest, parse_start_request};
-use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use crate::conversations::repository;
+use crate::conversations::sealed_start::{SealedStart, mask_credentials};
+use crate::conversations::start_request::{StartRequest, parse_start_request};
+use crate::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::redaction::{redact, shorten};
 use crate::ids::SandboxId;
 use crate::ports::{ConversationStore, IdentityStore, StartTaskStore};
 use crate::services::sandboxes::SandboxService;
-pub use crate::services::start_body::LlmConfig;
+pub use body::LlmConfig;
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
 
+mod body;
 mod claims;
 mod feed;
 mod ids;

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use crate::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::error::DomainError;
 use crate::identity::{OrgContext, Principal};
 use crate::ids::ApiKeyId;

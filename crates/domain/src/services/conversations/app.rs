@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::app_conversations::{
+use crate::conversations::app::{
     AppConversation, AppConversationFilter, AppConversationInfo, AppConversationPatch,
     AppConversationQuery, OrderedCursor, SendMessage, SortOrder,
 };

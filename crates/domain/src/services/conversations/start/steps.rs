@@ -7,9 +7,9 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use super::{Failure, Run, check_sources, quote};
-use crate::app_conversations::repository;
-use crate::app_conversations::start_request::StartRequest;
-use crate::app_conversations::start_tasks::StartTaskStatus;
+use crate::conversations::repository;
+use crate::conversations::start_request::StartRequest;
+use crate::conversations::start_tasks::StartTaskStatus;
 use crate::conversations::Conversation;
 use crate::identity::redaction::mask_url_credentials;
 use crate::identity::session_keys::SessionKey;
@@ -20,7 +20,7 @@ use crate::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
-use crate::services::start_body::{CreateBody, create_body};
+use super::body::{CreateBody, create_body};
 use crate::time_input::now_micros;
 
 /// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.

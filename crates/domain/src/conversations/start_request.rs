@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
 
-use crate::app_conversations::{ConversationTrigger, GIT_PROVIDERS};
+use crate::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
 use crate::ids::{ConversationId, SandboxId, parse_uuid};
 use crate::validation::{self, field, loc};
 
