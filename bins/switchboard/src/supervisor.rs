@@ -199,11 +199,13 @@ impl Supervisor {
                         }
                     };
                     let done = wake.clone();
-                    let started = std::thread::Builder::new().name(name.into()).spawn(move || {
-                        work();
-                        drop(worker);
-                        done.notify_one();
-                    });
+                    let started = std::thread::Builder::new()
+                        .name(name.into())
+                        .spawn(move || {
+                            work();
+                            drop(worker);
+                            done.notify_one();
+                        });
                     if let Err(e) = started {
                         // The claim lapses and the restart rule fails the item.
                         tracing::error!(job = %name, error = %e, "no thread for claimed work");
@@ -308,19 +310,24 @@ mod tests {
         let job = Job::new("pooled", Schedule::Woken(Duration::from_secs(3600)), || {
             Ok::<(), String>(())
         })
-        .with_pool(2, move || -> Result<Option<switchboard_domain::jobs::Work>, String> {
-            if q.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_err() {
-                return Ok(None);
-            }
-            let (r, m, d) = (r.clone(), m.clone(), d.clone());
-            Ok(Some(Box::new(move || {
-                let now = r.fetch_add(1, Ordering::SeqCst) + 1;
-                m.fetch_max(now, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(100));
-                r.fetch_sub(1, Ordering::SeqCst);
-                d.fetch_add(1, Ordering::SeqCst);
-            })))
-        });
+        .with_pool(
+            2,
+            move || -> Result<Option<switchboard_domain::jobs::Work>, String> {
+                if q.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_err()
+                {
+                    return Ok(None);
+                }
+                let (r, m, d) = (r.clone(), m.clone(), d.clone());
+                Ok(Some(Box::new(move || {
+                    let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(100));
+                    r.fetch_sub(1, Ordering::SeqCst);
+                    d.fetch_add(1, Ordering::SeqCst);
+                })))
+            },
+        );
         let mut supervisor = Supervisor::new();
         supervisor.add(job, &Wakes::default());
         let deadline = std::time::Instant::now() + Duration::from_secs(10);

@@ -201,7 +201,10 @@ fn another_replica_fails_a_lapsed_start(backend: Backend) {
     let killed = Instant::now();
     let b = serve_with(db.url(), &b_data, &specs, &["--start-claim-lease", LEASE]);
     let replica_b = std::fs::read_to_string(b_dir.path().join("replica-id")).unwrap();
-    assert_ne!(replica_a, replica_b, "{backend}: each data directory is a replica");
+    assert_ne!(
+        replica_a, replica_b,
+        "{backend}: each data directory is a replica"
+    );
     // B's start does not fail a start A claimed while A's claim holds.
     let t = task(&b, &key, &id);
     if killed.elapsed() < Duration::from_secs(9) {

@@ -13,8 +13,8 @@ use crate::AppState;
 use crate::dto::{ErrorDetail, SandboxSpecInfo, SandboxSpecInfoPage};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs};
-use crate::reads::{self, Reads};
 use crate::openapi::params::PageLimit;
+use crate::reads::{self, Reads};
 use crate::responses::ApiKeyErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.

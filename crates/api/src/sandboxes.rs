@@ -4,8 +4,8 @@
 
 use actix_web::{delete, get, post, web};
 use serde_json::Value;
-use switchboard_domain::batch::Batch;
 use switchboard_domain::OrgContext;
+use switchboard_domain::batch::Batch;
 use switchboard_domain::sandboxes::records::{
     MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, Page, SandboxCursor, SandboxView,
 };

@@ -118,10 +118,10 @@ mod tests {
 
     #[test]
     fn a_pool_claims_items_and_keeps_at_least_one_worker() {
-        let job = Job::new("pooled", Schedule::Once, || Ok::<(), String>(())).with_pool(
-            0,
-            || -> Result<Option<Work>, String> { Ok(Some(Box::new(|| {}))) },
-        );
+        let job = Job::new("pooled", Schedule::Once, || Ok::<(), String>(()))
+            .with_pool(0, || -> Result<Option<Work>, String> {
+                Ok(Some(Box::new(|| {})))
+            });
         let pool = job.pool.expect("a pool");
         assert_eq!(pool.workers, 1);
         let work = (pool.claim)().unwrap().expect("an item");

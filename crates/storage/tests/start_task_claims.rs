@@ -55,7 +55,14 @@ fn claims(backend: Backend) {
     let (org, user) = (boot.org_id, boot.user_id);
     let start = now_micros() - Duration::from_secs(60);
     let working: Vec<StartTask> = (0..20u64)
-        .map(|i| task(org, user, StartTaskStatus::Working, start + Duration::from_secs(i)))
+        .map(|i| {
+            task(
+                org,
+                user,
+                StartTaskStatus::Working,
+                start + Duration::from_secs(i),
+            )
+        })
         .collect();
     for t in &working {
         store.insert_start_task(t).unwrap();
@@ -119,7 +126,11 @@ fn claims(backend: Backend) {
         .unwrap();
     let mut want: HashSet<_> = mine.iter().copied().collect();
     want.insert(orphan.id);
-    assert_eq!(ids(&stale), want, "{backend}: the owner's claims and the orphan");
+    assert_eq!(
+        ids(&stale),
+        want,
+        "{backend}: the owner's claims and the orphan"
+    );
 
     // A claim renewed into the past lapses; another owner's renewal does not touch it.
     let past = StartClaim {

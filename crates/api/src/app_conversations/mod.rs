@@ -9,20 +9,20 @@ pub mod start_tasks;
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;
-use switchboard_domain::conversations::bodies::{parse_message, parse_patch};
+use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::app::AppConversation;
 use switchboard_domain::conversations::app::{
     AppConversationFilter, MAX_APP_CONVERSATION_BATCH, MAX_APP_CONVERSATION_PAGE, OrderedCursor,
     SortOrder,
 };
-use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::bodies::{parse_message, parse_patch};
 use switchboard_domain::cursor::Keyset;
+use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{
     datetime_parsing, greater_than, int_parsing, less_than_equal, not_one_of, refuse_nul,
     uuid_parsing, value_error,
 };
-use switchboard_domain::conversations::app::AppConversation;
-use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::{ConversationId, OrgContext, SandboxId};
 use switchboard_model::{ErrorType, ValidationError};
 use utoipa_actix_web::service_config::ServiceConfig;

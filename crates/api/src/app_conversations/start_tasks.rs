@@ -7,9 +7,9 @@ use actix_web::{get, web};
 use serde_json::Value;
 use switchboard_domain::ConversationId;
 use switchboard_domain::OrgContext;
-use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use switchboard_domain::conversations::app::{MAX_APP_CONVERSATION_PAGE, OrderedCursor, SortOrder};
 use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::app::{MAX_APP_CONVERSATION_PAGE, OrderedCursor, SortOrder};
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
 use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{datetime_parsing, not_one_of, uuid_parsing, value_error};
@@ -142,12 +142,7 @@ impl Reads for StartTasks {
 }
 
 impl Counts for StartTasks {
-    fn count(
-        s: &AppState,
-        ctx: &OrgContext,
-        (): (),
-        p: StartTaskParams,
-    ) -> Result<u64, ApiError> {
+    fn count(s: &AppState, ctx: &OrgContext, (): (), p: StartTaskParams) -> Result<u64, ApiError> {
         Ok(s.services.start_tasks().count_start_tasks(ctx, p.filter)?)
     }
 }

@@ -10,11 +10,11 @@
 //! `null`, and `patternProperties`-free exact patterns are beyond what the derive expresses.
 
 use serde_json::{Map, Value, json};
+use switchboard_domain::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
 use switchboard_domain::conversations::repository::{
     BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
 };
 use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
-use switchboard_domain::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
 use switchboard_domain::identity::api_keys::MAX_KEY_NAME_CHARS;
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 

@@ -6,7 +6,6 @@
 //! it; the start pipeline creates it with the id it hands the agent server), so the ids of
 //! events, webhooks and app conversations always agree.
 
-
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 

@@ -8,17 +8,17 @@ pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
 
-pub use conversations::app::{AppConversationStore, DeletedConversation};
 pub use conversations::ConversationStore;
+pub use conversations::app::{AppConversationStore, DeletedConversation};
+pub use conversations::start_tasks::{
+    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+};
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
 pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
-};
-pub use conversations::start_tasks::{
-    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
 
 use crate::error::StorageError;

@@ -1,8 +1,8 @@
 //! The bodies Switchboard sends to an agent server, typed (serde): the create call of a
 //! conversation start (the agent server's `StartConversationRequest`; reference
-//! agent-server-webhooks §1, "Create body"). The bash call's body is
-//! [`BashCommand`](crate::sandboxes::runtime::BashCommand). The implementation of the port
-//! (`switchboard-sandbox`'s client) serializes them as they are.
+//! agent-server-webhooks §1, "Create body"). The bash call's body is `runtime.rs`'s
+//! `BashCommand`. The implementation of the port (`switchboard-sandbox`'s client) serializes
+//! them as they are.
 
 use std::collections::BTreeMap;
 
@@ -179,6 +179,11 @@ mod tests {
         let shown = format!("{request:?}");
         assert!(!shown.contains("k3y-value") && !shown.contains("s3cret-value"));
         request.secrets.clear();
-        assert!(serde_json::to_value(&request).unwrap().get("secrets").is_none());
+        assert!(
+            serde_json::to_value(&request)
+                .unwrap()
+                .get("secrets")
+                .is_none()
+        );
     }
 }

@@ -19,18 +19,18 @@ use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
 pub use api_keys::ApiKeyService;
-pub use conversations::app::{AppConversationService, MessageSent};
 pub use auth::AuthService;
+pub use conversations::ConversationService;
+pub use conversations::app::{AppConversationService, MessageSent};
 pub use conversations::start::{
     ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
 };
-pub use conversations::ConversationService;
+pub use conversations::start_tasks::StartTaskService;
 pub use event_catch_up::CatchUpOutcome;
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
 pub use sandboxes::SandboxService;
-pub use conversations::start_tasks::StartTaskService;
 pub use users::{MeView, UserService};
 
 use crate::error::DomainError;

@@ -17,10 +17,10 @@ use crate::ids::SandboxId;
 use crate::jobs::{Job, Schedule};
 use crate::ports::sandboxes::SandboxUpdate;
 use crate::sandboxes::records::SandboxRecord;
-use crate::sandboxes::settings::ManagedSandboxes;
 use crate::sandboxes::runtime::{
     AgentServerError, LaunchSpec, Observation, Observed, SandboxStatus, status_of,
 };
+use crate::sandboxes::settings::ManagedSandboxes;
 use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
 use crate::time_input::now_micros;
 

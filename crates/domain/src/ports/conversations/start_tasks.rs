@@ -2,9 +2,9 @@
 
 use time::OffsetDateTime;
 
-use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use crate::conversations::app::{OrderedCursor, SortOrder};
 use crate::conversations::Conversation;
+use crate::conversations::app::{OrderedCursor, SortOrder};
+use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
 use crate::error::StorageError;
 use crate::ids::{OrgId, UserId};
 

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::conversations::Conversation;
 use crate::conversations::repository;
 use crate::conversations::sealed_start::{SealedStart, mask_credentials};
 use crate::conversations::start_request::{StartRequest, parse_start_request};
@@ -23,11 +24,12 @@ use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::redaction::{redact, shorten};
 use crate::ids::SandboxId;
+use crate::permissions::Permission;
 use crate::ports::{ConversationStore, IdentityStore, StartTaskStore};
 use crate::services::sandboxes::SandboxService;
-pub use body::LlmConfig;
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
+pub use body::LlmConfig;
 
 mod body;
 mod claims;
@@ -38,7 +40,6 @@ mod steps;
 
 pub use feed::Follower;
 use feed::StartFeed;
-use ids::sees;
 
 /// The most characters of a task's `detail`, once redacted (issue 24 item 1: redaction comes
 /// first, so the cut never shows part of a secret).
@@ -358,6 +359,14 @@ fn check_sources(
         })?;
     }
     Ok(())
+}
+
+/// Whether the caller sees the conversation (the project's visibility rule: its
+/// organization's, and their own or `view_org_conversations`).
+fn sees(ctx: &OrgContext, c: &Conversation) -> bool {
+    c.org_id == ctx.org.id
+        && (c.owner_id == ctx.principal.user_id
+            || ctx.role.grants(Permission::ViewOrgConversations))
 }
 
 /// `s` quoted for a POSIX shell.

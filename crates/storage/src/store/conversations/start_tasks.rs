@@ -2,18 +2,18 @@
 
 use diesel::prelude::*;
 use switchboard_domain::StorageError;
+use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::conversations::app::SortOrder;
 use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
-use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::ports::{
     StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use crate::store::DieselStore;
-use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{conversations, start_task_counts, start_tasks};
+use crate::store::DieselStore;
+use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 
 /// The statuses after which a task moves no more.
 const FINAL: [&str; 2] = ["READY", "ERROR"];
@@ -117,15 +117,15 @@ impl StartTaskStore for DieselStore {
                     .filter(start_tasks::status.ne_all(FINAL)),
             )
             .set((
-                    start_tasks::status.eq(task.status.as_str()),
-                    start_tasks::detail.eq(&task.detail),
-                    start_tasks::conversation_id.eq(task.conversation_id.to_string()),
-                    start_tasks::sandbox_id.eq(task.sandbox_id.map(|s| s.to_string())),
-                    start_tasks::agent_server_url.eq(&task.agent_server_url),
-                    start_tasks::updated_at.eq(to_db(task.updated_at)),
-                ))
-                .execute(conn)
-                .map_err(db_err)?;
+                start_tasks::status.eq(task.status.as_str()),
+                start_tasks::detail.eq(&task.detail),
+                start_tasks::conversation_id.eq(task.conversation_id.to_string()),
+                start_tasks::sandbox_id.eq(task.sandbox_id.map(|s| s.to_string())),
+                start_tasks::agent_server_url.eq(&task.agent_server_url),
+                start_tasks::updated_at.eq(to_db(task.updated_at)),
+            ))
+            .execute(conn)
+            .map_err(db_err)?;
             Ok(n == 1)
         })
     }

@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use super::body::{CreateBody, create_body};
 use super::{Failure, Run, check_sources, quote};
+use crate::conversations::Conversation;
 use crate::conversations::repository;
 use crate::conversations::start_request::StartRequest;
 use crate::conversations::start_tasks::StartTaskStatus;
-use crate::conversations::Conversation;
 use crate::identity::redaction::mask_url_credentials;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, SandboxId};
@@ -20,7 +21,6 @@ use crate::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
-use super::body::{CreateBody, create_body};
 use crate::time_input::now_micros;
 
 /// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.
