@@ -256,6 +256,12 @@ pub struct LlmArgs {
     /// Seconds .openhands/setup.sh may run during a start.
     #[arg(long, env = "SWITCHBOARD_SETUP_SCRIPT_TIMEOUT", default_value = "600")]
     pub setup_script_timeout: u64,
+    /// Seconds a replica's claim on a conversation start holds without renewal (renewed every few seconds while it runs); once it lapses (the replica ended), any replica fails the start.
+    #[arg(long, env = "SWITCHBOARD_START_CLAIM_LEASE", default_value = "60", value_parser = clap::value_parser!(u64).range(3..))]
+    pub start_claim_lease: u64,
+    /// Conversation starts this replica runs at once; more wait for a free worker (or another replica).
+    #[arg(long, env = "SWITCHBOARD_START_WORKERS", default_value = "32", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub start_workers: u64,
 }
 
 impl LlmArgs {

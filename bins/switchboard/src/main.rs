@@ -12,6 +12,7 @@ mod docker;
 mod isolation;
 mod open_files;
 mod output;
+mod replica;
 mod sandboxes;
 mod secret_key;
 mod serve;

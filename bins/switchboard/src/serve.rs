@@ -176,10 +176,16 @@ fn build(
         setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
         ..Default::default()
     };
+    let claims = switchboard_domain::services::StartClaims {
+        replica: crate::replica::load_or_create(&db.data_dir)?,
+        lease: Duration::from_secs(args.llm.start_claim_lease),
+        workers: usize::try_from(args.llm.start_workers).unwrap_or(1),
+    };
     let services = Switchboard::new(store.clone())
         .with_managed_sandboxes(managed)
         .with_llm(args.llm.config()?)
-        .with_start_timeouts(timeouts);
+        .with_start_timeouts(timeouts)
+        .with_start_claims(claims);
     let jobs = sandboxes::jobs(
         &services,
         warm,
@@ -189,7 +195,10 @@ fn build(
             .map(|d| (d, configured.docker_images.clone())),
         Duration::from_secs(args.sandboxes.docker.docker_orphan_grace),
         configured.log_cap,
-    );
+    )
+    .into_iter()
+    .chain(services.conversation_start().jobs())
+    .collect();
     Ok(Built {
         services,
         jobs,
@@ -198,8 +207,9 @@ fn build(
     })
 }
 
-/// What a start does once: start tasks cut off by the previous run set to `ERROR`, and on an
-/// empty database the first organization and its admin key (printed once).
+/// What a start does once: start tasks cut off by this replica's previous run (or whose
+/// claim lapsed) set to `ERROR` (the restart rule, issue 20), and on an empty database the
+/// first organization and its admin key (printed once).
 fn first_start(services: &Switchboard) -> Result<()> {
     // Starts cut off by the previous run's end never finish: say so on their tasks.
     let closed = services

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchboard_domain::jobs::{Job, Schedule};
+use switchboard_domain::jobs::{Job, Pool, Schedule, Step};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -124,12 +124,25 @@ impl Supervisor {
     }
 
     /// Starts `job` as its schedule says; a [`Schedule::Woken`] job is also woken by `wakes`.
+    /// A job with a [`Pool`] claims after each step (see [`Supervisor::pooled`]).
     pub fn add(&mut self, job: Job, wakes: &Wakes) {
         let Job {
             name,
             schedule,
             step,
+            pool,
         } = job;
+        if let Some(pool) = pool {
+            let (period, wake) = match schedule {
+                Schedule::Woken(period) => (period, wakes.register()),
+                Schedule::Every(period) | Schedule::AtOnceThenEvery(period) => {
+                    (period, Arc::new(Notify::new()))
+                }
+                Schedule::Once => (Duration::from_secs(86_400), Arc::new(Notify::new())),
+            };
+            self.pooled(name, period, wake, step, pool);
+            return;
+        }
         match schedule {
             Schedule::Once => self.spawn(name, move |_token| async move {
                 match tokio::task::spawn_blocking(move || step()).await {
@@ -146,6 +159,65 @@ impl Supervisor {
                 self.every_or_woken(name, period, wakes.register(), move || step());
             }
         }
+    }
+
+    /// Runs the blocking `step` at once, then every `period` and whenever `wake` is notified,
+    /// and after each step claims `pool`'s work while fewer than `pool.workers` items run,
+    /// each claimed item on a thread of its own (named after the job; an item may block for
+    /// minutes, and the runtime's blocking pool would hold the shutdown until it ends). An
+    /// item's end claims again at once. At shutdown the claiming stops; items still running
+    /// end with the process (their claims lapse: the owner's restart rule applies).
+    pub fn pooled(
+        &mut self,
+        name: &'static str,
+        period: Duration,
+        wake: Arc<Notify>,
+        step: Step,
+        pool: Pool,
+    ) {
+        let free = Arc::new(tokio::sync::Semaphore::new(pool.workers));
+        self.spawn(name, move |token| async move {
+            loop {
+                let pass = step.clone();
+                match tokio::task::spawn_blocking(move || pass()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => tracing::warn!(job = %name, error = %e, "background step failed"),
+                    Err(e) => tracing::error!(job = %name, error = %e, "background step panicked"),
+                }
+                while let Ok(worker) = free.clone().try_acquire_owned() {
+                    let claim = pool.claim.clone();
+                    let work = match tokio::task::spawn_blocking(move || claim()).await {
+                        Ok(Ok(Some(work))) => work,
+                        Ok(Ok(None)) => break,
+                        Ok(Err(e)) => {
+                            tracing::warn!(job = %name, error = %e, "claiming work failed");
+                            break;
+                        }
+                        Err(e) => {
+                            tracing::error!(job = %name, error = %e, "claiming work panicked");
+                            break;
+                        }
+                    };
+                    let done = wake.clone();
+                    let started = std::thread::Builder::new()
+                        .name(name.into())
+                        .spawn(move || {
+                            work();
+                            drop(worker);
+                            done.notify_one();
+                        });
+                    if let Err(e) = started {
+                        // The claim lapses and the restart rule fails the item.
+                        tracing::error!(job = %name, error = %e, "no thread for claimed work");
+                    }
+                }
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(period) => {}
+                }
+            }
+        });
     }
 
     /// Cancels every job and waits until all have returned, at most `bound` in all; jobs
@@ -225,6 +297,47 @@ mod tests {
             2,
             "a notification runs it again"
         );
+        supervisor.shutdown(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_pool_runs_claimed_items_at_once_up_to_its_workers_and_claims_again_when_one_ends() {
+        let queued = Arc::new(AtomicUsize::new(5));
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let done = Arc::new(AtomicUsize::new(0));
+        let (q, r, m, d) = (queued.clone(), running.clone(), most.clone(), done.clone());
+        let job = Job::new("pooled", Schedule::Woken(Duration::from_secs(3600)), || {
+            Ok::<(), String>(())
+        })
+        .with_pool(
+            2,
+            move || -> Result<Option<switchboard_domain::jobs::Work>, String> {
+                if q.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_err()
+                {
+                    return Ok(None);
+                }
+                let (r, m, d) = (r.clone(), m.clone(), d.clone());
+                Ok(Some(Box::new(move || {
+                    let now = r.fetch_add(1, Ordering::SeqCst) + 1;
+                    m.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(100));
+                    r.fetch_sub(1, Ordering::SeqCst);
+                    d.fetch_add(1, Ordering::SeqCst);
+                })))
+            },
+        );
+        let mut supervisor = Supervisor::new();
+        supervisor.add(job, &Wakes::default());
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while done.load(Ordering::SeqCst) < 5 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Five items, two at a time, each claimed again as soon as a worker was free (not
+        // at the hour-long period).
+        assert_eq!(done.load(Ordering::SeqCst), 5);
+        assert_eq!(most.load(Ordering::SeqCst), 2);
         supervisor.shutdown(Duration::from_secs(5)).await;
     }
 

@@ -3,6 +3,11 @@
 //! the same database, the task is `ERROR` with a detail saying why (never `WORKING` or any
 //! other step forever), the sandbox that start created is deleted, and a new start reaches
 //! `READY`.
+//!
+//! The restart rule across replicas (issue 20; API.md, "App conversations: start", Restart):
+//! when another replica (its own data directory, so its own replica id) serves on the same
+//! database instead, it leaves the start alone while the dead replica's claim holds, then
+//! fails it the same way once the claim lapses, and runs starts of its own.
 
 mod common;
 
@@ -28,17 +33,24 @@ fn specs_file(dir: &std::path::Path) -> String {
 }
 
 fn serve(url: &str, data: &str, specs: &str) -> Server {
+    serve_with(url, data, specs, &[])
+}
+
+/// As [`serve`], with more arguments.
+fn serve_with(url: &str, data: &str, specs: &str, more: &[&str]) -> Server {
+    let mut args = vec![
+        "--data-dir",
+        data,
+        "--sandbox-specs",
+        specs,
+        "--llm-model",
+        "openai/fake-model",
+    ];
+    args.extend_from_slice(more);
     Server::spawn_with(
         url,
         ServeOptions {
-            args: vec![
-                "--data-dir",
-                data,
-                "--sandbox-specs",
-                specs,
-                "--llm-model",
-                "openai/fake-model",
-            ],
+            args,
             env: vec![("LLM_API_KEY", LLM_KEY)],
         },
     )
@@ -154,4 +166,89 @@ fn restart_mid_start_sqlite() {
 #[test]
 fn restart_mid_start_postgres() {
     restart_mid_start(Backend::Postgres);
+}
+
+/// The claim's lease in the replica test: a replica renews every 5 s (a third of it), so a
+/// killed replica's claim lapses 10 to 15 s after the kill.
+const LEASE: &str = "15";
+
+fn kill(pid: Option<u64>) {
+    if let Some(pid) = pid {
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status();
+    }
+}
+
+fn another_replica_fails_a_lapsed_start(backend: Backend) {
+    let db = TestDatabase::new(backend);
+    let (a_dir, b_dir) = (TempDir::new(), TempDir::new());
+    let a_data = a_dir.path().display().to_string();
+    let b_data = b_dir.path().display().to_string();
+    let specs = specs_file(a_dir.path());
+    let mut a = serve_with(db.url(), &a_data, &specs, &["--start-claim-lease", LEASE]);
+    let key = a.bootstrap_key();
+    let hello = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+    let id = start(&a, &key, json!({"initial_message": hello}));
+    let t = wait_task(&a, &key, &id, |s| s == "STARTING_CONVERSATION");
+    let url = t["agent_server_url"].as_str().unwrap().to_owned();
+    let sandbox = t["sandbox_id"].as_str().unwrap().to_owned();
+    let pid = agent_host_pid(&url);
+    assert!(pid.is_some(), "{backend}: the stand-in's process");
+    let replica_a = std::fs::read_to_string(a_dir.path().join("replica-id")).unwrap();
+
+    a.kill9();
+    let killed = Instant::now();
+    let b = serve_with(db.url(), &b_data, &specs, &["--start-claim-lease", LEASE]);
+    let replica_b = std::fs::read_to_string(b_dir.path().join("replica-id")).unwrap();
+    assert_ne!(
+        replica_a, replica_b,
+        "{backend}: each data directory is a replica"
+    );
+    // B's start does not fail a start A claimed while A's claim holds.
+    let t = task(&b, &key, &id);
+    if killed.elapsed() < Duration::from_secs(9) {
+        assert_eq!(t["status"], "STARTING_CONVERSATION", "{backend}: {t}");
+    }
+    let t = wait_task(&b, &key, &id, |s| s == "ERROR");
+    assert!(
+        killed.elapsed() >= Duration::from_secs(9),
+        "{backend}: failed {:?} after the kill, before A's claim lapsed",
+        killed.elapsed()
+    );
+    let detail = t["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("restarted") && detail.contains("STARTING_CONVERSATION"),
+        "{backend}: {detail}"
+    );
+    // The sandbox that start created is deleted.
+    let (code, body) = send_json(
+        client()
+            .get(b.url(&format!("/api/v1/sandboxes?id={sandbox}")))
+            .header("X-Access-Token", &key),
+    );
+    assert_eq!((code, &body[0]), (200, &Value::Null), "{backend}: {body}");
+    kill(pid);
+
+    // B runs starts of its own.
+    let id = start(
+        &b,
+        &key,
+        json!({"initial_message": hello, "sandbox_spec_id": "standin"}),
+    );
+    let t = wait_task(&b, &key, &id, |s| s == "READY" || s == "ERROR");
+    assert_eq!(t["status"], "READY", "{backend}: {t}");
+    let pid = agent_host_pid(t["agent_server_url"].as_str().unwrap());
+    drop(b);
+    kill(pid);
+}
+
+#[test]
+fn another_replica_fails_a_lapsed_start_sqlite() {
+    another_replica_fails_a_lapsed_start(Backend::Sqlite);
+}
+
+#[test]
+fn another_replica_fails_a_lapsed_start_postgres() {
+    another_replica_fails_a_lapsed_start(Backend::Postgres);
 }

@@ -19,6 +19,7 @@ use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, conversation_id};
 use crate::openapi::params::{InstantParam, PageLimit};
+use crate::reads::{self, Counts, Reads};
 use crate::responses::ConversationErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -63,21 +64,54 @@ impl utoipa::PartialSchema for SortOrderName {
 
 impl utoipa::ToSchema for SortOrderName {}
 
-/// Authenticates the caller, then runs `f` for the conversation named by `path` (judged after
-/// authentication, like every input), all in one blocking call.
-async fn on_conversation<T: Send + 'static>(
-    state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<String>,
-    f: impl FnOnce(&AppState, OrgContext, ConversationId) -> Result<T, ApiError> + Send + 'static,
-) -> Result<T, ApiError> {
-    let raw = path.into_inner();
-    caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            f(s, ctx, id)
-        })
-        .await
+/// A conversation's events, as [`reads`] reads them: the path names the conversation (judged
+/// after authentication, like every input).
+struct Events;
+
+impl Reads for Events {
+    type Scope = ConversationId;
+    type Params = SearchQuery;
+    type Page = EventPageOut;
+    type Found = Vec<Option<String>>;
+
+    fn scope(path: &str) -> Result<ConversationId, ApiError> {
+        conversation_id(path)
+    }
+
+    fn params(query: &QueryPairs, paging: bool) -> Result<SearchQuery, ApiError> {
+        parse_search(query, paging)
+    }
+
+    fn search(
+        s: &AppState,
+        ctx: &OrgContext,
+        id: ConversationId,
+        search: SearchQuery,
+    ) -> Result<EventPageOut, ApiError> {
+        Ok(s.services.events().search_events(ctx, id, &search)?)
+    }
+
+    fn get(
+        s: &AppState,
+        ctx: &OrgContext,
+        id: ConversationId,
+        query: &QueryPairs,
+    ) -> Result<Self::Found, ApiError> {
+        let ids = query.ids("id")?;
+        Ok(s.services.events().get_events(ctx, id, &ids)?)
+    }
+}
+
+impl Counts for Events {
+    fn count(
+        s: &AppState,
+        ctx: &OrgContext,
+        id: ConversationId,
+        search: SearchQuery,
+    ) -> Result<u64, ApiError> {
+        let n = s.services.events().count_events(ctx, id, &search.filter)?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
 }
 
 /// The sort orders of spec §4.1, by wire name.
@@ -201,11 +235,7 @@ pub async fn search_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let page = on_conversation(state, caller, path, move |s, ctx, id| {
-        let search = parse_search(&query, true)?;
-        Ok(s.services.events().search_events(&ctx, id, &search)?)
-    })
-    .await?;
+    let page = reads::search::<Events>(state, caller, query, path.into_inner()).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(page_json(&page)))
@@ -229,11 +259,7 @@ pub async fn count_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let n = on_conversation(state, caller, path, move |s, ctx, id| {
-        let search = parse_search(&query, false)?;
-        Ok(s.services.events().count_events(&ctx, id, &search.filter)?)
-    })
-    .await?;
+    let n = reads::count::<Events>(state, caller, query, path.into_inner()).await?;
     Ok(HttpResponse::Ok().json(n))
 }
 
@@ -257,11 +283,7 @@ pub async fn get_events(
     query: QueryPairs,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let found = on_conversation(state, caller, path, move |s, ctx, id| {
-        let ids = query.ids("id")?;
-        Ok(s.services.events().get_events(&ctx, id, &ids)?)
-    })
-    .await?;
+    let found = reads::get::<Events>(state, caller, query, path.into_inner()).await?;
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .body(json_array(found.iter().map(Option::as_deref), 0)))

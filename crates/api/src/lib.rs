@@ -33,11 +33,11 @@ pub mod metrics;
 pub mod openapi;
 pub mod org_settings;
 pub mod rate_limit;
+pub mod reads;
 pub mod responses;
 pub mod routes;
 pub mod sandbox_specs;
 pub mod sandboxes;
-pub mod start_tasks;
 pub mod users;
 pub mod webhooks;
 

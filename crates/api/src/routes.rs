@@ -12,8 +12,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
 use crate::{
-    app_conversations, events, health, keys, live, org_settings, sandbox_specs, sandboxes,
-    start_tasks, users, webhooks,
+    app_conversations, events, health, keys, live, org_settings, sandbox_specs, sandboxes, users,
+    webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -27,7 +27,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     sandbox_specs::configure(cfg);
     sandboxes::configure(cfg);
     app_conversations::start::configure(cfg);
-    start_tasks::configure(cfg);
+    app_conversations::start_tasks::configure(cfg);
     app_conversations::configure(cfg);
     live::sockets::configure(cfg);
 }

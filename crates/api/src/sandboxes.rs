@@ -4,8 +4,11 @@
 
 use actix_web::{delete, get, post, web};
 use serde_json::Value;
+use switchboard_domain::OrgContext;
 use switchboard_domain::batch::Batch;
-use switchboard_domain::sandboxes::records::{MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, SandboxCursor};
+use switchboard_domain::sandboxes::records::{
+    MAX_SANDBOX_BATCH, MAX_SANDBOX_PAGE, Page, SandboxCursor, SandboxView,
+};
 use switchboard_domain::validation::{field, loc, model_type, string_type, uuid_parsing};
 use switchboard_domain::{DomainError, SandboxId};
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -15,6 +18,7 @@ use crate::dto::{ErrorDetail, SandboxInfo, SandboxPage, StartSandboxRequest, Suc
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, parse_json_body, path_uuid};
 use crate::openapi::params::PageLimit;
+use crate::reads::{self, Reads};
 use crate::responses::{ApiKeyErrors, SandboxErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -91,6 +95,43 @@ fn spec_from_body(bytes: &[u8]) -> Result<Option<String>, ApiError> {
     }
 }
 
+/// Sandboxes, as [`reads`] reads them.
+struct Sandboxes;
+
+impl Reads for Sandboxes {
+    type Scope = ();
+    type Params = (Option<SandboxCursor>, u32);
+    type Page = Page<SandboxView>;
+    type Found = Vec<Option<SandboxView>>;
+
+    fn scope(_path: &str) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    fn params(query: &QueryPairs, _paging: bool) -> Result<Self::Params, ApiError> {
+        query.paging::<SandboxCursor>(MAX_SANDBOX_PAGE)
+    }
+
+    fn search(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        (after, limit): Self::Params,
+    ) -> Result<Self::Page, ApiError> {
+        Ok(s.services.sandboxes().search_sandboxes(ctx, after, limit)?)
+    }
+
+    fn get(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        query: &QueryPairs,
+    ) -> Result<Self::Found, ApiError> {
+        let ids: Vec<SandboxId> = query.batch_ids("id", Batch::SANDBOXES)?;
+        Ok(s.services.sandboxes().get_sandboxes(ctx, &ids)?)
+    }
+}
+
 /// The sandboxes the caller sees in the effective organization, newest first (members: the
 /// ones they created; admins and owners: all). Statuses come from the last reconciliation:
 /// no agent server is called.
@@ -108,14 +149,7 @@ pub async fn search_sandboxes(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<SandboxPage>> {
-    let page = caller
-        .run(state, move |s, ctx| {
-            let (after, limit) = query.paging::<SandboxCursor>(MAX_SANDBOX_PAGE)?;
-            Ok(s.services
-                .sandboxes()
-                .search_sandboxes(&ctx, after, limit)?)
-        })
-        .await?;
+    let page = reads::search::<Sandboxes>(state, caller, query, String::new()).await?;
     Ok(web::Json(page.into()))
 }
 
@@ -138,12 +172,7 @@ pub async fn get_sandboxes(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<SandboxInfo>>>> {
-    let found = caller
-        .run(state, move |s, ctx| {
-            let ids: Vec<SandboxId> = query.batch_ids("id", Batch::SANDBOXES)?;
-            Ok(s.services.sandboxes().get_sandboxes(&ctx, &ids)?)
-        })
-        .await?;
+    let found = reads::get::<Sandboxes>(state, caller, query, String::new()).await?;
     Ok(web::Json(
         found
             .into_iter()

@@ -30,15 +30,15 @@ impl Batch {
         max: crate::sandboxes::records::MAX_SANDBOX_BATCH,
     };
     /// App conversations: at most 100
-    /// ([`crate::app_conversations::MAX_APP_CONVERSATION_BATCH`]).
+    /// ([`crate::conversations::app::MAX_APP_CONVERSATION_BATCH`]).
     pub const APP_CONVERSATIONS: Batch = Batch {
         what: "app conversations",
-        max: crate::app_conversations::MAX_APP_CONVERSATION_BATCH,
+        max: crate::conversations::app::MAX_APP_CONVERSATION_BATCH,
     };
     /// Start tasks: at most 100 (issue 10).
     pub const START_TASKS: Batch = Batch {
         what: "start tasks",
-        max: crate::app_conversations::MAX_APP_CONVERSATION_BATCH,
+        max: crate::conversations::app::MAX_APP_CONVERSATION_BATCH,
     };
 
     /// `Ok` when `got` ids fit in this batch.

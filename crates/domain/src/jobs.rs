@@ -1,7 +1,10 @@
-//! Background jobs as descriptions: a name, a schedule and a blocking step. The crates that own
-//! background work (the sandbox service here, the runtimes in `switchboard-sandbox`, the
-//! store) hand out [`Job`]s; the binary's supervisor alone runs them (on its blocking pool,
-//! one step at a time per job, until shutdown), so nothing in the libraries starts a thread.
+//! Background jobs as descriptions: a name, a schedule and a blocking step, and for a job whose
+//! work items each take long (a conversation start) a [`Pool`]: what it claims, and how many
+//! claimed items may run at once. The crates that own background work (the sandbox service
+//! and the start pipeline here, the runtimes in `switchboard-sandbox`, the store) hand out
+//! [`Job`]s; the binary's supervisor alone runs them (on its blocking pool, one step at a time
+//! per job, and a pool's items on workers of its own, until shutdown), so nothing in the
+//! libraries starts a thread.
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -26,15 +29,36 @@ pub enum Schedule {
     Woken(Duration),
 }
 
-/// A background job: `name` (for the logs), `schedule` and `step`.
+/// One claimed item of a pool's work (a start task run to its end): blocking, may take
+/// minutes; it reports its own failures.
+pub type Work = Box<dyn FnOnce() + Send>;
+
+/// Claims the next item of a pool's work, `Ok(None)` when there is none; blocking.
+pub type Claim = Arc<dyn Fn() -> Result<Option<Work>, String> + Send + Sync>;
+
+/// The claimed work of a job: after each step (at its schedule, and when woken), the
+/// supervisor claims while fewer than `workers` items run, and runs each claimed item on a
+/// worker of its own; an item's end claims again at once.
+#[derive(Clone)]
+pub struct Pool {
+    /// The most items running at once.
+    pub workers: usize,
+    /// Claims the next item.
+    pub claim: Claim,
+}
+
+/// A background job: `name` (for the logs), `schedule`, `step` and, for claimed work, `pool`.
 #[derive(Clone)]
 pub struct Job {
     /// The job's name in the logs (`sandbox-launcher`, `docker-orphans`, ...).
     pub name: &'static str,
     /// When the step runs.
     pub schedule: Schedule,
-    /// The work of one pass.
+    /// The work of one pass (for a job with a pool: its upkeep, run before each round of
+    /// claims).
     pub step: Step,
+    /// Work claimed item by item and run beside the job, if any.
+    pub pool: Option<Pool>,
 }
 
 impl Job {
@@ -48,7 +72,23 @@ impl Job {
             name,
             schedule,
             step: Arc::new(move || step().map_err(|e| e.to_string())),
+            pool: None,
         }
+    }
+
+    /// The same job claiming items with `claim` after each step and running at most
+    /// `workers` of them at once (at least one).
+    #[must_use]
+    pub fn with_pool<F, E>(mut self, workers: usize, claim: F) -> Job
+    where
+        F: Fn() -> Result<Option<Work>, E> + Send + Sync + 'static,
+        E: Display,
+    {
+        self.pool = Some(Pool {
+            workers: workers.max(1),
+            claim: Arc::new(move || claim().map_err(|e| e.to_string())),
+        });
+        self
     }
 }
 
@@ -57,6 +97,7 @@ impl std::fmt::Debug for Job {
         f.debug_struct("Job")
             .field("name", &self.name)
             .field("schedule", &self.schedule)
+            .field("workers", &self.pool.as_ref().map(|p| p.workers))
             .finish_non_exhaustive()
     }
 }
@@ -73,5 +114,17 @@ mod tests {
         assert_eq!((job.step)(), Err("the daemon is away".to_owned()));
         assert_eq!(job.name, "failing");
         assert!(format!("{job:?}").contains("failing"));
+    }
+
+    #[test]
+    fn a_pool_claims_items_and_keeps_at_least_one_worker() {
+        let job = Job::new("pooled", Schedule::Once, || Ok::<(), String>(()))
+            .with_pool(0, || -> Result<Option<Work>, String> {
+                Ok(Some(Box::new(|| {})))
+            });
+        let pool = job.pool.expect("a pool");
+        assert_eq!(pool.workers, 1);
+        let work = (pool.claim)().unwrap().expect("an item");
+        work();
     }
 }

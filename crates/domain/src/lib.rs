@@ -14,7 +14,6 @@
 //! [`DomainError`]s, mapped to HTTP by the API crate alone. The domain starts no thread and
 //! no task: background work is described as [`jobs::Job`]s, which the binary's supervisor runs.
 
-pub mod app_conversations;
 pub mod batch;
 pub mod conversations;
 pub mod cursor;

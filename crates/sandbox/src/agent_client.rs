@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_domain::ConversationId;
 use switchboard_domain::identity::session_keys::SessionKey;
+use switchboard_domain::sandboxes::agent_requests::StartConversationRequest;
 use switchboard_domain::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome,
 };
@@ -91,7 +92,7 @@ impl AgentServerClient for HttpAgentServerClient {
         &self,
         base_url: &str,
         session_key: &SessionKey,
-        body: &Value,
+        body: &StartConversationRequest,
         timeout: Duration,
     ) -> Result<Value, AgentServerError> {
         let url = format!("{}/api/conversations", base_url.trim_end_matches('/'));
@@ -115,13 +116,8 @@ impl AgentServerClient for HttpAgentServerClient {
             "{}/api/bash/execute_bash_command",
             base_url.trim_end_matches('/')
         );
-        let body = serde_json::json!({
-            "command": command.command,
-            "cwd": command.cwd,
-            "timeout": command.timeout_secs,
-        });
         let timeout = Duration::from_secs(command.timeout_secs) + BASH_MARGIN;
-        let (status, text) = self.post_json(&url, session_key, &body, timeout)?;
+        let (status, text) = self.post_json(&url, session_key, command, timeout)?;
         if status != 200 {
             return Err(bad_answer(&url, status, &text));
         }
@@ -191,14 +187,19 @@ pub(crate) fn conversation_url(base_url: &str, conversation: ConversationId) -> 
 }
 
 impl HttpAgentServerClient {
-    /// POSTs `body` to `url` with the session key; answers the status and the body text.
-    fn post_json(
+    /// POSTs `body` (serialized as JSON) to `url` with the session key; answers the status
+    /// and the body text.
+    fn post_json<B: serde::Serialize + ?Sized>(
         &self,
         url: &str,
         session_key: &SessionKey,
-        body: &Value,
+        body: &B,
         timeout: Duration,
     ) -> Result<(u16, String), AgentServerError> {
+        let body = serde_json::to_vec(body).map_err(|e| AgentServerError::Local {
+            url: url.to_owned(),
+            detail: format!("the request could not be written: {e}"),
+        })?;
         let answer = self
             .agent
             .post(url)
@@ -207,7 +208,7 @@ impl HttpAgentServerClient {
             .build()
             .header(SESSION_HEADER, session_key.expose())
             .header("Content-Type", "application/json")
-            .send(body.to_string().as_bytes());
+            .send(&body[..]);
         let mut response = answer.map_err(|e| transport_error(url, timeout, e))?;
         let status = response.status().as_u16();
         let text = response

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use switchboard_domain::app_conversations::{AppConversationFilter, OrderedCursor, SortOrder};
+use switchboard_domain::conversations::app::{AppConversationFilter, OrderedCursor, SortOrder};
 use switchboard_domain::services::AppConversationService;
 use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
 use switchboard_storage::DieselStore;

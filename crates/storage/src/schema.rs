@@ -194,6 +194,10 @@ diesel::table! {
         created_at -> Timestamp,
         /// Last step's time, UTC.
         updated_at -> Timestamp,
+        /// The replica running it (its id), once claimed.
+        claimed_by -> Nullable<Text>,
+        /// When the claim lapses unless renewed, UTC.
+        claim_expires_at -> Nullable<Timestamp>,
     }
 }
 

@@ -7,11 +7,11 @@ use std::sync::Arc;
 
 use diesel::prelude::*;
 use serde_json::json;
-use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
-use switchboard_domain::app_conversations::{
+use switchboard_domain::conversations::Conversation;
+use switchboard_domain::conversations::app::{
     AppConversationFilter, AppConversationPatch, OrderedCursor, SortOrder,
 };
-use switchboard_domain::conversations::Conversation;
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::ports::{
     AppConversationStore, StartTaskQuery, StartTaskStore, StartedConversation,

@@ -5,22 +5,25 @@
 //! `stream-start` (the start) are [`start`]'s.
 
 pub mod start;
+pub mod start_tasks;
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;
-use switchboard_domain::app_conversations::bodies::{parse_message, parse_patch};
-use switchboard_domain::app_conversations::{
+use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::app::AppConversation;
+use switchboard_domain::conversations::app::{
     AppConversationFilter, MAX_APP_CONVERSATION_BATCH, MAX_APP_CONVERSATION_PAGE, OrderedCursor,
     SortOrder,
 };
-use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::bodies::{parse_message, parse_patch};
 use switchboard_domain::cursor::Keyset;
+use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{
     datetime_parsing, greater_than, int_parsing, less_than_equal, not_one_of, refuse_nul,
     uuid_parsing, value_error,
 };
-use switchboard_domain::{ConversationId, SandboxId};
+use switchboard_domain::{ConversationId, OrgContext, SandboxId};
 use switchboard_model::{ErrorType, ValidationError};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -31,6 +34,7 @@ use crate::dto::{
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, conversation_id};
 use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit, TextParam};
+use crate::reads::{self, Counts, Reads};
 use crate::responses::ApiKeyErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -152,6 +156,51 @@ fn parse_search(query: &QueryPairs, with_paging: bool) -> Result<SearchParams, A
     }
 }
 
+/// App conversations, as [`reads`] reads them.
+struct AppConversations;
+
+impl Reads for AppConversations {
+    type Scope = ();
+    type Params = SearchParams;
+    type Page = Page<AppConversation>;
+    type Found = Vec<Option<AppConversation>>;
+
+    fn scope(_path: &str) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    fn params(query: &QueryPairs, paging: bool) -> Result<SearchParams, ApiError> {
+        parse_search(query, paging)
+    }
+
+    fn search(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        p: SearchParams,
+    ) -> Result<Self::Page, ApiError> {
+        Ok(s.services
+            .app_conversations()
+            .search(ctx, p.filter, p.order, p.after, p.limit)?)
+    }
+
+    fn get(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        query: &QueryPairs,
+    ) -> Result<Self::Found, ApiError> {
+        let ids: Vec<ConversationId> = query.batch_ids("ids", Batch::APP_CONVERSATIONS)?;
+        Ok(s.services.app_conversations().get(ctx, &ids)?)
+    }
+}
+
+impl Counts for AppConversations {
+    fn count(s: &AppState, ctx: &OrgContext, (): (), p: SearchParams) -> Result<u64, ApiError> {
+        Ok(s.services.app_conversations().count(ctx, p.filter)?)
+    }
+}
+
 /// The conversations the caller sees in the effective organization (members: their own;
 /// admins and owners: all), filtered, in `sort_order` (default `CREATED_AT_DESC`; ties by id),
 /// paged by an opaque keyset cursor that stays exact while conversations are created. Sandbox
@@ -178,14 +227,7 @@ pub async fn search_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<AppConversationPage>> {
-    let page = caller
-        .run(state, move |s, ctx| {
-            let p = parse_search(&query, true)?;
-            Ok(s.services
-                .app_conversations()
-                .search(&ctx, p.filter, p.order, p.after, p.limit)?)
-        })
-        .await?;
+    let page = reads::search::<AppConversations>(state, caller, query, String::new()).await?;
     Ok(web::Json(page.into()))
 }
 
@@ -209,12 +251,7 @@ pub async fn count_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<u64>> {
-    let n = caller
-        .run(state, move |s, ctx| {
-            let p = parse_search(&query, false)?;
-            Ok(s.services.app_conversations().count(&ctx, p.filter)?)
-        })
-        .await?;
+    let n = reads::count::<AppConversations>(state, caller, query, String::new()).await?;
     Ok(web::Json(n))
 }
 
@@ -237,12 +274,7 @@ pub async fn get_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<AppConversationOut>>>> {
-    let found = caller
-        .run(state, move |s, ctx| {
-            let ids: Vec<ConversationId> = query.batch_ids("ids", Batch::APP_CONVERSATIONS)?;
-            Ok(s.services.app_conversations().get(&ctx, &ids)?)
-        })
-        .await?;
+    let found = reads::get::<AppConversations>(state, caller, query, String::new()).await?;
     Ok(web::Json(
         found.into_iter().map(|c| c.map(Into::into)).collect(),
     ))

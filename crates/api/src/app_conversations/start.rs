@@ -1,12 +1,18 @@
 //! Starting app conversations (issue 10; reference app-server §5.2, §5.3): `POST
-//! /api/v1/app-conversations` answers the first start task (`WORKING`) at once and runs the
-//! pipeline on a thread of its own; `POST …/stream-start` streams the task's snapshots as a
-//! JSON array until `READY` or `ERROR`. The tasks are read through `start_tasks.rs`.
+//! /api/v1/app-conversations` writes the start task (`WORKING`), wakes the `conversation-start`
+//! job (which runs the pipeline) and answers the task at once; `POST …/stream-start` follows
+//! the task's snapshots (`Follower`) and streams them as a JSON array until `READY` or
+//! `ERROR`. The tasks are read through `start_tasks.rs`.
+
+use std::time::Duration;
 
 use actix_web::web::Bytes;
 use actix_web::{HttpResponse, post, web};
-use switchboard_domain::app_conversations::start_tasks::StartTask;
+use serde_json::Value;
+use switchboard_domain::conversations::start_tasks::StartTask;
 use switchboard_domain::identity::OrgContext;
+use switchboard_domain::services::Follower;
+use switchboard_domain::{DomainError, Switchboard};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -21,49 +27,27 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(start_conversation).service(stream_start);
 }
 
-/// Reads the body, checks it and writes the `WORKING` task (on the blocking pool).
-async fn begin(
+/// How long one wait for a followed task's next snapshot lasts before the store is read
+/// (another replica may run it).
+const FOLLOW_WAIT: Duration = Duration::from_secs(1);
+
+/// Authenticates, reads the body and runs `write` with the context and the JSON body on the
+/// blocking pool (which checks it and writes the `WORKING` task).
+async fn begin<T: Send + 'static>(
     state: &web::Data<AppState>,
     caller: Caller,
     body: RawBody,
-) -> Result<(OrgContext, StartTask), ApiError> {
+    write: impl FnOnce(&Switchboard, &OrgContext, &Value) -> Result<T, DomainError> + Send + 'static,
+) -> Result<T, ApiError> {
     let ctx = caller.authenticate(state).await?;
     let body = body.read().await?;
     let s = state.clone();
-    let c = ctx.clone();
-    let task = state
+    state
         .blocking(move || {
             let json = parse_json_body(body.bytes())?;
-            Ok(s.services.conversation_start().begin(&c, &json)?)
+            Ok(write(&s.services, &ctx, &json)?)
         })
-        .await?;
-    Ok((ctx, task))
-}
-
-/// Runs the pipeline of `task` on a thread of its own (it blocks on the sandbox, the clone,
-/// the setup script and the agent server for up to minutes); `on_step` sees each snapshot.
-fn spawn_pipeline(
-    state: &web::Data<AppState>,
-    ctx: OrgContext,
-    task: StartTask,
-    on_step: Option<tokio::sync::mpsc::UnboundedSender<StartTask>>,
-) {
-    let services = state.services.clone();
-    let id = task.id;
-    let spawned = std::thread::Builder::new()
-        .name("conversation-start".into())
-        .spawn(move || {
-            let step = |t: &StartTask| {
-                if let Some(tx) = &on_step {
-                    let _ = tx.send(t.clone());
-                }
-            };
-            services.conversation_start().run(&ctx, task, &step);
-        });
-    if let Err(e) = spawned {
-        // The task stays WORKING until the next start of the server closes it.
-        tracing::error!(task = %id, error = %e, "no thread for a conversation start");
-    }
+        .await
 }
 
 const START_DOC: &str = "OpenHands' AppConversationStartRequest, read strictly: an unknown field or a value of the wrong shape is a 422. Switchboard also takes `sandbox_spec_id`, `max_iterations` and `tags`.";
@@ -89,10 +73,11 @@ pub async fn start_conversation(
     caller: Caller,
     body: RawBody,
 ) -> ApiResult<web::Json<AppConversationStartTask>> {
-    let (ctx, task) = begin(&state, caller, body).await?;
-    let answer = AppConversationStartTask::from(&task);
-    spawn_pipeline(&state, ctx, task, None);
-    Ok(web::Json(answer))
+    let task = begin(&state, caller, body, |s, ctx, json| {
+        s.conversation_start().begin(ctx, json)
+    })
+    .await?;
+    Ok(web::Json(AppConversationStartTask::from(&task)))
 }
 
 /// Starts a conversation and streams its start task as a JSON array (`[`, the `WORKING`
@@ -115,32 +100,57 @@ pub async fn stream_start(
     caller: Caller,
     body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let (ctx, task) = begin(&state, caller, body).await?;
+    let (task, follower) = begin(&state, caller, body, |s, ctx, json| {
+        s.conversation_start().begin_followed(ctx, json)
+    })
+    .await?;
     let first = serde_json::to_string(&AppConversationStartTask::from(&task))
         .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<StartTask>();
-    spawn_pipeline(&state, ctx, task, Some(tx));
     let head = futures_util::stream::iter([Ok::<Bytes, actix_web::Error>(Bytes::from(format!(
         "[\n{first}"
     )))]);
-    let rest = futures_util::stream::unfold(Some(rx), |rx| async move {
-        let mut rx = rx?;
-        match rx.recv().await {
-            Some(t) => {
-                let text = serde_json::to_string(&AppConversationStartTask::from(&t))
-                    .unwrap_or_else(|_| "null".into());
-                let done = t.status.is_final();
-                let mut chunk = format!(",\n{text}");
-                if done {
-                    chunk.push_str("\n]");
-                }
-                Some((Ok(Bytes::from(chunk)), (!done).then_some(rx)))
-            }
-            // The pipeline ended without a final snapshot (its thread died): close the array.
-            None => Some((Ok(Bytes::from_static(b"\n]")), None)),
+    let rest = futures_util::stream::unfold(Some(follower), |follower| async move {
+        let next = next_snapshots(follower?).await;
+        let mut chunk = String::new();
+        // The array closes after READY or ERROR, or when the task can no longer be read.
+        let mut done = next.is_none();
+        let (follower, snapshots) = next.map_or((None, Vec::new()), |(f, s)| (Some(f), s));
+        for t in snapshots {
+            let text = serde_json::to_string(&AppConversationStartTask::from(&t))
+                .unwrap_or_else(|_| "null".into());
+            chunk.push_str(",\n");
+            chunk.push_str(&text);
+            done |= t.status.is_final();
         }
+        if done {
+            chunk.push_str("\n]");
+        }
+        Some((Ok(Bytes::from(chunk)), follower.filter(|_| !done)))
     });
     Ok(HttpResponse::Ok()
         .content_type("application/json")
         .streaming(futures_util::StreamExt::chain(head, rest)))
+}
+
+/// The followed task's next snapshots (at least one), waited for on the blocking pool one
+/// [`FOLLOW_WAIT`] at a time; `None` once the task cannot be read (gone, the store fails, or
+/// the server stops).
+async fn next_snapshots(mut follower: Follower) -> Option<(Follower, Vec<StartTask>)> {
+    loop {
+        let (back, next) = web::block(move || {
+            let next = follower.next(FOLLOW_WAIT);
+            (follower, next)
+        })
+        .await
+        .ok()?;
+        follower = back;
+        match next {
+            Ok(snapshots) if snapshots.is_empty() => {}
+            Ok(snapshots) => return Some((follower, snapshots)),
+            Err(e) => {
+                tracing::warn!(error = %e, "following a start task failed");
+                return None;
+            }
+        }
+    }
 }

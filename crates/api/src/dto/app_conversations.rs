@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use serde_json::{Map, Value};
-use switchboard_domain::app_conversations::AppConversation;
+use switchboard_domain::conversations::app::AppConversation;
 use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use switchboard_domain::app_conversations::start_tasks::StartTask;
+use switchboard_domain::conversations::start_tasks::StartTask;
 use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;
@@ -66,7 +66,7 @@ pub struct AppConversationStartTask {
 
 impl From<&StartTask> for AppConversationStartTask {
     fn from(t: &StartTask) -> Self {
-        use switchboard_domain::app_conversations::start_tasks::StartTaskStatus as S;
+        use switchboard_domain::conversations::start_tasks::StartTaskStatus as S;
         AppConversationStartTask {
             id: t.id.to_string(),
             created_by_user_id: t.created_by_user_id.to_string(),

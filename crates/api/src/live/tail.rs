@@ -11,7 +11,7 @@ use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReaso
 use bytestring::ByteString;
 use futures_util::FutureExt;
 use serde_json::Value;
-use switchboard_domain::app_conversations::bodies::parse_message;
+use switchboard_domain::conversations::bodies::parse_message;
 use switchboard_domain::events::PositionedEvent;
 use switchboard_domain::live_frames::ClientFrame;
 use switchboard_domain::{ConversationId, OrgContext};

@@ -2,7 +2,7 @@
 //! Schema can (issue 7: a request the document calls valid is never refused). Used inline in
 //! the handlers' `#[utoipa::path(params(...))]`.
 
-use switchboard_domain::app_conversations::{MAX_APP_CONVERSATION_PAGE, SortOrder as OrderedSort};
+use switchboard_domain::conversations::app::{MAX_APP_CONVERSATION_PAGE, SortOrder as OrderedSort};
 use switchboard_domain::events::MAX_PAGE_LIMIT;
 use switchboard_domain::sandboxes::records::MAX_SANDBOX_PAGE;
 use utoipa::openapi::RefOr;

@@ -10,11 +10,11 @@
 //! `null`, and `patternProperties`-free exact patterns are beyond what the derive expresses.
 
 use serde_json::{Map, Value, json};
-use switchboard_domain::app_conversations::repository::{
+use switchboard_domain::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
+use switchboard_domain::conversations::repository::{
     BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
 };
-use switchboard_domain::app_conversations::start_request::START_REQUEST_FIELDS;
-use switchboard_domain::app_conversations::{ConversationTrigger, GIT_PROVIDERS};
+use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
 use switchboard_domain::identity::api_keys::MAX_KEY_NAME_CHARS;
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
@@ -193,7 +193,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// `AppConversationStartRequest` (reference app-server §5.1) as
-/// [`parse_start_request`](switchboard_domain::app_conversations::start_request::parse_start_request)
+/// [`parse_start_request`](switchboard_domain::conversations::start_request::parse_start_request)
 /// reads it: only its fields (`additionalProperties: false`), each nullable, text without NUL,
 /// enums for `git_provider`, `trigger` and `agent_type`, a `SendMessageRequest`-shaped
 /// `initial_message`. What JSON Schema cannot state (a `suggested_task` excludes an

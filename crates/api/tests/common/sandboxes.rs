@@ -1,6 +1,7 @@
 //! The app running real sandboxes: the process runtime under a temporary directory, specs
 //! running the stand-in agent server (and two that fail), and a thread calling the same
-//! background passes the binary's supervisor runs (launch, reconcile, warm pool, cleanup).
+//! background passes the binary's supervisor runs (launch, reconcile, warm pool, cleanup, and
+//! the conversation-start job: its upkeep, and each claimed start on a worker of its own).
 //! Dropping a [`SandboxApp`] stops the thread and kills every sandbox it started.
 
 use std::collections::BTreeMap;
@@ -182,14 +183,27 @@ pub async fn spawn_sandbox_app_with(
     let passes = std::thread::spawn(move || {
         let s = services.sandboxes();
         while !flag.load(Ordering::SeqCst) {
+            let starts = services.conversation_start();
             for result in [
                 s.advance_starting(),
                 s.reconcile(),
                 s.refill_warm_pool(),
                 s.clean_up_deleted(),
+                starts.keep_claims(),
             ] {
                 if let Err(e) = result {
                     eprintln!("background pass failed: {e}");
+                }
+            }
+            // The conversation-start job's pool: every claimed start on a worker of its own.
+            loop {
+                match starts.claim_next() {
+                    Ok(Some(work)) => drop(std::thread::spawn(work)),
+                    Ok(None) => break,
+                    Err(e) => {
+                        eprintln!("claiming a start failed: {e}");
+                        break;
+                    }
                 }
             }
             std::thread::sleep(Duration::from_millis(50));

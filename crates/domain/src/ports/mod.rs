@@ -2,16 +2,17 @@
 //! its test double) implements only what it uses. Implemented by the storage crate for SQLite
 //! and PostgreSQL; calls block, so async callers run them on a blocking pool.
 
-pub mod app_conversations;
 pub mod conversations;
 pub mod events;
 pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
-pub mod start_tasks;
 
-pub use app_conversations::{AppConversationStore, DeletedConversation};
 pub use conversations::ConversationStore;
+pub use conversations::app::{AppConversationStore, DeletedConversation};
+pub use conversations::start_tasks::{
+    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+};
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
@@ -19,7 +20,6 @@ pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
 };
-pub use start_tasks::{StartTaskQuery, StartTaskStore, StartedConversation};
 
 use crate::error::StorageError;
 

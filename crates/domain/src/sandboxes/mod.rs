@@ -3,6 +3,7 @@
 //! belong to its organization and owner.
 
 pub mod agent_events;
+pub mod agent_requests;
 pub mod changes;
 pub mod limits;
 pub mod quotas;

@@ -17,6 +17,7 @@ use time::OffsetDateTime;
 
 pub use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
+use crate::sandboxes::agent_requests::StartConversationRequest;
 use crate::sandboxes::specs::SandboxSpec;
 
 /// Everything a runtime needs to start one sandbox. `Debug` shows variable names, never
@@ -263,7 +264,7 @@ pub trait AgentServerClient:
         &self,
         base_url: &str,
         session_key: &SessionKey,
-        body: &serde_json::Value,
+        body: &StartConversationRequest,
         timeout: Duration,
     ) -> Result<serde_json::Value, AgentServerError>;
 
@@ -310,14 +311,16 @@ pub trait AgentServerClient:
     ) -> Result<(), AgentServerError>;
 }
 
-/// A shell command for an agent server's bash endpoint (its `ExecuteBashRequest`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A shell command for an agent server's bash endpoint: the body of the call, its
+/// `ExecuteBashRequest` (`command`, `cwd`, `timeout` in seconds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct BashCommand {
     /// The command line, run by `bash -c` semantics in the sandbox.
     pub command: String,
     /// The directory it runs in; `None` for the agent server's own.
     pub cwd: Option<String>,
-    /// The longest it may run, in seconds.
+    /// The longest it may run, in seconds (`timeout` on the wire).
+    #[serde(rename = "timeout")]
     pub timeout_secs: u64,
 }
 

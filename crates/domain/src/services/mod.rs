@@ -3,9 +3,7 @@
 //! command calls the service of its resource. Every method blocks on storage.
 
 mod api_keys;
-mod app_conversations;
 mod auth;
-mod conversation_start;
 mod conversations;
 mod event_catch_up;
 mod events;
@@ -15,24 +13,24 @@ mod sandbox_catch_up;
 mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
-mod start_body;
-mod start_tasks;
 mod users;
 
 use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
 pub use api_keys::ApiKeyService;
-pub use app_conversations::{AppConversationService, MessageSent};
 pub use auth::AuthService;
-pub use conversation_start::{ConversationStartService, LlmConfig, StartTimeouts};
 pub use conversations::ConversationService;
+pub use conversations::app::{AppConversationService, MessageSent};
+pub use conversations::start::{
+    ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
+};
+pub use conversations::start_tasks::StartTaskService;
 pub use event_catch_up::CatchUpOutcome;
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
 pub use sandboxes::SandboxService;
-pub use start_tasks::StartTaskService;
 pub use users::{MeView, UserService};
 
 use crate::error::DomainError;
@@ -76,6 +74,7 @@ impl Switchboard {
         let conversation_start = ConversationStartService::new(
             start_store.clone(),
             conversations.clone(),
+            identity.clone(),
             sandbox_service.clone(),
         );
         let conversations = ConversationService::new(conversations);
@@ -123,6 +122,14 @@ impl Switchboard {
     #[must_use]
     pub fn with_start_timeouts(mut self, timeouts: StartTimeouts) -> Self {
         self.conversation_start = self.conversation_start.with_timeouts(timeouts);
+        self
+    }
+
+    /// The same services, claiming start tasks as `claims` says (issue 20: the replica's id,
+    /// the lease, the workers).
+    #[must_use]
+    pub fn with_start_claims(mut self, claims: StartClaims) -> Self {
+        self.conversation_start = self.conversation_start.with_claims(claims);
         self
     }
 

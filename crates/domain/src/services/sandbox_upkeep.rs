@@ -20,6 +20,7 @@ use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::{
     AgentServerError, LaunchSpec, Observation, Observed, SandboxStatus, status_of,
 };
+use crate::sandboxes::settings::ManagedSandboxes;
 use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
 use crate::time_input::now_micros;
 
@@ -52,6 +53,24 @@ impl SandboxService {
             Some(m) => m.changes.wait_after(seen, at_most),
             None => std::thread::sleep(at_most),
         }
+    }
+
+    /// The configuration this service runs sandboxes with (its settings, the agent-server
+    /// client, the sealer, the wake-up), for the start pipeline.
+    ///
+    /// # Errors
+    /// [`DomainError::SandboxesDisabled`] when this server runs no sandboxes.
+    pub fn managed_config(&self) -> Result<&ManagedSandboxes, DomainError> {
+        Ok(&self.managed()?.m)
+    }
+
+    /// A sandbox's record whoever owns it (the start pipeline reads the sandbox it started
+    /// or was named, already checked); `None` when unknown or deleted.
+    ///
+    /// # Errors
+    /// Storage failures.
+    pub fn sandbox_record(&self, id: SandboxId) -> Result<Option<SandboxRecord>, DomainError> {
+        Ok(self.sandboxes.sandbox(id)?)
     }
 
     /// The sandbox service's background jobs, for the supervisor: the launcher (launch and

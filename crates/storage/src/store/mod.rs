@@ -16,8 +16,6 @@ macro_rules! native {
     };
 }
 
-mod app_conversation_search;
-mod app_conversations;
 mod conversations;
 mod events;
 mod group_commit;
@@ -28,7 +26,6 @@ mod read_cache;
 mod rows;
 mod sandboxes;
 mod settings_cache;
-mod start_tasks;
 mod upkeep;
 
 use diesel::prelude::*;

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use switchboard_model::{ErrorType, LocItem, ValidationError};
 
-use super::{AppConversationPatch, GIT_PROVIDERS, SendMessage};
+use super::app::{AppConversationPatch, GIT_PROVIDERS, SendMessage};
 use crate::validation::{
     bool_type, field, list_type, loc, missing, model_type, not_one_of, refuse_nul, string_type,
     value_error,

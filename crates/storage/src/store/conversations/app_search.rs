@@ -9,16 +9,16 @@ use diesel::dsl::sql;
 use diesel::prelude::*;
 use diesel::sql_types::{Bool, Text};
 use switchboard_domain::StorageError;
-use switchboard_domain::app_conversations::{
+use switchboard_domain::conversations::app::{
     AppConversationFilter, AppConversationQuery, SortOrder,
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::app_conversations::AppConversationRow;
-use super::events::ID_CHUNK;
-use super::rows::{db_err, from_db, to_db};
+use super::app::AppConversationRow;
 use crate::connection::{BackendKind, DbConnection};
 use crate::schema::{conversation_counts, conversation_moves, conversations};
+use crate::store::events::ID_CHUNK;
+use crate::store::rows::{db_err, from_db, to_db};
 
 diesel::define_sql_function! {
     /// SQL `lower` of a nullable text (ASCII on SQLite, Unicode on PostgreSQL).

@@ -1,14 +1,12 @@
 //! The conversation id of a start (issue 24 item 5): an id the caller does not see is taken
 //! as unknown, so that no answer tells what exists outside the caller's scope.
 
-use crate::conversations::Conversation;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::ids::ConversationId;
-use crate::permissions::Permission;
 use crate::ports::StartedConversation;
 
-use super::{ConversationStartService, Failure, Run};
+use super::{ConversationStartService, Failure, Run, sees};
 
 impl ConversationStartService {
     /// The conversation id of a start: the requested one when no conversation has it; a
@@ -63,12 +61,4 @@ impl Run<'_> {
         }
         Err(Failure("no conversation id could be recorded".into()))
     }
-}
-
-/// Whether the caller sees the conversation (the project's visibility rule: its
-/// organization's, and their own or `view_org_conversations`).
-pub(super) fn sees(ctx: &OrgContext, c: &Conversation) -> bool {
-    c.org_id == ctx.org.id
-        && (c.owner_id == ctx.principal.user_id
-            || ctx.role.grants(Permission::ViewOrgConversations))
 }

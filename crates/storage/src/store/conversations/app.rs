@@ -5,21 +5,21 @@
 use std::collections::HashMap;
 
 use diesel::prelude::*;
-use switchboard_domain::app_conversations::{
+use switchboard_domain::conversations::ExecutionStatus;
+use switchboard_domain::conversations::app::{
     AppConversationInfo, AppConversationPatch, AppConversationQuery, ConversationTrigger,
 };
-use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::ports::sandboxes::later;
 use switchboard_domain::ports::{AppConversationStore, DeletedConversation};
 use switchboard_domain::{ConversationId, SandboxId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::DieselStore;
-use super::app_conversation_search as search;
-use super::events::ID_CHUNK;
-use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use super::app_search as search;
 use crate::connection::DbConnection;
 use crate::schema::{conversations, events, start_tasks};
+use crate::store::DieselStore;
+use crate::store::events::ID_CHUNK;
+use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = conversations)]

@@ -2,16 +2,23 @@
 
 use diesel::prelude::*;
 use switchboard_domain::StorageError;
-use switchboard_domain::app_conversations::SortOrder;
-use switchboard_domain::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::conversations::ExecutionStatus;
-use switchboard_domain::ports::{StartTaskQuery, StartTaskStore, StartedConversation};
+use switchboard_domain::conversations::app::SortOrder;
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use switchboard_domain::ports::{
+    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::DieselStore;
-use super::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{conversations, start_task_counts, start_tasks};
+use crate::store::DieselStore;
+use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+
+/// The statuses after which a task moves no more.
+const FINAL: [&str; 2] = ["READY", "ERROR"];
+/// How many unclaimed tasks one claim tries, oldest first.
+const CLAIM_CANDIDATES: i64 = 8;
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = start_tasks)]
@@ -104,17 +111,21 @@ impl StartTaskStore for DieselStore {
     fn update_start_task(&self, task: &StartTask) -> Result<bool, StorageError> {
         let id = task.id.to_string();
         self.write(|conn| {
-            let n = diesel::update(start_tasks::table.filter(start_tasks::id.eq(&id)))
-                .set((
-                    start_tasks::status.eq(task.status.as_str()),
-                    start_tasks::detail.eq(&task.detail),
-                    start_tasks::conversation_id.eq(task.conversation_id.to_string()),
-                    start_tasks::sandbox_id.eq(task.sandbox_id.map(|s| s.to_string())),
-                    start_tasks::agent_server_url.eq(&task.agent_server_url),
-                    start_tasks::updated_at.eq(to_db(task.updated_at)),
-                ))
-                .execute(conn)
-                .map_err(db_err)?;
+            let n = diesel::update(
+                start_tasks::table
+                    .filter(start_tasks::id.eq(&id))
+                    .filter(start_tasks::status.ne_all(FINAL)),
+            )
+            .set((
+                start_tasks::status.eq(task.status.as_str()),
+                start_tasks::detail.eq(&task.detail),
+                start_tasks::conversation_id.eq(task.conversation_id.to_string()),
+                start_tasks::sandbox_id.eq(task.sandbox_id.map(|s| s.to_string())),
+                start_tasks::agent_server_url.eq(&task.agent_server_url),
+                start_tasks::updated_at.eq(to_db(task.updated_at)),
+            ))
+            .execute(conn)
+            .map_err(db_err)?;
             Ok(n == 1)
         })
     }
@@ -214,19 +225,88 @@ impl StartTaskStore for DieselStore {
         Ok(u64::try_from(n).unwrap_or(0))
     }
 
-    fn unfinished_start_tasks(&self) -> Result<Vec<StartTask>, StorageError> {
-        let finals = [
-            StartTaskStatus::Ready.as_str(),
-            StartTaskStatus::Error.as_str(),
-        ];
+    fn claim_start_task(&self, claim: &StartClaim) -> Result<Option<StartTask>, StorageError> {
+        let until = to_db(claim.until);
+        self.write(|conn| {
+            // The oldest few candidates; each claim is conditional, so a task another replica
+            // claimed meanwhile is skipped for the next.
+            let candidates: Vec<String> = start_tasks::table
+                .filter(start_tasks::status.eq(StartTaskStatus::Working.as_str()))
+                .filter(start_tasks::claimed_by.is_null())
+                .order((start_tasks::created_at.asc(), start_tasks::id.asc()))
+                .select(start_tasks::id)
+                .limit(CLAIM_CANDIDATES)
+                .load(conn)
+                .map_err(db_err)?;
+            for id in candidates {
+                let n = diesel::update(
+                    start_tasks::table
+                        .filter(start_tasks::id.eq(&id))
+                        .filter(start_tasks::status.eq(StartTaskStatus::Working.as_str()))
+                        .filter(start_tasks::claimed_by.is_null()),
+                )
+                .set((
+                    start_tasks::claimed_by.eq(&claim.owner),
+                    start_tasks::claim_expires_at.eq(until),
+                ))
+                .execute(conn)
+                .map_err(db_err)?;
+                if n == 1 {
+                    let row = start_tasks::table
+                        .filter(start_tasks::id.eq(&id))
+                        .select(StartTaskRow::as_select())
+                        .first(conn)
+                        .map_err(db_err)?;
+                    return row.task().map(Some);
+                }
+            }
+            Ok(None)
+        })
+    }
+
+    fn renew_start_task_claims(
+        &self,
+        claim: &StartClaim,
+        ids: &[StartTaskId],
+    ) -> Result<(), StorageError> {
+        let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        self.write(|conn| {
+            diesel::update(
+                start_tasks::table
+                    .filter(start_tasks::id.eq_any(&ids))
+                    .filter(start_tasks::claimed_by.eq(&claim.owner))
+                    .filter(start_tasks::status.ne_all(FINAL)),
+            )
+            .set(start_tasks::claim_expires_at.eq(to_db(claim.until)))
+            .execute(conn)
+            .map_err(db_err)?;
+            Ok(())
+        })
+    }
+
+    fn stale_start_tasks(&self, stale: &StaleStarts) -> Result<Vec<StartTask>, StorageError> {
+        let now = to_db(stale.now);
         let mut conn = self.conn()?;
-        tasks(
-            native!(&mut *conn, |c| start_tasks::table
-                .filter(start_tasks::status.ne_all(finals))
-                .select(StartTaskRow::as_select())
-                .load(c))
-            .map_err(db_err)?,
-        )
+        let rows = native!(&mut *conn, |c| {
+            let expired = start_tasks::claim_expires_at.lt(now);
+            let unclaimed_past_working = start_tasks::claimed_by
+                .is_null()
+                .and(start_tasks::status.ne(StartTaskStatus::Working.as_str()));
+            let mut q = start_tasks::table
+                .filter(start_tasks::status.ne_all(FINAL))
+                .into_boxed();
+            q = match &stale.owner {
+                Some(owner) => q.filter(
+                    expired
+                        .or(start_tasks::claimed_by.eq(owner))
+                        .or(unclaimed_past_working),
+                ),
+                None => q.filter(expired.or(unclaimed_past_working)),
+            };
+            q.select(StartTaskRow::as_select()).load(c)
+        })
+        .map_err(db_err)?;
+        tasks(rows)
     }
 
     fn create_started_conversation(

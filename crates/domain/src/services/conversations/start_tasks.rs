@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use crate::app_conversations::{OrderedCursor, SortOrder};
 use crate::batch::Batch;
+use crate::conversations::app::{OrderedCursor, SortOrder};
+use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;

@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
 
-use crate::app_conversations::{ConversationTrigger, GIT_PROVIDERS};
+use crate::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
 use crate::ids::{ConversationId, SandboxId, parse_uuid};
 use crate::validation::{self, field, loc};
 
@@ -164,49 +164,136 @@ pub fn parse_start_request(
             .with_input(v.clone()));
         }
     }
-    let get = |k: &str| obj.get(k).filter(|v| !v.is_null());
-    let text = |k: &str| -> Result<Option<String>, ValidationError> {
-        match get(k) {
+    let f = Fields { obj, root };
+    // Judged in this order: the first malformed field is the one reported.
+    let initial_message = match f.get("initial_message") {
+        None => None,
+        Some(m) => Some(check_message(m, &f.at("initial_message"))?),
+    };
+    let git_provider = f.one_of("git_provider", &GIT_PROVIDERS)?;
+    let trigger = f.trigger()?;
+    let agent_type = f
+        .one_of("agent_type", &["default", "plan"])?
+        .unwrap_or_else(|| "default".to_owned());
+    let pr_number = f.pr_number()?;
+    let public = f.public()?;
+    let max_iterations = f.max_iterations()?;
+    f.list("processors")?;
+    f.list("plugins")?;
+    f.text("agent_profile_id")?;
+    let suggested_task = f.object("suggested_task")?;
+    let request = StartRequest {
+        sandbox_id: f.uuid("sandbox_id")?.map(SandboxId),
+        conversation_id: f.uuid("conversation_id")?.map(ConversationId),
+        initial_message,
+        system_message_suffix: f.text("system_message_suffix")?,
+        llm_model: f.text("llm_model")?,
+        selected_repository: f.text("selected_repository")?,
+        selected_branch: f.text("selected_branch")?,
+        git_provider,
+        suggested_task,
+        title: f.text("title")?,
+        trigger,
+        pr_number,
+        parent_conversation_id: f.uuid("parent_conversation_id")?.map(ConversationId),
+        agent_type,
+        public,
+        secrets: f.string_map("secrets")?,
+        sandbox_spec_id: f.text("sandbox_spec_id")?,
+        max_iterations,
+        tags: f.string_map("tags")?,
+    };
+    if request.suggested_task.is_some() && request.initial_message.is_some() {
+        return Ok(Err(BadStartRequest(
+            "Only one of suggested_task and initial_message may be given".to_owned(),
+        )));
+    }
+    Ok(Ok(request))
+}
+
+/// The fields of a start body, each read by its type's rule with its 422 at
+/// `["body", name]`; `null` reads as absent.
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    root: Vec<LocItem>,
+}
+
+impl Fields<'_> {
+    fn at(&self, k: &str) -> Vec<LocItem> {
+        field(&self.root, k)
+    }
+
+    fn get(&self, k: &str) -> Option<&Value> {
+        self.obj.get(k).filter(|v| !v.is_null())
+    }
+
+    /// A string without NUL.
+    fn text(&self, k: &str) -> Result<Option<String>, ValidationError> {
+        match self.get(k) {
             None => Ok(None),
             Some(Value::String(s)) => {
-                validation::refuse_nul(|| field(&root, k), s)?;
+                validation::refuse_nul(|| self.at(k), s)?;
                 Ok(Some(s.clone()))
             }
-            Some(other) => Err(validation::string_type(field(&root, k), other)),
+            Some(other) => Err(validation::string_type(self.at(k), other)),
         }
-    };
-    let uuid = |k: &str| -> Result<Option<uuid::Uuid>, ValidationError> {
-        match text(k)? {
+    }
+
+    /// A string that is one of `names` (an `enum` 422 otherwise).
+    fn one_of(&self, k: &str, names: &[&str]) -> Result<Option<String>, ValidationError> {
+        let value = self.text(k)?;
+        if let Some(v) = &value
+            && !names.contains(&v.as_str())
+        {
+            return Err(validation::not_one_of(
+                ErrorType::Enum,
+                self.at(k),
+                names,
+                &json!(v),
+            ));
+        }
+        Ok(value)
+    }
+
+    /// A UUID, dashed or not.
+    fn uuid(&self, k: &str) -> Result<Option<uuid::Uuid>, ValidationError> {
+        match self.text(k)? {
             None => Ok(None),
             Some(s) => parse_uuid(&s)
                 .map(Some)
-                .ok_or_else(|| validation::uuid_parsing(field(&root, k), &s)),
+                .ok_or_else(|| validation::uuid_parsing(self.at(k), &s)),
         }
-    };
-    let object = |k: &str| -> Result<Option<Map<String, Value>>, ValidationError> {
-        match get(k) {
+    }
+
+    /// An object.
+    fn object(&self, k: &str) -> Result<Option<Map<String, Value>>, ValidationError> {
+        match self.get(k) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m.clone())),
             Some(other) => Err(ValidationError::new(
                 ErrorType::DictType,
-                field(&root, k),
+                self.at(k),
                 "Input should be a valid dictionary",
             )
             .with_input(other.clone())),
         }
-    };
-    let list = |k: &str| -> Result<Option<Vec<Value>>, ValidationError> {
-        match get(k) {
+    }
+
+    /// A list.
+    fn list(&self, k: &str) -> Result<Option<Vec<Value>>, ValidationError> {
+        match self.get(k) {
             None => Ok(None),
             Some(Value::Array(a)) => Ok(Some(a.clone())),
-            Some(other) => Err(validation::list_type(field(&root, k), other)),
+            Some(other) => Err(validation::list_type(self.at(k), other)),
         }
-    };
-    let string_map = |k: &str| -> Result<Map<String, Value>, ValidationError> {
-        let m = object(k)?.unwrap_or_default();
+    }
+
+    /// An object of strings (empty when absent).
+    fn string_map(&self, k: &str) -> Result<Map<String, Value>, ValidationError> {
+        let m = self.object(k)?.unwrap_or_default();
         for (name, v) in &m {
             let at = || {
-                let mut l = field(&root, k);
+                let mut l = self.at(k);
                 l.push(LocItem::from(name.as_str()));
                 l
             };
@@ -216,108 +303,61 @@ pub fn parse_start_request(
             }
         }
         Ok(m)
-    };
-
-    let initial_message = match get("initial_message") {
-        None => None,
-        Some(m) => Some(check_message(m, &field(&root, "initial_message"))?),
-    };
-    let git_provider = text("git_provider")?;
-    if let Some(p) = &git_provider
-        && !GIT_PROVIDERS.contains(&p.as_str())
-    {
-        return Err(validation::not_one_of(
-            ErrorType::Enum,
-            field(&root, "git_provider"),
-            &GIT_PROVIDERS,
-            &json!(p),
-        ));
     }
-    let trigger = match text("trigger")? {
-        None => None,
-        Some(t) => Some(ConversationTrigger::parse(&t).ok_or_else(|| {
+
+    /// `trigger`: one of [`ConversationTrigger`]'s names.
+    fn trigger(&self) -> Result<Option<ConversationTrigger>, ValidationError> {
+        let Some(t) = self.text("trigger")? else {
+            return Ok(None);
+        };
+        ConversationTrigger::parse(&t).map(Some).ok_or_else(|| {
             let names: Vec<&str> = ConversationTrigger::ALL
                 .iter()
                 .map(|t| t.as_str())
                 .collect();
-            validation::not_one_of(ErrorType::Enum, field(&root, "trigger"), &names, &json!(t))
-        })?),
-    };
-    let agent_type = text("agent_type")?.unwrap_or_else(|| "default".to_owned());
-    if agent_type != "default" && agent_type != "plan" {
-        return Err(validation::not_one_of(
-            ErrorType::Enum,
-            field(&root, "agent_type"),
-            &["default", "plan"],
-            &json!(agent_type),
-        ));
+            validation::not_one_of(ErrorType::Enum, self.at("trigger"), &names, &json!(t))
+        })
     }
-    let mut pr_number = Vec::new();
-    for (i, v) in list("pr_number")?.unwrap_or_default().iter().enumerate() {
-        let mut at = field(&root, "pr_number");
-        at.push(LocItem::Index(i));
-        pr_number.push(integral(v).ok_or_else(|| {
-            ValidationError::new(ErrorType::IntType, at, "Input should be a valid integer")
-                .with_input(v.clone())
-        })?);
+
+    /// `pr_number`: a list of integers.
+    fn pr_number(&self) -> Result<Vec<i64>, ValidationError> {
+        let mut numbers = Vec::new();
+        for (i, v) in self.list("pr_number")?.unwrap_or_default().iter().enumerate() {
+            let mut at = self.at("pr_number");
+            at.push(LocItem::Index(i));
+            numbers.push(integral(v).ok_or_else(|| {
+                ValidationError::new(ErrorType::IntType, at, "Input should be a valid integer")
+                    .with_input(v.clone())
+            })?);
+        }
+        Ok(numbers)
     }
-    let public = match get("public") {
-        None => None,
-        Some(Value::Bool(b)) => Some(*b),
-        Some(other) => return Err(validation::bool_type(field(&root, "public"), other)),
-    };
-    let max_iterations = match get("max_iterations") {
-        None => None,
-        Some(v) => match integral(v).and_then(|n| u64::try_from(n).ok()) {
-            Some(0) => {
-                return Err(validation::greater_than(
-                    field(&root, "max_iterations"),
-                    0,
-                    v,
-                ));
-            }
-            Some(n) => Some(n),
-            None => {
-                return Err(ValidationError::new(
-                    ErrorType::IntType,
-                    field(&root, "max_iterations"),
-                    "Input should be a valid integer",
-                )
-                .with_input(v.clone()));
-            }
-        },
-    };
-    list("processors")?;
-    list("plugins")?;
-    text("agent_profile_id")?;
-    let suggested_task = object("suggested_task")?;
-    let request = StartRequest {
-        sandbox_id: uuid("sandbox_id")?.map(SandboxId),
-        conversation_id: uuid("conversation_id")?.map(ConversationId),
-        initial_message,
-        system_message_suffix: text("system_message_suffix")?,
-        llm_model: text("llm_model")?,
-        selected_repository: text("selected_repository")?,
-        selected_branch: text("selected_branch")?,
-        git_provider,
-        suggested_task,
-        title: text("title")?,
-        trigger,
-        pr_number,
-        parent_conversation_id: uuid("parent_conversation_id")?.map(ConversationId),
-        agent_type,
-        public,
-        secrets: string_map("secrets")?,
-        sandbox_spec_id: text("sandbox_spec_id")?,
-        max_iterations,
-        tags: string_map("tags")?,
-    };
-    if request.suggested_task.is_some() && request.initial_message.is_some() {
-        return Ok(Err(BadStartRequest(
-            "Only one of suggested_task and initial_message may be given".to_owned(),
-        )));
+
+    /// `public`: a boolean.
+    fn public(&self) -> Result<Option<bool>, ValidationError> {
+        match self.get("public") {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(validation::bool_type(self.at("public"), other)),
+        }
     }
-    Ok(Ok(request))
+
+    /// `max_iterations`: an integer over 0.
+    fn max_iterations(&self) -> Result<Option<u64>, ValidationError> {
+        let Some(v) = self.get("max_iterations") else {
+            return Ok(None);
+        };
+        match integral(v).and_then(|n| u64::try_from(n).ok()) {
+            Some(0) => Err(validation::greater_than(self.at("max_iterations"), 0, v)),
+            Some(n) => Ok(Some(n)),
+            None => Err(ValidationError::new(
+                ErrorType::IntType,
+                self.at("max_iterations"),
+                "Input should be a valid integer",
+            )
+            .with_input(v.clone())),
+        }
+    }
 }
 
 /// An integer as pydantic reads one in lax mode: a JSON integer, or a number with no

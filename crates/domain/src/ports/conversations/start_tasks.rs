@@ -2,9 +2,9 @@
 
 use time::OffsetDateTime;
 
-use crate::app_conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
-use crate::app_conversations::{OrderedCursor, SortOrder};
 use crate::conversations::Conversation;
+use crate::conversations::app::{OrderedCursor, SortOrder};
+use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
 use crate::error::StorageError;
 use crate::ids::{OrgId, UserId};
 
@@ -51,13 +51,34 @@ pub struct StartedConversation {
     pub tags: String,
 }
 
+/// A replica's claim on start tasks: who runs them, and until when the claim holds unless
+/// renewed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartClaim {
+    /// The replica (its id, kept in its data directory).
+    pub owner: String,
+    /// The claim's end, UTC.
+    pub until: OffsetDateTime,
+}
+
+/// Which unfinished tasks count as abandoned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleStarts {
+    /// Claims that ended before this instant.
+    pub now: OffsetDateTime,
+    /// Every claim of this replica (at its start: its previous run's), when given.
+    pub owner: Option<String>,
+}
+
 /// Start tasks.
 pub trait StartTaskStore: Send + Sync {
     /// Inserts a new task.
     fn insert_start_task(&self, task: &StartTask) -> Result<(), StorageError>;
     /// Writes a task's `status`, `detail`, `conversation_id` (a start may take a fresh one
     /// when its id was taken meanwhile), `sandbox_id`, `agent_server_url` and `updated_at`;
-    /// `Ok(false)` when it does not exist (deleted meanwhile).
+    /// `Ok(false)` when it does not exist (deleted meanwhile) or is already `READY` or
+    /// `ERROR` (a final task never moves again: a start whose claim expired and was failed
+    /// cannot be revived by its late runner).
     fn update_start_task(&self, task: &StartTask) -> Result<bool, StorageError>;
     /// The tasks with these ids (any order; unknown ids left out).
     fn start_tasks_by_ids(&self, ids: &[StartTaskId]) -> Result<Vec<StartTask>, StorageError>;
@@ -65,8 +86,22 @@ pub trait StartTaskStore: Send + Sync {
     fn search_start_tasks(&self, query: &StartTaskQuery) -> Result<Vec<StartTask>, StorageError>;
     /// How many tasks the query's filters match (cursor and limit ignored).
     fn count_start_tasks(&self, query: &StartTaskQuery) -> Result<u64, StorageError>;
-    /// Every task not `READY` or `ERROR` (for the recovery at server start).
-    fn unfinished_start_tasks(&self) -> Result<Vec<StartTask>, StorageError>;
+    /// Claims the oldest `WORKING` task no replica has claimed, for `claim.owner` until
+    /// `claim.until`, and answers it; `Ok(None)` when there is none. Two callers never claim
+    /// the same task (the claim is a conditional write).
+    fn claim_start_task(&self, claim: &StartClaim) -> Result<Option<StartTask>, StorageError>;
+    /// Extends `claim.owner`'s claims on these tasks (those still unfinished) to
+    /// `claim.until`.
+    fn renew_start_task_claims(
+        &self,
+        claim: &StartClaim,
+        ids: &[StartTaskId],
+    ) -> Result<(), StorageError>;
+    /// The unfinished tasks (not `READY` or `ERROR`) no live replica runs: claimed until
+    /// before `stale.now`, claimed by `stale.owner` when given (a previous run of this
+    /// replica, at its start), or past `WORKING` without a claim (written before claims
+    /// existed).
+    fn stale_start_tasks(&self, stale: &StaleStarts) -> Result<Vec<StartTask>, StorageError>;
     /// Creates the conversation row a start runs, with its app fields, unless a row with that
     /// id exists: then its app fields are set when it is in the same organization and of the
     /// start's sandbox (its webhook came first; `Ok(true)`), and nothing is written otherwise

@@ -4,8 +4,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::app_conversations::sealed_start::SealedStart;
-use crate::app_conversations::start_request::{StartRequest, parse_start_request};
+use crate::conversations::sealed_start::SealedStart;
+use crate::conversations::start_request::{StartRequest, parse_start_request};
 use crate::identity::redaction::url_credentials;
 
 use super::{Failure, Run};
@@ -17,11 +17,10 @@ impl Run<'_> {
         let m = self
             .svc
             .sandboxes
-            .managed()
+            .managed_config()
             .map_err(|e| Failure(e.to_string()))?;
         let sealed = match &self.task.secrets_sealed {
             Some(sealed) => m
-                .m
                 .sealer
                 .open(sealed, &self.task.id.to_string())
                 .ok()

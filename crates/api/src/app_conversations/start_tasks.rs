@@ -6,9 +6,11 @@
 use actix_web::{get, web};
 use serde_json::Value;
 use switchboard_domain::ConversationId;
-use switchboard_domain::app_conversations::start_tasks::{StartTaskFilter, StartTaskId};
-use switchboard_domain::app_conversations::{MAX_APP_CONVERSATION_PAGE, OrderedCursor, SortOrder};
+use switchboard_domain::OrgContext;
 use switchboard_domain::batch::Batch;
+use switchboard_domain::conversations::app::{MAX_APP_CONVERSATION_PAGE, OrderedCursor, SortOrder};
+use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
+use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::validation::{datetime_parsing, not_one_of, uuid_parsing, value_error};
 use switchboard_model::ErrorType;
@@ -19,6 +21,7 @@ use crate::dto::{AppConversationStartTask, AppConversationStartTaskPage, ErrorDe
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs};
 use crate::openapi::params::{InstantParam, OrderedSortName, PageLimit};
+use crate::reads::{self, Counts, Reads};
 use crate::responses::ApiKeyErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -70,6 +73,80 @@ fn parse_filters(query: &QueryPairs) -> Result<(StartTaskFilter, SortOrder), Api
     }
 }
 
+/// What a start-task search reads: its filters, its order and (not for a count) its page.
+struct StartTaskParams {
+    filter: StartTaskFilter,
+    order: SortOrder,
+    after: Option<OrderedCursor>,
+    limit: u32,
+}
+
+/// Start tasks, as [`reads`] reads them.
+struct StartTasks;
+
+impl Reads for StartTasks {
+    type Scope = ();
+    type Params = StartTaskParams;
+    type Page = Page<StartTask>;
+    type Found = Vec<Option<StartTask>>;
+
+    fn scope(_path: &str) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    fn params(query: &QueryPairs, paging: bool) -> Result<StartTaskParams, ApiError> {
+        let (filter, order) = parse_filters(query)?;
+        let (after, limit) = if paging {
+            query.paging::<OrderedCursor>(MAX_APP_CONVERSATION_PAGE)?
+        } else {
+            (None, MAX_APP_CONVERSATION_PAGE)
+        };
+        if let Some(a) = &after
+            && a.order != order
+        {
+            return Err(value_error(
+                QueryPairs::loc("page_id"),
+                "page_id was issued for another sort_order",
+                &Value::String(query.all("page_id").concat()),
+            )
+            .into());
+        }
+        Ok(StartTaskParams {
+            filter,
+            order,
+            after,
+            limit,
+        })
+    }
+
+    fn search(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        p: StartTaskParams,
+    ) -> Result<Self::Page, ApiError> {
+        Ok(s.services
+            .start_tasks()
+            .search_start_tasks(ctx, p.filter, p.order, p.after, p.limit)?)
+    }
+
+    fn get(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        query: &QueryPairs,
+    ) -> Result<Self::Found, ApiError> {
+        let ids: Vec<StartTaskId> = query.batch_ids("ids", Batch::START_TASKS)?;
+        Ok(s.services.start_tasks().get_start_tasks(ctx, &ids)?)
+    }
+}
+
+impl Counts for StartTasks {
+    fn count(s: &AppState, ctx: &OrgContext, (): (), p: StartTaskParams) -> Result<u64, ApiError> {
+        Ok(s.services.start_tasks().count_start_tasks(ctx, p.filter)?)
+    }
+}
+
 /// The start tasks the caller sees, in `sort_order` (default `CREATED_AT_DESC`; ties by id),
 /// with a keyset `page_id` that stays correct while tasks are created.
 #[utoipa::path(tag = "App conversations",
@@ -89,25 +166,7 @@ pub async fn search_start_tasks(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<AppConversationStartTaskPage>> {
-    let page = caller
-        .run(state, move |s, ctx| {
-            let (filter, order) = parse_filters(&query)?;
-            let (after, limit) = query.paging::<OrderedCursor>(MAX_APP_CONVERSATION_PAGE)?;
-            if let Some(a) = &after
-                && a.order != order
-            {
-                return Err(value_error(
-                    QueryPairs::loc("page_id"),
-                    "page_id was issued for another sort_order",
-                    &Value::String(query.all("page_id").concat()),
-                )
-                .into());
-            }
-            Ok(s.services
-                .start_tasks()
-                .search_start_tasks(&ctx, filter, order, after, limit)?)
-        })
-        .await?;
+    let page = reads::search::<StartTasks>(state, caller, query, String::new()).await?;
     Ok(web::Json(page.into()))
 }
 
@@ -126,12 +185,7 @@ pub async fn count_start_tasks(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<u64>> {
-    let n = caller
-        .run(state, move |s, ctx| {
-            let (filter, _) = parse_filters(&query)?;
-            Ok(s.services.start_tasks().count_start_tasks(&ctx, filter)?)
-        })
-        .await?;
+    let n = reads::count::<StartTasks>(state, caller, query, String::new()).await?;
     Ok(web::Json(n))
 }
 
@@ -154,12 +208,7 @@ pub async fn get_start_tasks(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<AppConversationStartTask>>>> {
-    let found = caller
-        .run(state, move |s, ctx| {
-            let ids: Vec<StartTaskId> = query.batch_ids("ids", Batch::START_TASKS)?;
-            Ok(s.services.start_tasks().get_start_tasks(&ctx, &ids)?)
-        })
-        .await?;
+    let found = reads::get::<StartTasks>(state, caller, query, String::new()).await?;
     Ok(web::Json(
         found
             .iter()

@@ -1,6 +1,17 @@
-//! Conversations: their run state (OpenHands' `ConversationExecutionStatus`, spec §3) and the
+//! Conversations, one room (issue 20 item 2): here the conversation record the events and the
+//! webhooks keep, its run state (OpenHands' `ConversationExecutionStatus`, spec §3) and the
 //! agent server's `ConversationInfo` as the conversations webhook receives it (API.md, Event
-//! ingestion).
+//! ingestion); [`app`] OpenHands' view of a conversation (filters, sort orders, the PATCH and
+//! send-message values), [`bodies`] their body rules, [`start_tasks`] the start tasks,
+//! [`start_request`] the start body's rules, [`sealed_start`] what a start keeps sealed and
+//! [`repository`] the repository sources a start may clone.
+
+pub mod app;
+pub mod bodies;
+pub mod repository;
+pub mod sealed_start;
+pub mod start_request;
+pub mod start_tasks;
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;

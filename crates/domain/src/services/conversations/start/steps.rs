@@ -6,11 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
+use super::body::{CreateBody, create_body};
 use super::{Failure, Run, check_sources, quote};
-use crate::app_conversations::repository;
-use crate::app_conversations::start_request::StartRequest;
-use crate::app_conversations::start_tasks::StartTaskStatus;
 use crate::conversations::Conversation;
+use crate::conversations::repository;
+use crate::conversations::start_request::StartRequest;
+use crate::conversations::start_tasks::StartTaskStatus;
 use crate::identity::redaction::mask_url_credentials;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, SandboxId};
@@ -20,7 +21,6 @@ use crate::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
-use crate::services::start_body::{CreateBody, create_body};
 use crate::time_input::now_micros;
 
 /// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.
@@ -59,15 +59,14 @@ impl Run<'_> {
     pub(super) fn steps(&mut self) -> Result<(), Failure> {
         let (request, secrets) = self.unsealed()?;
         let svc = self.svc;
-        let m = &svc
+        let m = svc
             .sandboxes
-            .managed()
-            .map_err(|e| Failure(e.to_string()))?
-            .m;
-        self.set(StartTaskStatus::WaitingForSandbox);
+            .managed_config()
+            .map_err(|e| Failure(e.to_string()))?;
+        self.set(StartTaskStatus::WaitingForSandbox)?;
         let sandbox_id = self.sandbox(&request)?;
         self.task.sandbox_id = Some(sandbox_id);
-        self.set(StartTaskStatus::WaitingForSandbox);
+        self.set(StartTaskStatus::WaitingForSandbox)?;
         let record = self.wait_for_sandbox(sandbox_id)?;
         let agent = self.agent(m, &record, sandbox_id)?;
         let workdir = self.workdir(&agent)?;
@@ -76,7 +75,7 @@ impl Run<'_> {
             None => self.make_workdir(&agent, &workdir)?,
         }
         self.run_setup_script(&agent, &workdir)?;
-        self.set(StartTaskStatus::StartingConversation);
+        self.set(StartTaskStatus::StartingConversation)?;
         self.start_conversation(&agent, &request, &secrets, sandbox_id, &workdir)
     }
 
@@ -112,8 +111,7 @@ impl Run<'_> {
             let seen = svc.sandboxes.changes_seen();
             let record = svc
                 .sandboxes
-                .sandboxes
-                .sandbox(sandbox_id)
+                .sandbox_record(sandbox_id)
                 .map_err(|e| Failure(format!("reading sandbox {sandbox_id} failed: {e}")))?
                 .ok_or_else(|| Failure(format!("sandbox {sandbox_id} was deleted")))?;
             match record.status {
@@ -192,7 +190,7 @@ impl Run<'_> {
         repo: &str,
         workdir: &str,
     ) -> Result<(), Failure> {
-        self.set(StartTaskStatus::PreparingRepository);
+        self.set(StartTaskStatus::PreparingRepository)?;
         let allowed = &m.settings.local_repositories;
         check_sources(request, allowed)
             .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
@@ -251,7 +249,7 @@ impl Run<'_> {
         if has_setup.stdout.trim() != "present" {
             return Ok(());
         }
-        self.set(StartTaskStatus::RunningSetupScript);
+        self.set(StartTaskStatus::RunningSetupScript)?;
         let timeout = self.svc.timeouts.setup_script;
         let out = agent
             .bash(

@@ -6,12 +6,6 @@
 //! it; the start pipeline creates it with the id it hands the agent server), so the ids of
 //! events, webhooks and app conversations always agree.
 
-pub mod bodies;
-pub mod repository;
-pub mod sealed_start;
-pub mod start_request;
-pub mod start_tasks;
-
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 

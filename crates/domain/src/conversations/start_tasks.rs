@@ -1,6 +1,6 @@
 //! Start tasks (reference app-server §5.1 `AppConversationStartTask`, §5.3): one row per
 //! start of a conversation, moved step by step by the start pipeline
-//! (`services::conversation_start`) so a client polling it, or a restarted server,
+//! (`services::conversations::start`) so a client polling it, or a restarted server,
 //! sees where the start is.
 
 use serde_json::Value;

@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::app_conversations::{
+use crate::batch::Batch;
+use crate::conversations::app::{
     AppConversation, AppConversationFilter, AppConversationInfo, AppConversationPatch,
     AppConversationQuery, OrderedCursor, SendMessage, SortOrder,
 };
-use crate::batch::Batch;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;

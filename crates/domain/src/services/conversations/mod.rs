@@ -1,4 +1,11 @@
-//! Conversations: the agent server's `ConversationInfo` and who may see a conversation.
+//! Conversations, one room (issue 20 item 2): here the agent server's `ConversationInfo` and
+//! who may see a conversation; [`app`] app conversations (read, change, delete, send a
+//! message), [`start_tasks`] the reads of start tasks, [`start`] the start pipeline (its job,
+//! claims, steps and the agent server's create request).
+
+pub(super) mod app;
+pub(super) mod start;
+pub(super) mod start_tasks;
 
 use std::sync::Arc;
 

@@ -1,6 +1,12 @@
-//! Conversations ([`ConversationStore`]): rows, the upsert of the agent server's
-//! `ConversationInfo`, and the conversation upsert every event append makes
-//! ([`touch_conversation`]).
+//! Conversations, one room (issue 20 item 2): here the conversation record
+//! ([`ConversationStore`]): rows, the upsert of the agent server's `ConversationInfo`, and the
+//! conversation upsert every event append makes ([`touch_conversation`]); `app.rs` app
+//! conversations (`app_search.rs` their lists), `start_tasks.rs` start tasks and the
+//! conversation row a start creates.
+
+mod app;
+mod app_search;
+mod start_tasks;
 
 use diesel::prelude::*;
 use switchboard_domain::conversations::{Conversation, ExecutionStatus};

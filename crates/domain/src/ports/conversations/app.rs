@@ -3,7 +3,7 @@
 
 use time::OffsetDateTime;
 
-use crate::app_conversations::{AppConversationInfo, AppConversationPatch, AppConversationQuery};
+use crate::conversations::app::{AppConversationInfo, AppConversationPatch, AppConversationQuery};
 use crate::error::StorageError;
 use crate::ids::{ConversationId, SandboxId};
 

@@ -1,37 +1,45 @@
 //! The start pipeline (spec §4.3, reference app-server §5.3): a start request becomes a
-//! [`StartTask`] (`WORKING`, answered at once), then, on a thread of the caller's choosing,
-//! `WAITING_FOR_SANDBOX` → `PREPARING_REPOSITORY` → `RUNNING_SETUP_SCRIPT` →
-//! `STARTING_CONVERSATION` → `READY`, each step written to the task before it runs. Any
+//! [`StartTask`] (`WORKING`, answered at once); the `conversation-start` job of any replica
+//! claims it (`claims.rs`) and runs it on one of its workers: `WAITING_FOR_SANDBOX` →
+//! `PREPARING_REPOSITORY` → `RUNNING_SETUP_SCRIPT` → `STARTING_CONVERSATION` → `READY`, each
+//! step written to the task before it runs (and published to followers, `feed.rs`). Any
 //! failure is `ERROR` with a redacted `detail`, and a sandbox the start created is deleted.
 //!
 //! The conversation row is created (or, when a webhook came first, completed) with the id
 //! handed to the agent server *before* the create call, so the webhooks of its first events
 //! find it and update it (docs/API.md, App conversations: start).
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::app_conversations::repository;
-use crate::app_conversations::sealed_start::{SealedStart, mask_credentials};
-use crate::app_conversations::start_request::{StartRequest, parse_start_request};
-use crate::app_conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
+use crate::conversations::Conversation;
+use crate::conversations::repository;
+use crate::conversations::sealed_start::{SealedStart, mask_credentials};
+use crate::conversations::start_request::{StartRequest, parse_start_request};
+use crate::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::redaction::{redact, shorten};
 use crate::ids::SandboxId;
-use crate::ports::{ConversationStore, StartTaskStore};
+use crate::permissions::Permission;
+use crate::ports::{ConversationStore, IdentityStore, StartTaskStore};
 use crate::services::sandboxes::SandboxService;
-pub use crate::services::start_body::LlmConfig;
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
+pub use body::LlmConfig;
 
+mod body;
+mod claims;
+mod feed;
 mod ids;
 mod secrets;
 mod steps;
 
-use ids::sees;
+pub use feed::Follower;
+use feed::StartFeed;
 
 /// The most characters of a task's `detail`, once redacted (issue 24 item 1: redaction comes
 /// first, so the cut never shows part of a secret).
@@ -66,33 +74,82 @@ impl Default for StartTimeouts {
     }
 }
 
-/// Starts conversations.
+/// How a replica claims start tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartClaims {
+    /// This replica's id, the same across its restarts (the binary keeps it in the data
+    /// directory: `<data dir>/replica-id`), so that its start fails what its previous run
+    /// left unfinished at once.
+    pub replica: String,
+    /// How long a claim holds without renewal; a replica renews its claims at every pass of
+    /// its job (at most a third of this apart), so only a replica that ended (or stalled for
+    /// this long) loses them.
+    pub lease: Duration,
+    /// The most starts this replica runs at once (each may block minutes on a sandbox, a
+    /// clone, a setup script or the agent server); more wait for a worker, or for another
+    /// replica.
+    pub workers: usize,
+}
+
+impl Default for StartClaims {
+    /// A fresh replica id, a 60 s lease and 32 workers.
+    fn default() -> Self {
+        StartClaims {
+            replica: uuid::Uuid::new_v4().to_string(),
+            lease: Duration::from_secs(60),
+            workers: 32,
+        }
+    }
+}
+
+/// Starts conversations: writes start tasks ([`begin`](Self::begin)) and hands out the job
+/// that runs them ([`jobs`](Self::jobs)).
 #[derive(Clone)]
 pub struct ConversationStartService {
     tasks: Arc<dyn StartTaskStore>,
     conversations: Arc<dyn ConversationStore>,
+    identity: Arc<dyn IdentityStore>,
     sandboxes: SandboxService,
     llm: LlmConfig,
     timeouts: StartTimeouts,
+    claims: StartClaims,
+    /// The tasks this replica runs now (their claims are renewed).
+    running: Arc<Mutex<HashSet<StartTaskId>>>,
+    /// Each write of a task this replica runs, for its followers (`stream-start`).
+    feed: Arc<StartFeed>,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
 struct Failure(String);
 
 impl ConversationStartService {
-    /// The service over the stores and the sandbox service, with no default LLM.
+    /// The service over the stores and the sandbox service, with no default LLM and the
+    /// default claims (a replica id of its own).
     pub fn new(
         tasks: Arc<dyn StartTaskStore>,
         conversations: Arc<dyn ConversationStore>,
+        identity: Arc<dyn IdentityStore>,
         sandboxes: SandboxService,
     ) -> Self {
         ConversationStartService {
             tasks,
             conversations,
+            identity,
             sandboxes,
             llm: LlmConfig::default(),
             timeouts: StartTimeouts::default(),
+            claims: StartClaims::default(),
+            running: Arc::default(),
+            feed: Arc::default(),
         }
+    }
+
+    /// The same service claiming tasks as `claims` says (the replica's id, the lease, the
+    /// workers).
+    #[must_use]
+    pub fn with_claims(mut self, claims: StartClaims) -> Self {
+        self.claims = claims;
+        self
     }
 
     /// The same service with this LLM configuration.
@@ -127,9 +184,35 @@ impl ConversationStartService {
     /// a fresh id; issue 24 item 5); [`DomainError::SandboxesDisabled`] when this server runs
     /// no sandboxes; storage.
     pub fn begin(&self, ctx: &OrgContext, body: &Value) -> Result<StartTask, DomainError> {
+        self.write_task(ctx, body, false)
+    }
+
+    /// As [`begin`](Self::begin), and a [`Follower`] of the task's snapshots (for
+    /// `stream-start`), watching before the job can take it.
+    ///
+    /// # Errors
+    /// As [`begin`](Self::begin).
+    pub fn begin_followed(
+        &self,
+        ctx: &OrgContext,
+        body: &Value,
+    ) -> Result<(StartTask, Follower), DomainError> {
+        let task = self.write_task(ctx, body, true)?;
+        let follower = Follower::new(self.feed.clone(), self.tasks.clone(), task.clone());
+        Ok((task, follower))
+    }
+
+    /// Checks the request, writes its task `WORKING` (watched in the feed first when
+    /// `watched`) and wakes the job.
+    fn write_task(
+        &self,
+        ctx: &OrgContext,
+        body: &Value,
+        watched: bool,
+    ) -> Result<StartTask, DomainError> {
         let request = parse_start_request(body)?.map_err(|e| DomainError::BadStartRequest(e.0))?;
-        let m = self.sandboxes.managed()?;
-        check_sources(&request, &m.m.settings.local_repositories)?;
+        let m = self.sandboxes.managed_config()?;
+        check_sources(&request, &m.settings.local_repositories)?;
         if let Some(parent) = request.parent_conversation_id {
             let seen = self
                 .conversations
@@ -149,7 +232,7 @@ impl ConversationStartService {
             request: mask_credentials(&mut echo).then(|| body.clone()),
         };
         let secrets_sealed =
-            (!sealed.is_empty()).then(|| m.m.sealer.seal(&sealed.to_text(), &id.to_string()));
+            (!sealed.is_empty()).then(|| m.sealer.seal(&sealed.to_text(), &id.to_string()));
         let now = now_micros();
         let task = StartTask {
             id,
@@ -165,31 +248,33 @@ impl ConversationStartService {
             created_at: now,
             updated_at: now,
         };
-        self.tasks.insert_start_task(&task)?;
+        if watched {
+            self.feed.watch(id);
+        }
+        if let Err(e) = self.tasks.insert_start_task(&task) {
+            self.feed.unwatch(id);
+            return Err(e.into());
+        }
+        if let Some(wake) = &m.wake {
+            wake();
+        }
         Ok(task)
     }
 
-    /// Runs the pipeline of a task [`begin`](Self::begin) wrote, blocking until `READY` or
-    /// `ERROR`; `on_step` sees the task after every write (for `stream-start`). Returns the
-    /// final task. Never panics on a failed step: the failure is the task's `ERROR`.
-    pub fn run(
-        &self,
-        ctx: &OrgContext,
-        task: StartTask,
-        on_step: &dyn Fn(&StartTask),
-    ) -> StartTask {
+    /// Runs the pipeline of a claimed task as its creator `ctx`, blocking until `READY` or
+    /// `ERROR`; each write is published to the task's followers. Returns the final task.
+    /// Never panics on a failed step: the failure is the task's `ERROR`.
+    fn run(&self, ctx: &OrgContext, task: StartTask) -> StartTask {
         let mut run = Run {
             svc: self,
             ctx,
             task,
-            on_step,
             created_sandbox: None,
             secrets: Vec::new(),
         };
-        let outcome = run.steps();
-        match outcome {
+        match run.steps() {
             Ok(()) => {
-                run.set(StartTaskStatus::Ready);
+                let _ = run.set(StartTaskStatus::Ready);
             }
             Err(Failure(detail)) => {
                 let detail = shorten(&run.redact(&detail), DETAIL_MAX_CHARS);
@@ -200,38 +285,10 @@ impl ConversationStartService {
                     tracing::warn!(task = %run.task.id, sandbox = %sandbox, error = %e, "deleting the sandbox of a failed start failed");
                 }
                 run.task.detail = Some(detail);
-                run.set(StartTaskStatus::Error);
+                let _ = run.set(StartTaskStatus::Error);
             }
         }
         run.task
-    }
-
-    /// At server start: every task left unfinished by a previous run is set `ERROR` with a
-    /// detail saying so (its pipeline thread is gone; resuming half-done clones or creates is
-    /// not safe, and the client can start again), and a sandbox the start created itself (the
-    /// request named none) is deleted. Returns how many were closed.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn recover_unfinished(&self) -> Result<usize, DomainError> {
-        let open = self.tasks.unfinished_start_tasks()?;
-        let n = open.len();
-        for mut task in open {
-            let was = task.status;
-            task.status = StartTaskStatus::Error;
-            task.detail = Some(format!(
-                "Switchboard restarted while this start was {}; start the conversation again",
-                was.as_str()
-            ));
-            task.updated_at = now_micros();
-            self.tasks.update_start_task(&task)?;
-            let named = task.request.get("sandbox_id").is_some_and(|v| !v.is_null());
-            if let Some(sandbox) = task.sandbox_id.filter(|_| !named) {
-                self.sandboxes.delete_sandbox_internal(sandbox)?;
-            }
-            tracing::info!(task = %task.id, was = was.as_str(), "unfinished start task closed at startup");
-        }
-        Ok(n)
     }
 }
 
@@ -240,7 +297,6 @@ struct Run<'a> {
     svc: &'a ConversationStartService,
     ctx: &'a OrgContext,
     task: StartTask,
-    on_step: &'a dyn Fn(&StartTask),
     /// A sandbox this start created (deleted on failure).
     created_sandbox: Option<SandboxId>,
     /// Values to mask in a detail.
@@ -248,13 +304,28 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn set(&mut self, status: StartTaskStatus) {
+    /// Writes `status` (and the task's other fields) and publishes the task to its
+    /// followers. A task already final in the store (failed meanwhile by the restart rule,
+    /// its claim having expired) or deleted ends the run: its stored state is published
+    /// instead and the run stops.
+    fn set(&mut self, status: StartTaskStatus) -> Result<(), Failure> {
         self.task.status = status;
         self.task.updated_at = now_micros().max(self.task.updated_at);
-        if let Err(e) = self.svc.tasks.update_start_task(&self.task) {
-            tracing::warn!(task = %self.task.id, error = %e, "writing a start task step failed");
+        match self.svc.tasks.update_start_task(&self.task) {
+            Ok(true) => {}
+            Ok(false) => {
+                let stored = self.svc.tasks.start_tasks_by_ids(&[self.task.id]);
+                if let Some(stored) = stored.ok().and_then(|mut t| t.pop()) {
+                    self.svc.feed.publish(&stored);
+                }
+                return Err(Failure("the start task was closed meanwhile".into()));
+            }
+            Err(e) => {
+                tracing::warn!(task = %self.task.id, error = %e, "writing a start task step failed");
+            }
         }
-        (self.on_step)(&self.task);
+        self.svc.feed.publish(&self.task);
+        Ok(())
     }
 
     fn redact(&self, text: &str) -> String {
@@ -288,6 +359,14 @@ fn check_sources(
         })?;
     }
     Ok(())
+}
+
+/// Whether the caller sees the conversation (the project's visibility rule: its
+/// organization's, and their own or `view_org_conversations`).
+fn sees(ctx: &OrgContext, c: &Conversation) -> bool {
+    c.org_id == ctx.org.id
+        && (c.owner_id == ctx.principal.user_id
+            || ctx.role.grants(Permission::ViewOrgConversations))
 }
 
 /// `s` quoted for a POSIX shell.

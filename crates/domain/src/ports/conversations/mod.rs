@@ -1,4 +1,8 @@
-//! Conversations.
+//! Conversations, one room (issue 20 item 2): the conversation record ([`ConversationStore`]),
+//! app conversations ([`app`]) and their start tasks ([`start_tasks`]).
+
+pub mod app;
+pub mod start_tasks;
 
 use time::OffsetDateTime;
 
