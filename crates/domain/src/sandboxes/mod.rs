@@ -4,6 +4,7 @@
 
 pub mod agent_events;
 pub mod changes;
+pub mod event_streams;
 pub mod limits;
 pub mod quotas;
 pub mod records;
