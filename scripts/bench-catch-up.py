@@ -7,13 +7,15 @@ database with the real agent server (openhands-agent-server 1.58.2 from $VENV) a
 spec and the fake LLM of scripts/e2e/fake_llm.py. One conversation is started through the
 start pipeline, then:
 
-1. Latency: runs follow one another (a user message each, `run: true`) until at least
+1. Latency (with the stream path, unless --no-event-streams): runs follow one another (a user message each, `run: true`) until at least
    --events events were persisted. For every event of those runs (the agent server's own
    search gives its `timestamp`, naive UTC, taken when the agent created it):
    - to the store: the first moment Switchboard's event search shows it (a poller asks for the
      newest 20 every 5 ms, so add up to ~5 ms of sampling);
    - to the frame: the moment a `/sockets/session` subscriber gets its `durable` frame.
-   p50, p90, p99 and max of each.
+   p50, p90, p99 and max of each; and which path stored each event (the stream's and the
+   pull path's debug lines name the ids they stored; the rest came by the webhook), with the
+   latency to the store per path.
 2. Catch-up: Switchboard is killed (SIGKILL); --missing user messages (`run: false`, one
    persisted MessageEvent each) are sent to the agent server while it is down, and the outage
    lasts at least --outage seconds; Switchboard starts again on the same port (the webhooks
@@ -86,20 +88,30 @@ def summary(ms):
     }
 
 
+# The server's log: warnings, and the debug lines naming the events the stream path and the
+# pull path stored (an event in neither was stored by its webhook).
+SERVE_LOG = ("warn,switchboard_domain::services::event_streams=debug,"
+             "switchboard_domain::services::event_catch_up=debug")
+BY_STREAM = "stored from the agent server's event stream"
+BY_PULL = "stored by the pull path"
+
+
 class Switchboard:
-    def __init__(self, binary, work, bind, specs, llm_base):
+    def __init__(self, binary, work, bind, specs, llm_base, streams=True):
         self.binary, self.work, self.bind = binary, work, bind
         self.specs, self.llm_base = specs, llm_base
+        self.streams = streams
         self.proc = None
         self.key = None
         self.listening_at = None
 
     def start(self):
-        env = dict(os.environ, LLM_API_KEY="fake-key", SWITCHBOARD_LOG="warn")
+        env = dict(os.environ, LLM_API_KEY="fake-key", SWITCHBOARD_LOG=SERVE_LOG, NO_COLOR="1")
         self.proc = subprocess.Popen(
             [self.binary, "--data-dir", str(self.work / "data"), "serve", "--bind", self.bind,
              "--sandbox-specs", str(self.specs), "--sandbox-start-timeout", "240",
-             "--llm-model", "openai/fake-model", "--llm-base-url", self.llm_base],
+             "--llm-model", "openai/fake-model", "--llm-base-url", self.llm_base]
+            + ([] if self.streams else ["--no-event-streams"]),
             stdout=subprocess.PIPE, stderr=open(self.work / "serve.log", "a"), text=True, env=env)
         for line in self.proc.stdout:
             event = json.loads(line)
@@ -232,9 +244,32 @@ def latency(sb, agent, conversation, want_events):
     frame = [(seen_frame[e["id"]] - parse_ts(e["timestamp"])) * 1000
              for e in events if e["id"] in seen_frame]
     missing = [e["id"] for e in events if e["id"] not in seen_frame]
+    paths = stored_by(sb, events)
+    by_path = {}
+    for path in ("stream", "pull", "webhook"):
+        ms = [(seen_search[e["id"]] - parse_ts(e["timestamp"])) * 1000
+              for e in events if paths[e["id"]] == path and e["id"] in seen_search]
+        by_path[path] = summary(ms) if ms else {"n": 0}
     return {"events": len(events), "runs": runs - 1, "to_store": summary(store),
             "to_frame": summary(frame), "never_framed": len(missing),
-            "webhook_handling": webhook_handling(sb)}
+            "to_store_by_path": by_path, "webhook_handling": webhook_handling(sb)}
+
+
+def stored_by(sb, events):
+    """Which path stored each event: the stream's or the pull path's debug line names its
+    id; an event in neither was stored by its webhook."""
+    log = (sb.work / "serve.log").read_text(errors="replace").splitlines()
+    stream = [line for line in log if BY_STREAM in line]
+    pull = [line for line in log if BY_PULL in line]
+    paths = {}
+    for e in events:
+        if any(e["id"] in line for line in stream):
+            paths[e["id"]] = "stream"
+        elif any(e["id"] in line for line in pull):
+            paths[e["id"]] = "pull"
+        else:
+            paths[e["id"]] = "webhook"
+    return paths
 
 
 def webhook_handling(sb):
@@ -306,6 +341,8 @@ def main():
     ap.add_argument("--events", type=int, default=200)
     ap.add_argument("--missing", type=int, default=10000)
     ap.add_argument("--outage", type=float, default=60)
+    ap.add_argument("--no-event-streams", action="store_true",
+                    help="serve with --no-event-streams (webhooks and the pull path only)")
     args = ap.parse_args()
     binary = os.environ.get("SWITCHBOARD_BIN", str(ROOT / "target/release/switchboard"))
     work = Path(tempfile.mkdtemp(prefix="bench-catch-up-"))
@@ -323,7 +360,7 @@ def main():
                                                   "OH_PRELOAD_TOOLS": "false",
                                                   "OH_ENABLE_BROWSER": "false"}}]))
     sb = Switchboard(binary, work, f"127.0.0.1:{free_port()}", specs,
-                     f"http://127.0.0.1:{llm_port}/v1")
+                     f"http://127.0.0.1:{llm_port}/v1", streams=not args.no_event_streams)
     sandbox = None
     try:
         sb.start()

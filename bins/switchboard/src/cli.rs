@@ -336,6 +336,9 @@ pub struct SandboxArgs {
     /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
     #[arg(long = "sandbox-env", value_name = "NAME")]
     pub sandbox_env: Vec<String>,
+    /// Do not stream events from the agent servers' own event sockets (issue 19's stream path): events then arrive by the webhooks and the pull path only.
+    #[arg(long, env = "SWITCHBOARD_NO_EVENT_STREAMS")]
+    pub no_event_streams: bool,
     /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120")]
     pub sandbox_start_timeout: u64,

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Result;
 use switchboard_domain::Switchboard;
 use switchboard_domain::jobs::Job;
+use switchboard_domain::sandboxes::event_streams::AgentEventStreams;
 use switchboard_domain::sandboxes::runtime::StatusPolicy;
 use switchboard_domain::sandboxes::settings::{
     ManagedSandboxes, Runtimes, SandboxObserver, SandboxSettings,
@@ -18,7 +19,7 @@ use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
 use switchboard_sandbox::docker::upkeep::{
     OrphanSweeper, docker_images, image_pull_job, orphan_sweep_job,
 };
-use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime};
+use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime, WsEventStreams};
 
 use crate::cli::SandboxArgs;
 use crate::docker::{self, DockerWiring};
@@ -129,6 +130,13 @@ pub fn configure(
     } else {
         None
     };
+    let event_streams: Option<Arc<dyn AgentEventStreams>> = if args.no_event_streams {
+        None
+    } else {
+        Some(Arc::new(WsEventStreams::new().map_err(|e| {
+            anyhow::anyhow!("cannot start the agent event streams' client: {e}")
+        })?))
+    };
     let wakes = wakes.clone();
     let managed = ManagedSandboxes {
         settings: SandboxSettings {
@@ -152,6 +160,7 @@ pub fn configure(
         sealer,
         observer: Some(observer),
         wake: Some(Arc::new(move || wakes.wake_all())),
+        event_streams,
     };
     managed.validate(&source).map_err(anyhow::Error::msg)?;
     Ok(Configured {

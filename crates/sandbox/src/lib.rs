@@ -13,6 +13,8 @@
 //! - [`HttpAgentServerClient`]: the blocking HTTP client that probes agent servers
 //!   (`GET /alive`), starts and drives their conversations, and reads their conversations and
 //!   events back for the pull path ([`agent_events`], issue 19).
+//! - [`WsEventStreams`]: the stream path's client of the agent servers' event sockets
+//!   ([`event_streams`], issue 19), driven by the caller's job without a thread of its own.
 //!
 //! - Their background work as [`switchboard_domain::jobs::Job`]s for the binary's supervisor:
 //!   [`ProcessRuntime::log_cap_job`], and the Docker image pull and orphan sweep
@@ -24,6 +26,7 @@ pub mod agent_client;
 pub mod agent_events;
 pub mod confine;
 pub mod docker;
+pub mod event_streams;
 pub mod launch;
 pub mod logs;
 pub mod process;
@@ -33,5 +36,6 @@ pub mod uids;
 pub use agent_client::HttpAgentServerClient;
 pub use confine::{Bwrap, Isolation, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
+pub use event_streams::WsEventStreams;
 pub use process::{ProcessIdentity, ProcessRuntime};
 pub use uids::{DEFAULT_UID_RANGE, UidRange};

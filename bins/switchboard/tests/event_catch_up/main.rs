@@ -13,23 +13,29 @@
 //! `seq` 0, 1, 2, … with no gap and no repeat.
 //!
 //! Two tests run it at once:
-//! - SQLite with the webhooks working: after the kill both the agent server's webhook retries
-//!   and the pull path bring the missed events (nothing twice). The outage, 8 s, puts the
-//!   agent server's retries (3, 5 s apart: reference agent-server-webhooks §2) on both sides
-//!   of the restart; the 60 s would exercise nothing more and cost 52 s.
-//! - PostgreSQL with the webhooks lost (sent to a port where nothing listens, `--public-url`):
-//!   only the pull path stores anything, so every check above proves it (the periodic pass,
-//!   the drain before a pause and before a delete, the pass at `serve` start and after the
-//!   database was away; outages of 5 s, the length not mattering here). Meanwhile the
-//!   OpenHands SDK's `OpenHandsCloudWorkspace` (openhands-workspace 1.58.2, in the venv
-//!   `scripts/e2e.sh` installs) runs a conversation Switchboard never hears of, in a sandbox
-//!   it starts through Switchboard and deletes as it leaves its `with` block: every event the
-//!   agent server's search returned just before the delete must be stored, with the
-//!   conversation (found through the agent server's conversation search).
+//! - SQLite with the webhooks and the stream path working: after the kill the agent server's
+//!   webhook retries, the stream path's resend and the pull path all bring the missed events
+//!   (nothing twice). The outage, 8 s, puts the agent server's retries (3, 5 s apart:
+//!   reference agent-server-webhooks §2) on both sides of the restart; the 60 s would
+//!   exercise nothing more and cost 52 s.
+//! - PostgreSQL with the webhooks lost (sent to a port where nothing listens, `--public-url`)
+//!   and the stream path off (`--no-event-streams`): only the pull path stores anything, so
+//!   every check above proves it (the periodic pass, the drain before a pause and before a
+//!   delete, the pass at `serve` start and after the database was away; outages of 5 s, the
+//!   length not mattering here). Meanwhile the OpenHands SDK's `OpenHandsCloudWorkspace`
+//!   (openhands-workspace 1.58.2, in the venv `scripts/e2e.sh` installs) runs a conversation
+//!   Switchboard never hears of, in a sandbox it starts through Switchboard and deletes as it
+//!   leaves its `with` block: every event the agent server's search returned just before the
+//!   delete must be stored, with the conversation (found through the agent server's
+//!   conversation search).
+//!
+//! The stream path alone (webhooks lost, pull path outpaced) and a stream dropped mid-run:
+//! `streams.rs`, on both backends.
 
 #[path = "../common/mod.rs"]
 mod common;
 mod rig;
+mod streams;
 mod subscriber;
 
 use std::path::{Path, PathBuf};
@@ -153,7 +159,8 @@ fn catch_up(backend: Backend, webhooks_lost: bool, outage: Duration) {
         return;
     };
     let db = Db::new(backend);
-    let mut rig = Rig::start(&db.url(), &agent_server, webhooks_lost);
+    // With the webhooks lost, the stream path is off too: only the pull path can store.
+    let mut rig = Rig::start(&db.url(), &agent_server, webhooks_lost, !webhooks_lost);
     let sdk = webhooks_lost.then(|| sdk_flow(&rig)).flatten();
 
     // Run 1, then a pause at once: the pause answers once every event is stored.

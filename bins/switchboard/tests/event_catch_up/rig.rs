@@ -14,6 +14,11 @@ use crate::common::*;
 /// several start at once on two cores).
 pub const START_WITHIN: Duration = Duration::from_secs(240);
 
+/// The server's log filter: info, and the debug lines naming the events the stream path and
+/// the pull path stored.
+pub const STORED_BY_LOG: &str = "info,switchboard_domain::services::event_streams=debug,\
+     switchboard_domain::services::event_catch_up=debug";
+
 /// A child process killed (with its process group) on drop.
 pub struct Child9(pub Child);
 
@@ -58,6 +63,8 @@ pub struct Rig {
     /// `--public-url` when the sandboxes' webhooks must reach nothing (only the pull path
     /// then stores their events).
     pub public_url: Option<String>,
+    /// Whether the stream path runs (else `--no-event-streams`).
+    pub streams: bool,
     pub bind: String,
     pub data_dir: String,
     pub specs: String,
@@ -72,8 +79,9 @@ pub struct Rig {
 
 impl Rig {
     /// Serves `db` with the real agent server at `agent`; with `webhooks_lost`, the
-    /// sandboxes' webhooks go to a port where nothing listens (`--public-url`).
-    pub fn start(db: &str, agent: &Path, webhooks_lost: bool) -> Rig {
+    /// sandboxes' webhooks go to a port where nothing listens (`--public-url`); without
+    /// `streams`, the stream path is off (`--no-event-streams`).
+    pub fn start(db: &str, agent: &Path, webhooks_lost: bool, streams: bool) -> Rig {
         let data = TempDir::new();
         let data_dir = data.path().display().to_string();
         let (llm, llm_base) = fake_llm();
@@ -105,10 +113,12 @@ impl Rig {
             &specs,
             &llm_base,
             public_url.as_deref(),
+            streams,
         );
         Rig {
             db: db.to_owned(),
             public_url,
+            streams,
             bind,
             data_dir,
             specs,
@@ -130,6 +140,7 @@ impl Rig {
             &self.specs,
             &self.llm_base,
             self.public_url.as_deref(),
+            self.streams,
         )
     }
 
@@ -293,6 +304,7 @@ fn serve(
     specs: &str,
     llm_base: &str,
     public_url: Option<&str>,
+    streams: bool,
 ) -> Server {
     let mut args = vec![
         "--data-dir",
@@ -309,13 +321,20 @@ fn serve(
     if let Some(url) = public_url {
         args.extend(["--public-url", url]);
     }
+    if !streams {
+        args.push("--no-event-streams");
+    }
     Server::spawn_bound(
         &[],
         bind,
         db,
         ServeOptions {
             args,
-            env: vec![("LLM_API_KEY", "fake-key"), ("SWITCHBOARD_LOG", "info")],
+            // Which path stored each event: the ids in the stream and pull paths' debug lines.
+            env: vec![
+                ("LLM_API_KEY", "fake-key"),
+                ("SWITCHBOARD_LOG", STORED_BY_LOG),
+            ],
         },
     )
 }

@@ -168,6 +168,7 @@ pub async fn spawn_sandbox_app_with(
         sealer: Sealer::new(&Sealer::generate_key()),
         observer: None,
         wake: None,
+        event_streams: None,
     };
     let kept = managed.clone();
     let app = spawn_app_on(

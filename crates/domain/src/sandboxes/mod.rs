@@ -5,6 +5,7 @@
 pub mod agent_events;
 pub mod agent_requests;
 pub mod changes;
+pub mod event_streams;
 pub mod limits;
 pub mod quotas;
 pub mod records;

@@ -126,6 +126,9 @@ pub struct ManagedSandboxes {
     /// Wakes the binary's background sandbox jobs (launch, probe, pool, cleanup) at once
     /// instead of at their next period.
     pub wake: Option<Arc<dyn Fn() + Send + Sync>>,
+    /// The agent servers' event sockets, for the stream path (issue 19; `None`: events
+    /// arrive by the webhooks and the pull path only).
+    pub event_streams: Option<Arc<dyn crate::sandboxes::event_streams::AgentEventStreams>>,
 }
 
 impl ManagedSandboxes {

@@ -343,6 +343,7 @@ impl EventCatchUp {
         let mut events = missing.into_iter();
         for i in 0..chunks {
             let chunk: Vec<NewEvent> = events.by_ref().take(APPEND_CHUNK).collect();
+            let ids: Vec<String> = chunk.iter().map(|e| e.event_id.clone()).collect();
             let now = now_micros();
             let outcome = self.events.append_events(Append {
                 conversation: Conversation::in_sandbox(t.sandbox, id, now),
@@ -351,7 +352,10 @@ impl EventCatchUp {
                 now,
             });
             match outcome.map_err(DomainError::from)? {
-                Some(o) => stored += o.stored,
+                Some(o) => {
+                    tracing::debug!(sandbox = %t.sandbox.id, conversation = %id, stored = o.stored, ids = ?ids, "stored by the pull path");
+                    stored += o.stored;
+                }
                 None => {
                     tracing::warn!(sandbox = %t.sandbox.id, conversation = %id, "the agent server has a conversation its sandbox may not write: nothing stored");
                     break;

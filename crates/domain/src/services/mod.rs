@@ -6,6 +6,7 @@ mod api_keys;
 mod auth;
 mod conversations;
 mod event_catch_up;
+mod event_streams;
 mod events;
 mod operator;
 mod org_settings;
@@ -27,6 +28,7 @@ pub use conversations::start::{
 };
 pub use conversations::start_tasks::StartTaskService;
 pub use event_catch_up::CatchUpOutcome;
+pub use event_streams::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
@@ -68,9 +70,16 @@ impl Switchboard {
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
         let start_store: Arc<dyn StartTaskStore> = store.clone();
-        let sandbox_service = SandboxService::new(identity.clone(), sandboxes).with_catch_up(
-            event_catch_up::EventCatchUp::new(events.clone(), conversations.clone()),
-        );
+        let app_store: Arc<dyn AppConversationStore> = store.clone();
+        let sandbox_service = SandboxService::new(identity.clone(), sandboxes)
+            .with_catch_up(event_catch_up::EventCatchUp::new(
+                events.clone(),
+                conversations.clone(),
+            ))
+            .with_streaming(event_streams::EventStreaming::new(
+                events.clone(),
+                app_store.clone(),
+            ));
         let conversation_start = ConversationStartService::new(
             start_store.clone(),
             conversations.clone(),
@@ -78,7 +87,6 @@ impl Switchboard {
             sandbox_service.clone(),
         );
         let conversations = ConversationService::new(conversations);
-        let app_store: Arc<dyn AppConversationStore> = store.clone();
         Switchboard {
             app_conversations: AppConversationService::new(app_store, sandbox_service.clone()),
             start_tasks: StartTaskService::new(start_store),

@@ -76,10 +76,12 @@ impl SandboxService {
     /// The sandbox service's background jobs, for the supervisor: the launcher (launch and
     /// probe starting sandboxes; every 250 ms and when woken), the reconciler (at once and
     /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`), the pull
-    /// path's catch-up of sandboxes' events (every 2 s and when woken; issue 19) and the
+    /// path's catch-up of sandboxes' events (every 2 s and when woken; issue 19), the stream
+    /// path (step after step, each waiting at most [`super::RECEIVE_WAIT`] for frames; only
+    /// with [`crate::sandboxes::settings::ManagedSandboxes::event_streams`]; issue 19) and the
     /// cleanup of deleted sandboxes (every 5 s and when woken).
     pub fn jobs(&self, warm: bool) -> Vec<Job> {
-        let mut jobs = Vec::with_capacity(5);
+        let mut jobs = Vec::with_capacity(6);
         let s = self.clone();
         jobs.push(Job::new(
             "sandbox-launcher",
@@ -106,6 +108,19 @@ impl SandboxService {
             Schedule::Woken(CATCH_UP_EVERY),
             move || s.catch_up_events(),
         ));
+        if self
+            .managed
+            .as_deref()
+            .is_some_and(|m| m.m.event_streams.is_some())
+        {
+            let s = self.clone();
+            // The step waits for frames itself: the next one follows at once.
+            jobs.push(Job::new(
+                "agent-event-streams",
+                Schedule::AtOnceThenEvery(Duration::ZERO),
+                move || s.stream_events(),
+            ));
+        }
         let s = self.clone();
         jobs.push(Job::new(
             "sandbox-cleanup",

@@ -43,6 +43,8 @@ pub struct SandboxService {
     touched: Arc<Mutex<HashMap<SandboxId, Instant>>>,
     /// The pull path (issue 19; `sandbox_catch_up.rs`).
     pub(super) catch_up: Option<super::event_catch_up::EventCatchUp>,
+    /// The stream path (issue 19; `event_streams.rs`).
+    pub(super) streaming: Option<super::event_streams::EventStreaming>,
 }
 
 /// The managed part: configuration and what the background passes remember.
@@ -64,6 +66,10 @@ pub(super) struct Health {
 impl Managed {
     pub(super) fn wake(&self) {
         self.changes.notify();
+        // A sandbox may have changed: the stream path lists again at once.
+        if let Some(streams) = &self.m.event_streams {
+            streams.interrupt();
+        }
         if let Some(wake) = &self.m.wake {
             wake();
         }
@@ -102,6 +108,7 @@ impl SandboxService {
             managed: None,
             touched: Arc::default(),
             catch_up: None,
+            streaming: None,
         }
     }
 

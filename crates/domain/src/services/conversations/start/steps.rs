@@ -314,6 +314,7 @@ impl Run<'_> {
             .client
             .create_conversation(&agent.url, &agent.key, &body, svc.timeouts.create)
             .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
+        svc.sandboxes.conversation_started();
         Ok(())
     }
 
