@@ -9,6 +9,8 @@ pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
 pub mod start_tasks;
+pub mod user_secrets;
+pub mod user_settings;
 
 pub use app_conversations::{AppConversationStore, DeletedConversation};
 pub use conversations::ConversationStore;
@@ -20,6 +22,8 @@ pub use sandboxes::{
     StartSandbox, StartedSandbox, WarmClaim,
 };
 pub use start_tasks::{StartTaskQuery, StartTaskStore, StartedConversation};
+pub use user_secrets::{SecretUpdate, UserSecretStore};
+pub use user_settings::{SettingsEdit, UserSettingsStore};
 
 use crate::error::StorageError;
 
@@ -33,6 +37,8 @@ pub trait Store:
     + EventStore
     + StartTaskStore
     + AppConversationStore
+    + UserSettingsStore
+    + UserSecretStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

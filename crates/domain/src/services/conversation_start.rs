@@ -74,6 +74,8 @@ pub struct ConversationStartService {
     sandboxes: SandboxService,
     llm: LlmConfig,
     timeouts: StartTimeouts,
+    /// The starting user's own settings and secrets (issue 21).
+    personal: Option<crate::services::PersonalSettings>,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
@@ -92,6 +94,7 @@ impl ConversationStartService {
             sandboxes,
             llm: LlmConfig::default(),
             timeouts: StartTimeouts::default(),
+            personal: None,
         }
     }
 
@@ -99,6 +102,13 @@ impl ConversationStartService {
     #[must_use]
     pub fn with_llm(mut self, llm: LlmConfig) -> Self {
         self.llm = llm;
+        self
+    }
+
+    /// The same service reading each starting user's settings and secrets (issue 21).
+    #[must_use]
+    pub fn with_personal(mut self, personal: crate::services::PersonalSettings) -> Self {
+        self.personal = Some(personal);
         self
     }
 

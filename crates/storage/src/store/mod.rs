@@ -28,6 +28,8 @@ mod sandboxes;
 mod settings_cache;
 mod start_tasks;
 mod upkeep;
+mod user_secrets;
+mod user_settings;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;
