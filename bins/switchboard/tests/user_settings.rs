@@ -867,6 +867,43 @@ fn every_value_stays_sealed(r: &Rig, backend: Backend) {
     assert!(leaks.is_empty(), "{backend}:\n{}", leaks.join("\n"));
 }
 
+/// The SDK's `OpenHandsCloudWorkspace` (openhands-workspace 1.58.2, unchanged), when this
+/// machine has its venv: `get_llm()` answers the owner's model and key, `get_secrets()` their
+/// secrets (each `LookupSecret` resolving to its value), `get_mcp_config()` their MCP server.
+fn sdk_reads_the_members_settings(r: &Rig, backend: Backend) {
+    let Some(python) = switchboard_testkit::sdk_workspace_python() else {
+        eprintln!(
+            "no openhands-workspace venv on this machine (scripts/e2e.sh installs it): the SDK check is skipped"
+        );
+        return;
+    };
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../scripts/e2e/sdk_user_settings.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .args([&r.server.address, &r.owner])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{backend}: the SDK failed: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    assert_eq!(
+        (&v["model"], &v["api_key"]),
+        (&json!("openai/profile-model"), &json!(PROFILE_KEY)),
+        "{backend}: {v}"
+    );
+    assert_eq!(v["secrets"]["API_TOKEN"], SECRET_VALUE, "{backend}: {v}");
+    assert_eq!(v["secrets"]["github_token"], GITHUB_TOKEN);
+    assert_eq!(
+        v["mcp"]["mcpServers"]["sse_0"]["headers"]["Authorization"],
+        format!("Bearer {MCP_KEY}")
+    );
+}
+
 fn everything(backend: Backend) {
     let r = rig(backend);
     let _sandboxes = EndProcessesUnder(r._data.path().to_path_buf());
@@ -874,6 +911,7 @@ fn everything(backend: Backend) {
     secrets_and_provider_tokens(&r, backend);
     auth_matrix(&r, backend);
     let (mine, _, url) = sandbox_reads(&r, backend);
+    sdk_reads_the_members_settings(&r, backend);
     starts_take_the_users_settings(&r, backend, (&mine, &url));
     every_value_stays_sealed(&r, backend);
 }

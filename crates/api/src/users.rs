@@ -24,6 +24,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// (never the organization's or the operator's key) — only with the caller's API key *and*
 /// the `X-Session-API-Key` of a running sandbox of the caller's in the effective organization
 /// (401 without it or for an unknown one or a sandbox not running, 403 for another's).
+/// Without `expose_secrets`, that same session key unmasks `mcp_config` (the SDK's
+/// `get_mcp_config()` sends it so); any other caller sees its credentials masked.
 #[utoipa::path(tag = "Users",
     params(("expose_secrets" = Option<bool>, Query, description = "Add the caller's LLM key, profiles with keys and MCP configuration (needs X-Session-API-Key)"),
            ("X-Session-API-Key" = Option<String>, Header, description = "With expose_secrets: the session key of a running sandbox of the caller's"),
@@ -63,8 +65,24 @@ pub async fn users_me(
                 info["llm_profiles"] = e.llm_profiles;
                 info["mcp_config"] = e.mcp_config.unwrap_or(Value::Null);
             } else {
-                let mcp = info["agent_settings"]["mcp_config"].clone();
-                info["mcp_config"] = mcp;
+                // The SDK's `get_mcp_config()` sends the session key without expose_secrets:
+                // the caller's own running sandbox gets the configuration unmasked, anyone
+                // else the masked one.
+                let own_sandbox = session.as_deref().is_some_and(|k| {
+                    s.services
+                        .sandboxes()
+                        .authenticate_sandbox(Some(k))
+                        .and_then(|sb| s.services.user_secrets().check_own_sandbox(&ctx, &sb))
+                        .is_ok()
+                });
+                info["mcp_config"] = if own_sandbox {
+                    s.services
+                        .user_settings()
+                        .mcp_config(ctx.org.id, ctx.principal.user_id)?
+                        .unwrap_or(Value::Null)
+                } else {
+                    info["agent_settings"]["mcp_config"].clone()
+                };
             }
             Ok((me, info))
         })

@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(p.llm_api_key, Some(Some("k1".into())));
         assert_eq!(p.search_api_key, Some(Some("s1".into())));
         assert!(p.touches_llm);
-        let diff = Value::Object(p.agent_diff.unwrap());
+        let diff = Value::Object(p.agent_diff.clone().unwrap());
         assert_eq!(
             diff,
             json!({"llm": {"model": "openai/x", "base_url": null}, "condenser": {"max_size": 80}})
