@@ -23,6 +23,19 @@ import httpx  # noqa: E402
 from openhands.workspace import OpenHandsCloudWorkspace  # noqa: E402
 
 
+def plain(o):
+    """JSON for what `get_mcp_config()` answers: models as dicts, secrets in the clear."""
+    if hasattr(o, "get_secret_value"):
+        return o.get_secret_value()
+    if hasattr(o, "headers") and hasattr(o, "url"):
+        # The model's own dump masks the headers: read them as the client would use them.
+        return {"url": str(o.url), "headers": {k: plain(v) if not isinstance(v, str) else v
+                                                for k, v in dict(o.headers or {}).items()}}
+    if hasattr(o, "model_dump"):
+        return o.model_dump()
+    return str(o)
+
+
 def main():
     url, api_key = sys.argv[1:3]
     with OpenHandsCloudWorkspace(
@@ -44,7 +57,9 @@ def main():
                 "base_url": llm.base_url,
                 "secrets": secrets,
                 "mcp": mcp,
-            }
+            },
+            # 1.58.2 answers the MCP servers as pydantic models, their headers as secrets.
+            default=plain,
         ),
         flush=True,
     )

@@ -898,9 +898,10 @@ fn sdk_reads_the_members_settings(r: &Rig, backend: Backend) {
     );
     assert_eq!(v["secrets"]["API_TOKEN"], SECRET_VALUE, "{backend}: {v}");
     assert_eq!(v["secrets"]["github_token"], GITHUB_TOKEN);
-    assert_eq!(
-        v["mcp"]["mcpServers"]["sse_0"]["headers"]["Authorization"],
-        format!("Bearer {MCP_KEY}")
+    let mcp = v["mcp"].to_string();
+    assert!(
+        mcp.contains("http://127.0.0.1:7/sse") && mcp.contains(MCP_KEY),
+        "{backend}: get_mcp_config: {mcp}"
     );
 }
 
