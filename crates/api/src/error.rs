@@ -75,23 +75,26 @@ impl ApiError {
                     | D::ApiKeyExpired
                     | D::ApiKeyRevoked
                     | D::SessionKeyRequired
-                    | D::InvalidSessionKey => StatusCode::UNAUTHORIZED,
+                    | D::InvalidSessionKey
+                    | D::SandboxNotRunning => StatusCode::UNAUTHORIZED,
                     D::KeyNotAuthorizedForOrg
                     | D::NotAMember
                     | D::PermissionDenied(_)
-                    | D::MissingPermission(_) => StatusCode::FORBIDDEN,
+                    | D::MissingPermission(_)
+                    | D::SessionKeyMismatch => StatusCode::FORBIDDEN,
                     D::OrgNotFound
                     | D::UserNotFound
                     | D::ApiKeyNotFound
                     | D::ConversationNotFound
-                    | D::SandboxNotFound => StatusCode::NOT_FOUND,
+                    | D::SandboxNotFound
+                    | D::NotFound(_) => StatusCode::NOT_FOUND,
                     D::TooManyIds { .. } | D::SandboxSpecNotFound(_) => StatusCode::BAD_REQUEST,
                     D::SandboxNotManaged
                     | D::SandboxNotRunnable(_)
                     | D::SandboxQuotaExceeded(_) => StatusCode::CONFLICT,
-                    D::SandboxesDisabled => StatusCode::SERVICE_UNAVAILABLE,
+                    D::SandboxesDisabled | D::SecretsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
-                    D::DuplicateMarketplaceNames(_) | D::BadStartRequest(_) => {
+                    D::DuplicateMarketplaceNames(_) | D::BadStartRequest(_) | D::BadRequest(_) => {
                         StatusCode::BAD_REQUEST
                     }
                     D::Invalid(_) => StatusCode::UNPROCESSABLE_ENTITY,
@@ -107,7 +110,9 @@ impl ApiError {
                     StatusCode::SERVICE_UNAVAILABLE
                         if !matches!(
                             d,
-                            D::SandboxesDisabled | D::ConversationSandboxUnavailable(_)
+                            D::SandboxesDisabled
+                                | D::SecretsUnavailable
+                                | D::ConversationSandboxUnavailable(_)
                         ) =>
                     {
                         "Service unavailable, retry later".to_owned()

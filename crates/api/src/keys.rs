@@ -6,7 +6,9 @@ use switchboard_domain::{ApiKeyId, ApiKeyView, Permission};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{ApiKeyCreated, ApiKeyList, ApiKeyRevoked, ErrorDetail, HTTPValidationError};
+use crate::dto::{
+    ApiKeyCreated, ApiKeyList, ApiKeyRevoked, CurrentKeyResponse, ErrorDetail, HTTPValidationError,
+};
 use crate::error::ApiResult;
 use crate::extract::{Caller, RawBody, path_uuid};
 use crate::responses::{ApiKeyErrors, BodyErrors};
@@ -15,6 +17,7 @@ use crate::responses::{ApiKeyErrors, BodyErrors};
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(create_api_key)
         .service(list_api_keys)
+        .service(current_api_key)
         .service(revoke_api_key);
 }
 
@@ -69,6 +72,33 @@ pub async fn list_api_keys(
         .await?;
     Ok(web::Json(ApiKeyList {
         items: keys.iter().map(|k| ApiKeyView::from(k).into()).collect(),
+    }))
+}
+
+/// The key of this request (issue 21; OpenHands' `GET /api/keys/current`, which its clients
+/// use to find their organization): its id, name, the effective organization of the request,
+/// the organization it is bound to, its user. No permission needed.
+#[utoipa::path(tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = CurrentKeyResponse), ApiKeyErrors))]
+#[get("/api/keys/current")]
+pub async fn current_api_key(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> ApiResult<web::Json<CurrentKeyResponse>> {
+    let (key, org) = caller
+        .run(state, |s, ctx| {
+            Ok((s.services.api_keys().current_key(&ctx)?, ctx.org.id))
+        })
+        .await?;
+    Ok(web::Json(CurrentKeyResponse {
+        id: key.id.0,
+        name: key.name,
+        org_id: org.0,
+        bound_org_id: key.org_id.map(|o| o.0),
+        user_id: key.user_id.0,
+        auth_type: "api_key".into(),
     }))
 }
 

@@ -147,3 +147,28 @@ impl IntoResponses for WebhookErrors {
         ])
     }
 }
+
+/// What a sandbox-scoped route (authenticated by the sandbox's session key, issue 21) may
+/// answer besides its own: 401 (no or unknown session key, or the sandbox is not running), 403
+/// (the key of another sandbox), 422, 500.
+pub struct SandboxSessionErrors;
+
+impl IntoResponses for SandboxSessionErrors {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        BTreeMap::from([
+            (
+                "401".to_owned(),
+                answer::<ErrorDetail>("No or unknown session key, or the sandbox is not running"),
+            ),
+            (
+                "403".to_owned(),
+                answer::<ErrorDetail>("Session API key does not match sandbox"),
+            ),
+            (
+                "422".to_owned(),
+                answer::<HTTPValidationError>(UNPROCESSABLE),
+            ),
+            ("500".to_owned(), answer::<ErrorDetail>(INTERNAL)),
+        ])
+    }
+}

@@ -12,7 +12,8 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
 use crate::{
-    app_conversations, events, health, keys, live, org_settings, sandbox_specs, sandboxes, users,
+    app_conversations, events, health, keys, live, llm_profiles, org_settings, organizations,
+    sandbox_secrets, sandbox_specs, sandboxes, user_secrets, user_settings, users,
     webhooks,
 };
 
@@ -22,10 +23,15 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     org_settings::configure(cfg);
     keys::configure(cfg);
     users::configure(cfg);
+    organizations::configure(cfg);
+    user_settings::configure(cfg);
+    llm_profiles::configure(cfg);
+    user_secrets::configure(cfg);
     events::configure(cfg);
     webhooks::configure(cfg);
     sandbox_specs::configure(cfg);
     sandboxes::configure(cfg);
+    sandbox_secrets::configure(cfg);
     app_conversations::start::configure(cfg);
     app_conversations::start_tasks::configure(cfg);
     app_conversations::configure(cfg);

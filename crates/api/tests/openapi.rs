@@ -96,7 +96,11 @@ async fn document_matches_routes(backend: Backend) {
                 assert!(responses.contains_key(status), "{method} {path}: {status}");
             }
         } else {
-            assert!(responses.contains_key("200"), "{method} {path}");
+            // Creations answer 201, as OpenHands' do (issue 21: secrets, profiles).
+            assert!(
+                responses.contains_key("200") || responses.contains_key("201"),
+                "{method} {path}"
+            );
         }
         for status in ["401", "422", "500"] {
             if socket {
@@ -110,7 +114,10 @@ async fn document_matches_routes(backend: Backend) {
         }
         // Authenticated operations say how: X-Access-Token or a bearer token; the agent-server
         // webhooks, the sandbox session key.
-        if path.starts_with("/api/v1/webhooks/") {
+        // The sandbox-scoped secrets (issue 21) take the session key alone.
+        let session_only =
+            path.starts_with("/api/v1/webhooks/") || path.contains("/settings/secrets");
+        if session_only {
             assert_eq!(
                 op["security"],
                 json!([{"SessionKeyHeader": []}]),
@@ -160,7 +167,11 @@ async fn every_route_is_served(backend: Backend) {
     for (method, path) in switchboard_api::routes::table() {
         // A sandbox route is told from the router's 404 by its 422 for a malformed id.
         let sandbox_route = path.starts_with("/api/v1/sandboxes/{");
-        let url = if sandbox_route {
+        // Issue 21's routes: what each answers the owner with an empty body.
+        let personal = personal_route(&method, &path);
+        let url = if let Some((url, _, _)) = &personal {
+            url.clone()
+        } else if sandbox_route {
             path.replace("{id}", "x").replace("{sandbox_id}", "x")
         } else {
             path.replace("{id}", &uuid::Uuid::new_v4().to_string())
@@ -199,7 +210,12 @@ async fn every_route_is_served(backend: Backend) {
         let body: Value = serde_json::from_str(&text).unwrap_or(Value::String(text));
         assert_ne!(body, default_404, "{backend}: {method} {url}");
         assert_ne!(status, 405, "{backend}: {method} {url}");
-        if path.starts_with("/sockets/") {
+        if let Some((_, want, message)) = personal {
+            assert_eq!(status, want, "{backend}: {method} {url}: {body}");
+            if let Some(m) = message {
+                assert_eq!(body, detail(m), "{backend}: {method} {url}");
+            }
+        } else if path.starts_with("/sockets/") {
             // Without the upgrade headers: the handshake is refused.
             assert_eq!(status, 400, "{backend}: {method} {url}: {body}");
         } else if sandbox_route {
@@ -252,6 +268,36 @@ async fn every_route_is_served(backend: Backend) {
         }
     }
     app.stop().await;
+}
+
+/// Issue 21's routes with a path parameter or a body rule: the URL to call, the status the
+/// owner gets with an empty JSON body (none for PUT and DELETE), and the detail when fixed.
+fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'static str>)> {
+    let url = path
+        .replace("{name}", "route-check")
+        .replace("{secret_id}", "ROUTE_CHECK")
+        .replace("{sandbox_id}", &uuid::Uuid::new_v4().to_string())
+        .replace("{secret_name}", "ROUTE_CHECK")
+        .replace("{org_id}", &uuid::Uuid::new_v4().to_string());
+    let (status, message) = match (method, path) {
+        (_, p) if p.contains("/settings/secrets") => {
+            (401, Some("X-Session-API-Key header is required"))
+        }
+        ("get", "/api/v1/settings/profiles/{name}")
+        | ("post", "/api/v1/settings/profiles/{name}/activate") => {
+            (404, Some("Profile 'route-check' not found"))
+        }
+        ("post", "/api/v1/settings/profiles/{name}") => (201, None),
+        ("post", "/api/v1/settings/profiles/{name}/rename")
+        | ("post", "/api/v1/secrets")
+        | ("put", "/api/v1/secrets/{secret_id}") => (422, None),
+        ("delete", "/api/v1/secrets/{secret_id}") => {
+            (404, Some("Secret with ID ROUTE_CHECK not found"))
+        }
+        ("get", "/api/organizations/{org_id}/me") => (404, Some("Current organization not found")),
+        _ => return None,
+    };
+    Some((url, status, message))
 }
 
 async fn operational_routes(backend: Backend) {

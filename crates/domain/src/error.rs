@@ -157,6 +157,26 @@ pub enum DomainError {
         "The conversation's sandbox is not run by Switchboard (no agent server URL or key): messages cannot be sent through Switchboard"
     )]
     ConversationSandboxNotManaged,
+    /// Keys and secrets cannot be stored or read: this server has no installation key
+    /// (issue 21: 503).
+    #[error("Secrets are not available on this server (no installation key)")]
+    SecretsUnavailable,
+    /// A named thing of the caller does not exist (issue 21: a profile, a secret): 404 with
+    /// this text.
+    #[error("{0}")]
+    NotFound(String),
+    /// A well-formed request that conflicts with what is stored where OpenHands answers 400
+    /// (issue 21: renaming a secret to a taken name).
+    #[error("{0}")]
+    BadRequest(String),
+    /// A sandbox route called with the session key of a sandbox that is not running
+    /// (reference app-server §3.2: 401).
+    #[error("Sandbox is not running")]
+    SandboxNotRunning,
+    /// A sandbox route called with the session key of another sandbox (reference app-server
+    /// §3.2: 403).
+    #[error("Session API key does not match sandbox")]
+    SessionKeyMismatch,
     /// The agent server failed a call (reference app-server §5.2: 502); the text names what
     /// failed, never a key.
     #[error("The agent server failed: {0}")]

@@ -29,6 +29,8 @@ pub mod sandboxes;
 pub mod services;
 pub mod settings;
 pub mod time_input;
+pub mod user_secrets;
+pub mod user_settings;
 pub mod validation;
 
 pub use error::{DomainError, StorageError};

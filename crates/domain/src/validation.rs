@@ -49,6 +49,16 @@ pub fn list_type(loc: Vec<LocItem>, input: &Value) -> ValidationError {
         .with_input(input.clone())
 }
 
+/// `dict_type`: expected an object used as a map (issue 21: `provider_tokens`).
+pub fn dict_type(loc: Vec<LocItem>, input: &Value) -> ValidationError {
+    ValidationError::new(
+        ErrorType::DictType,
+        loc,
+        "Input should be a valid dictionary",
+    )
+    .with_input(input.clone())
+}
+
 /// `model_type`: expected an object for the model named `model` (its schema name).
 pub fn model_type(loc: Vec<LocItem>, model: &str, input: &Value) -> ValidationError {
     ValidationError::new(

@@ -270,6 +270,72 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Each user's own settings in an organization (issue 21); keys sealed.
+    user_settings (org_id, user_id) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// User UUID.
+        user_id -> Text,
+        /// JSON object: the agent settings without any key.
+        agent_settings -> Text,
+        /// JSON object: the conversation settings.
+        conversation_settings -> Text,
+        /// JSON object: the app preferences.
+        preferences -> Text,
+        /// The LLM API key, sealed.
+        llm_api_key_sealed -> Nullable<Text>,
+        /// The search API key, sealed.
+        search_api_key_sealed -> Nullable<Text>,
+        /// The MCP configuration (JSON), sealed.
+        mcp_config_sealed -> Nullable<Text>,
+        /// JSON array of LLM profiles, each key sealed.
+        profiles -> Text,
+        /// The active profile's name.
+        active_profile -> Nullable<Text>,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Custom secrets of a user in an organization (issue 21); values sealed.
+    user_secrets (org_id, user_id, name) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// User UUID.
+        user_id -> Text,
+        /// Name, unique per user and organization.
+        name -> Text,
+        /// Description.
+        description -> Nullable<Text>,
+        /// The value, sealed.
+        value_sealed -> Text,
+        /// Creation time, UTC.
+        created_at -> Timestamp,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Git provider tokens of a user in an organization (issue 21); tokens sealed.
+    git_provider_tokens (org_id, user_id, provider) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// User UUID.
+        user_id -> Text,
+        /// `github`, `gitlab`, ….
+        provider -> Text,
+        /// Host of a self-hosted provider.
+        host -> Nullable<Text>,
+        /// The token, sealed (NULL: none).
+        token_sealed -> Nullable<Text>,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -285,5 +351,8 @@ diesel::allow_tables_to_appear_in_same_query!(
     events,
     conversation_counts,
     start_task_counts,
-    conversation_moves
+    conversation_moves,
+    user_settings,
+    user_secrets,
+    git_provider_tokens
 );

@@ -7,6 +7,7 @@ mod keys;
 mod org_settings;
 mod sandboxes;
 mod start_tasks;
+mod user_settings;
 mod users;
 
 pub use app_conversations::{AppConversationOut, AppConversationPage, SendMessageResponse};
@@ -18,6 +19,11 @@ pub use sandboxes::{
 };
 pub use start_tasks::{
     AppConversationStartTask, AppConversationStartTaskPage, StartTaskStatusName,
+};
+pub use user_settings::{
+    ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage, CustomSecretWithoutValue,
+    EditResponse, OrgMeResponse, OrgPage, OrgResponse, ProfileMutationResponse, SecretNameItem,
+    SecretNamesResponse,
 };
 pub use users::MeResponse;
 

@@ -1,6 +1,7 @@
 //! `GET /api/v1/users/me`.
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 use switchboard_domain::MeView;
 use utoipa::ToSchema;
 
@@ -29,6 +30,41 @@ pub struct MeResponse {
     /// The organization that key is bound to, or null.
     #[schema(value_type = Option<String>, format = Uuid)]
     pub api_key_org_id: Option<uuid::Uuid>,
+    /// OpenHands' `UserInfo.id`: the user id.
+    pub id: String,
+    /// OpenHands' `UserInfo` fields: the user's settings as `GET /api/v1/settings` answers
+    /// them, `mcp_config` (credentials masked), and with `expose_secrets=true` `llm_model`,
+    /// `llm_api_key`, `llm_base_url`, `llm_profiles` (with keys), `mcp_config` unmasked.
+    #[serde(flatten)]
+    #[schema(value_type = Object)]
+    pub info: Map<String, Value>,
+}
+
+impl MeResponse {
+    /// The caller and their `UserInfo` fields (those already above are not repeated).
+    pub fn with_info(me: MeView, info: Value) -> Self {
+        let mut out = MeResponse::from(me);
+        let mut info = match info {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        for own in [
+            "user_id",
+            "email",
+            "name",
+            "org_id",
+            "org_name",
+            "role",
+            "permissions",
+            "api_key_id",
+            "api_key_org_id",
+            "id",
+        ] {
+            info.remove(own);
+        }
+        out.info = info;
+        out
+    }
 }
 
 impl From<MeView> for MeResponse {
@@ -43,6 +79,8 @@ impl From<MeView> for MeResponse {
             permissions: m.permissions,
             api_key_id: m.api_key_id.0,
             api_key_org_id: m.api_key_org_id.map(|o| o.0),
+            id: m.user_id.to_string(),
+            info: Map::new(),
         }
     }
 }

@@ -113,6 +113,28 @@ impl QueryPairs {
         }
     }
 
+    /// Boolean query parameter `name` as pydantic reads one (`true`/`1`/`yes`/`on`/`t`/`y`
+    /// and their opposites, any case); the last value wins; `None` when absent.
+    ///
+    /// # Errors
+    /// 422 `bool_type` at `["query", name]` for anything else.
+    pub fn flag(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        let Some(value) = self.all(name).pop() else {
+            return Ok(None);
+        };
+        match value.trim().to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" | "t" | "y" => Ok(Some(true)),
+            "false" | "0" | "no" | "off" | "f" | "n" => Ok(Some(false)),
+            _ => Err(switchboard_model::ValidationError::new(
+                switchboard_model::ErrorType::BoolType,
+                QueryPairs::loc(name),
+                "Input should be a valid boolean, unable to interpret input",
+            )
+            .with_input(Value::String(value))
+            .into()),
+        }
+    }
+
     /// The 422 location of query parameter `name`.
     pub fn loc(name: &str) -> Vec<LocItem> {
         validation::loc(["query", name])

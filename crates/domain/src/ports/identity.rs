@@ -49,6 +49,9 @@ pub trait IdentityStore: Send + Sync {
         org: OrgId,
         user: UserId,
     ) -> Result<Option<OrgMembership>, StorageError>;
+    /// Every organization `user` is a member of, with the role there, by name (issue 21:
+    /// `GET /api/organizations`).
+    fn memberships(&self, user: UserId) -> Result<Vec<OrgMembership>, StorageError>;
     /// An organization by name (exact match), the oldest if several.
     fn org_by_name(&self, name: &str) -> Result<Option<Org>, StorageError>;
     /// Number of organizations.

@@ -7,6 +7,8 @@ pub mod events;
 pub mod identity;
 pub mod org_settings;
 pub mod sandboxes;
+pub mod user_secrets;
+pub mod user_settings;
 
 pub use conversations::ConversationStore;
 pub use conversations::app::{AppConversationStore, DeletedConversation};
@@ -20,6 +22,8 @@ pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
 };
+pub use user_secrets::{SecretUpdate, UserSecretStore};
+pub use user_settings::{SettingsEdit, UserSettingsStore};
 
 use crate::error::StorageError;
 
@@ -33,6 +37,8 @@ pub trait Store:
     + EventStore
     + StartTaskStore
     + AppConversationStore
+    + UserSettingsStore
+    + UserSecretStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

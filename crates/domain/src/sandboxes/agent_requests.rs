@@ -36,6 +36,9 @@ pub struct StartConversationRequest {
     /// when empty (issue 24 item 1).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub secrets: BTreeMap<String, SecretSource>,
+    /// `{"kind": "AlwaysConfirm"}` when the starting user asked for confirmation (issue 21).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation_policy: Option<Value>,
 }
 
 impl std::fmt::Debug for StartConversationRequest {
@@ -61,6 +64,9 @@ pub struct AgentSpec {
     /// `agent_context.system_message_suffix`, when given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_context: Option<AgentContext>,
+    /// The starting user's MCP servers (`mcp_config`, the SDK's shape), when set (issue 21).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_config: Option<Value>,
 }
 
 /// The LLM of an agent (the SDK's `LLM`).
@@ -154,6 +160,7 @@ mod tests {
                 },
                 tools: vec![ToolSpec { name: "terminal" }],
                 agent_context: None,
+                mcp_config: None,
             },
             workspace: WorkspaceSpec {
                 working_dir: "/w".into(),
@@ -163,6 +170,7 @@ mod tests {
             max_iterations: None,
             tags: Map::new(),
             secrets,
+            confirmation_policy: None,
         };
         let v = serde_json::to_value(&request).unwrap();
         assert_eq!(

@@ -119,4 +119,15 @@ impl ApiKeyService {
             .api_key(id)?
             .ok_or(DomainError::ApiKeyNotFound)
     }
+
+    /// The key of this request (issue 21: `GET /api/keys/current`; no permission needed: a
+    /// key may always describe itself).
+    ///
+    /// # Errors
+    /// [`DomainError::ApiKeyNotFound`] if it vanished; storage.
+    pub fn current_key(&self, ctx: &OrgContext) -> Result<ApiKeyRecord, DomainError> {
+        self.identity
+            .api_key(ctx.principal.key_id)?
+            .ok_or(DomainError::ApiKeyNotFound)
+    }
 }

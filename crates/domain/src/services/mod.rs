@@ -14,6 +14,9 @@ mod sandbox_catch_up;
 mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
+mod start_settings;
+mod user_secrets;
+mod user_settings;
 mod users;
 
 use std::sync::Arc;
@@ -33,14 +36,17 @@ pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
 pub use sandboxes::SandboxService;
-pub use users::{MeView, UserService};
+pub use start_settings::{PersonalSettings, StartSettings};
+pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
+pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
+pub use users::{MeView, MyOrg, OrgMe, UserService};
 
 use crate::error::DomainError;
 use crate::identity::{Member, require_member};
 use crate::ids::{OrgId, UserId};
 use crate::ports::{
     AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
-    SandboxStore, StartTaskStore, Store,
+    SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -58,6 +64,8 @@ pub struct Switchboard {
     start_tasks: StartTaskService,
     conversation_start: ConversationStartService,
     app_conversations: AppConversationService,
+    user_settings: UserSettingsService,
+    user_secrets: UserSecretService,
 }
 
 impl Switchboard {
@@ -66,6 +74,15 @@ impl Switchboard {
         let identity: Arc<dyn IdentityStore> = store.clone();
         let settings: Arc<dyn OrgSettingsStore> = store.clone();
         let sandboxes: Arc<dyn SandboxStore> = store.clone();
+        let user_settings_store: Arc<dyn UserSettingsStore> = store.clone();
+        let user_secret_store: Arc<dyn UserSecretStore> = store.clone();
+        let user_settings = UserSettingsService::new(
+            user_settings_store,
+            user_secret_store.clone(),
+            identity.clone(),
+            settings.clone(),
+        );
+        let user_secrets = UserSecretService::new(user_secret_store, sandboxes.clone());
         let conversations: Arc<dyn ConversationStore> = store.clone();
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
@@ -85,7 +102,11 @@ impl Switchboard {
             conversations.clone(),
             identity.clone(),
             sandbox_service.clone(),
-        );
+        )
+        .with_personal(PersonalSettings::new(
+            user_settings.clone(),
+            user_secrets.clone(),
+        ));
         let conversations = ConversationService::new(conversations);
         Switchboard {
             app_conversations: AppConversationService::new(app_store, sandbox_service.clone()),
@@ -100,6 +121,8 @@ impl Switchboard {
             api_keys,
             conversations,
             store,
+            user_settings,
+            user_secrets,
         }
     }
 
@@ -110,10 +133,16 @@ impl Switchboard {
         mut self,
         managed: crate::sandboxes::settings::ManagedSandboxes,
     ) -> Self {
+        self.user_settings = self.user_settings.with_sealer(managed.sealer.clone());
+        self.user_secrets = self.user_secrets.with_sealer(managed.sealer.clone());
         self.sandboxes = self.sandboxes.with_managed(managed);
         self.conversation_start = self
             .conversation_start
-            .with_sandboxes(self.sandboxes.clone());
+            .with_sandboxes(self.sandboxes.clone())
+            .with_personal(PersonalSettings::new(
+                self.user_settings.clone(),
+                self.user_secrets.clone(),
+            ));
         self.app_conversations =
             AppConversationService::new(self.store.clone(), self.sandboxes.clone());
         self
@@ -199,6 +228,16 @@ impl Switchboard {
     /// The start pipeline.
     pub fn conversation_start(&self) -> &ConversationStartService {
         &self.conversation_start
+    }
+
+    /// Each user's own settings and LLM profiles (issue 21).
+    pub fn user_settings(&self) -> &UserSettingsService {
+        &self.user_settings
+    }
+
+    /// Each user's custom secrets and git provider tokens (issue 21).
+    pub fn user_secrets(&self) -> &UserSecretService {
+        &self.user_secrets
     }
 }
 

@@ -32,6 +32,34 @@ pub struct MeView {
     pub api_key_org_id: Option<OrgId>,
 }
 
+/// One organization of the caller (issue 21: `GET /api/organizations`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MyOrg {
+    /// Organization id.
+    pub id: OrgId,
+    /// Its name.
+    pub name: String,
+    /// The caller's role there.
+    pub role: String,
+    /// Creation time.
+    pub created_at: time::OffsetDateTime,
+}
+
+/// The caller in one organization (issue 21: `GET /api/organizations/{org_id}/me`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgMe {
+    /// The organization.
+    pub org_id: OrgId,
+    /// The caller.
+    pub user_id: UserId,
+    /// Their e-mail.
+    pub email: String,
+    /// Their role there.
+    pub role: String,
+    /// The role's permissions, sorted.
+    pub permissions: Vec<String>,
+}
+
 /// The caller's own view of themselves.
 #[derive(Clone)]
 pub struct UserService {
@@ -68,6 +96,60 @@ impl UserService {
                 .collect(),
             api_key_id: ctx.principal.key_id,
             api_key_org_id: ctx.principal.bound_org,
+        })
+    }
+
+    /// Every organization the caller is a member of, by name, and the caller's current one
+    /// (the key's bound organization for a bound key: the only one it acts in).
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn organizations(&self, ctx: &OrgContext) -> Result<(Vec<MyOrg>, OrgId), DomainError> {
+        let orgs = self
+            .identity
+            .memberships(ctx.principal.user_id)?
+            .into_iter()
+            .filter(|m| ctx.principal.bound_org.is_none_or(|b| b == m.org.id))
+            .filter_map(|m| {
+                Some(MyOrg {
+                    id: m.org.id,
+                    name: m.org.name,
+                    role: m.role?.as_str().to_owned(),
+                    created_at: m.org.created_at,
+                })
+            })
+            .collect();
+        Ok((orgs, ctx.org.id))
+    }
+
+    /// The caller's membership in `org`: 404 when not a member (or no such organization),
+    /// 403 when the key is bound to another organization.
+    ///
+    /// # Errors
+    /// [`DomainError::KeyNotAuthorizedForOrg`], [`DomainError::OrgNotFound`], storage.
+    pub fn org_me(&self, ctx: &OrgContext, org: OrgId) -> Result<OrgMe, DomainError> {
+        if ctx.principal.bound_org.is_some_and(|b| b != org) {
+            return Err(DomainError::KeyNotAuthorizedForOrg);
+        }
+        let user = self
+            .identity
+            .user(ctx.principal.user_id)?
+            .ok_or(DomainError::UserNotFound)?;
+        let role = self
+            .identity
+            .org_membership(org, user.id)?
+            .and_then(|m| m.role)
+            .ok_or(DomainError::OrgNotFound)?;
+        Ok(OrgMe {
+            org_id: org,
+            user_id: user.id,
+            email: user.email,
+            role: role.as_str().to_owned(),
+            permissions: role
+                .permissions()
+                .into_iter()
+                .map(|p| p.as_str().to_owned())
+                .collect(),
         })
     }
 }

@@ -263,6 +263,21 @@ impl IdentityStore for DieselStore {
         }
     }
 
+    fn memberships(&self, user: UserId) -> Result<Vec<OrgMembership>, StorageError> {
+        let mut conn = self.conn()?;
+        let user_id = user.to_string();
+        let rows: Vec<(OrgRow, String)> = native!(&mut *conn, |c| orgs::table
+            .inner_join(org_members::table.on(org_members::org_id.eq(orgs::id)))
+            .filter(org_members::user_id.eq(&user_id))
+            .order((orgs::name.asc(), orgs::id.asc()))
+            .select((OrgRow::as_select(), org_members::role))
+            .load(c))
+        .map_err(db_err)?;
+        rows.into_iter()
+            .filter_map(|(org, role)| membership(Some(org), Some(role)).transpose())
+            .collect()
+    }
+
     fn org_by_name(&self, name: &str) -> Result<Option<Org>, StorageError> {
         let mut conn = self.conn()?;
         optional_row(

@@ -27,6 +27,8 @@ mod rows;
 mod sandboxes;
 mod settings_cache;
 mod upkeep;
+mod user_secrets;
+mod user_settings;
 
 use diesel::prelude::*;
 use diesel::result::Error as DieselError;

@@ -117,6 +117,8 @@ pub struct ConversationStartService {
     running: Arc<Mutex<HashSet<StartTaskId>>>,
     /// Each write of a task this replica runs, for its followers (`stream-start`).
     feed: Arc<StartFeed>,
+    /// The starting user's own settings and secrets (issue 21).
+    personal: Option<crate::services::PersonalSettings>,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
@@ -141,6 +143,7 @@ impl ConversationStartService {
             claims: StartClaims::default(),
             running: Arc::default(),
             feed: Arc::default(),
+            personal: None,
         }
     }
 
@@ -156,6 +159,13 @@ impl ConversationStartService {
     #[must_use]
     pub fn with_llm(mut self, llm: LlmConfig) -> Self {
         self.llm = llm;
+        self
+    }
+
+    /// The same service reading each starting user's settings and secrets (issue 21).
+    #[must_use]
+    pub fn with_personal(mut self, personal: crate::services::PersonalSettings) -> Self {
+        self.personal = Some(personal);
         self
     }
 

@@ -85,6 +85,7 @@ pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
                 .map(|suffix| AgentContext {
                     system_message_suffix: suffix,
                 }),
+            mcp_config: None,
         },
         workspace: WorkspaceSpec {
             working_dir: b.workdir.to_owned(),
@@ -104,5 +105,6 @@ pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
                 (name.clone(), source)
             })
             .collect(),
+        confirmation_policy: None,
     }
 }

@@ -21,6 +21,7 @@ use crate::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
+use crate::services::StartSettings;
 use crate::time_input::now_micros;
 
 /// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.
@@ -294,22 +295,42 @@ impl Run<'_> {
         let svc = self.svc;
         let id = self.task.conversation_id;
         let now = now_micros();
-        let model = request.llm_model.clone().or_else(|| svc.llm.model.clone());
+        // The starting user's LLM, MCP, confirmation and secrets (issue 21).
+        let personal = match &svc.personal {
+            Some(p) => p
+                .for_start(
+                    self.task.org_id,
+                    self.task.created_by_user_id,
+                    request.llm_model.as_deref(),
+                    &svc.llm,
+                )
+                .map_err(|e| Failure(format!("reading the user's settings failed: {e}")))?,
+            None => StartSettings {
+                llm: svc.llm.clone(),
+                ..StartSettings::default()
+            },
+        };
+        self.secrets.extend(personal.secret_values());
+        let model = request
+            .llm_model
+            .clone()
+            .or_else(|| personal.llm.model.clone());
         let started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
         let id = self.record_conversation(started, now)?;
         let Some(model) = model else {
             return Err(Failure(
-                "no LLM model: the request has no llm_model and the server no --llm-model".into(),
+                "no LLM model: the request has no llm_model, the user's settings none, and the server no --llm-model".into(),
             ));
         };
-        let body = create_body(&CreateBody {
+        let mut body = create_body(&CreateBody {
             id,
             request,
-            llm: &svc.llm,
+            llm: &personal.llm,
             model: &model,
             workdir,
-            secrets,
+            secrets: &personal.secrets_under(secrets),
         });
+        personal.apply(&mut body);
         agent
             .client
             .create_conversation(&agent.url, &agent.key, &body, svc.timeouts.create)

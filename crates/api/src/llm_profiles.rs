@@ -1,0 +1,218 @@
+//! Each user's LLM profiles (issue 21; OpenHands' `/api/v1/settings/profiles`): list, read,
+//! save, delete, activate, rename. Names match `^[A-Za-z0-9._-]{1,64}$` (422 otherwise, at
+//! `["path", "name"]`, judged after authentication).
+
+use actix_web::{HttpResponse, delete, get, post, web};
+use serde_json::Value;
+use switchboard_domain::user_settings::profiles::{
+    check_profile_name, parse_rename, parse_save_profile,
+};
+use switchboard_domain::validation::loc;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ActivateProfileResponse, ErrorDetail, ProfileMutationResponse};
+use crate::error::ApiResult;
+use crate::extract::{Caller, RawBody};
+use crate::responses::{ApiKeyErrors, BodyErrors};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_profiles)
+        .service(get_profile)
+        .service(save_profile)
+        .service(delete_profile)
+        .service(activate_profile)
+        .service(rename_profile);
+}
+
+fn name_ok(name: &str) -> ApiResult<()> {
+    check_profile_name(name, loc(["path", "name"]))?;
+    Ok(())
+}
+
+/// The caller's profiles (`ProfileListResponse`: name, model, base URL, `api_key_set`; never a
+/// key) and the active one.
+#[utoipa::path(tag = "Settings",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, description = "`ProfileListResponse`", body = Object), ApiKeyErrors))]
+#[get("/api/v1/settings/profiles")]
+pub async fn list_profiles(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> ApiResult<web::Json<Value>> {
+    let list = caller
+        .run(state, |s, ctx| {
+            Ok(s.services.user_settings().profiles(&ctx)?)
+        })
+        .await?;
+    Ok(web::Json(list))
+}
+
+/// One profile (`ProfileDetailResponse`: its LLM with `api_key` null, and `api_key_set`).
+#[utoipa::path(tag = "Settings",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, description = "`ProfileDetailResponse`", body = Object),
+        ApiKeyErrors,
+        (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
+    ))]
+#[get("/api/v1/settings/profiles/{name}")]
+pub async fn get_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+) -> ApiResult<web::Json<Value>> {
+    let name = name.into_inner();
+    let p = caller
+        .run(state, move |s, ctx| {
+            name_ok(&name)?;
+            Ok(s.services.user_settings().profile(&ctx, &name)?)
+        })
+        .await?;
+    Ok(web::Json(p))
+}
+
+/// Saves a profile (`SaveProfileRequest`, body optional): the LLM sent, else the settings'
+/// current one; a key sent is sealed, none keeps the stored one. 201. At the profile limit a
+/// new name is a 409.
+#[utoipa::path(tag = "Settings",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = "`SaveProfileRequest` (optional)", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 201, body = ProfileMutationResponse),
+        (status = 409, description = "Profile limit reached", body = ErrorDetail),
+        BodyErrors,
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/settings/profiles/{name}")]
+pub async fn save_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<HttpResponse> {
+    let name = name.into_inner();
+    let ctx = caller.authenticate(&state).await?;
+    name_ok(&name)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let n = name.clone();
+    state
+        .blocking(move || {
+            let empty = body.bytes().iter().all(u8::is_ascii_whitespace);
+            let json = if empty { None } else { Some(body.json()?) };
+            let save = parse_save_profile(json.as_ref())?;
+            Ok(s.services.user_settings().save_profile(&ctx, &n, save)?)
+        })
+        .await?;
+    Ok(HttpResponse::Created().json(ProfileMutationResponse {
+        message: format!("Profile '{name}' saved"),
+        name,
+    }))
+}
+
+/// Deletes a profile; idempotent (200 when there was none).
+#[utoipa::path(tag = "Settings",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = ProfileMutationResponse), ApiKeyErrors))]
+#[delete("/api/v1/settings/profiles/{name}")]
+pub async fn delete_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+) -> ApiResult<web::Json<ProfileMutationResponse>> {
+    let name = name.into_inner();
+    let n = name.clone();
+    caller
+        .run(state, move |s, ctx| {
+            name_ok(&n)?;
+            Ok(s.services.user_settings().delete_profile(&ctx, &n)?)
+        })
+        .await?;
+    Ok(web::Json(ProfileMutationResponse {
+        message: format!("Profile '{name}' deleted"),
+        name,
+    }))
+}
+
+/// Makes a profile the active one: its LLM (and key) becomes the settings' LLM, used by the
+/// caller's next conversation starts.
+#[utoipa::path(tag = "Settings",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ActivateProfileResponse),
+        ApiKeyErrors,
+        (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
+    ))]
+#[post("/api/v1/settings/profiles/{name}/activate")]
+pub async fn activate_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+) -> ApiResult<web::Json<ActivateProfileResponse>> {
+    let name = name.into_inner();
+    let n = name.clone();
+    let model = caller
+        .run(state, move |s, ctx| {
+            name_ok(&n)?;
+            Ok(s.services.user_settings().activate_profile(&ctx, &n)?)
+        })
+        .await?;
+    Ok(web::Json(ActivateProfileResponse {
+        message: format!("Switched to profile '{name}'"),
+        name,
+        model,
+    }))
+}
+
+/// Renames a profile (`{"new_name": …}`): configuration, key and active flag kept. 409 when
+/// another profile has the new name.
+#[utoipa::path(tag = "Settings",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = "`RenameProfileRequest`", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ProfileMutationResponse),
+        (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
+        (status = 409, description = "The new name is taken", body = ErrorDetail),
+        BodyErrors,
+        ApiKeyErrors,
+    ))]
+#[post("/api/v1/settings/profiles/{name}/rename")]
+pub async fn rename_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<web::Json<ProfileMutationResponse>> {
+    let name = name.into_inner();
+    let ctx = caller.authenticate(&state).await?;
+    name_ok(&name)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let n = name.clone();
+    let new_name = state
+        .blocking(move || {
+            let new_name = parse_rename(&body.json()?)?;
+            s.services
+                .user_settings()
+                .rename_profile(&ctx, &n, &new_name)?;
+            Ok(new_name)
+        })
+        .await?;
+    Ok(web::Json(ProfileMutationResponse {
+        message: format!("Profile '{name}' renamed to '{new_name}'"),
+        name: new_name,
+    }))
+}

@@ -1,0 +1,564 @@
+//! Each user's own settings and LLM profiles in the effective organization (issue 21;
+//! OpenHands' `/api/v1/settings` and `/api/v1/settings/profiles`). A member reads and changes
+//! only their own; keys are sealed before they are stored and never answered, except to the
+//! user's own sandbox through `GET /api/v1/users/me?expose_secrets=true`
+//! ([`UserSettingsService::exposed`]).
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::error::DomainError;
+use crate::identity::OrgContext;
+use crate::identity::sealing::Sealer;
+use crate::ids::{OrgId, UserId};
+use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSettingsStore};
+use crate::time_input::now_micros;
+use crate::user_settings::patch::SettingsPatch;
+use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, SaveProfile, StoredProfile};
+use crate::user_settings::view::{ViewParts, mask_mcp, profile_list, settings_view};
+use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
+
+/// Users' settings and profiles.
+#[derive(Clone)]
+pub struct UserSettingsService {
+    pub(crate) settings: Arc<dyn UserSettingsStore>,
+    pub(crate) secrets: Arc<dyn UserSecretStore>,
+    identity: Arc<dyn IdentityStore>,
+    orgs: Arc<dyn OrgSettingsStore>,
+    pub(crate) sealer: Option<Sealer>,
+}
+
+/// What `GET /api/v1/users/me?expose_secrets=true` adds (OpenHands' hosted server, read by the
+/// SDK's `OpenHandsCloudWorkspace.get_llm()` and `get_mcp_config()`). `Debug` shows no key.
+#[derive(Clone, Default, PartialEq)]
+pub struct ExposedSettings {
+    /// The user's LLM model (active profile, else settings).
+    pub llm_model: Option<String>,
+    /// Its key, in the clear.
+    pub llm_api_key: Option<String>,
+    /// Its base URL.
+    pub llm_base_url: Option<String>,
+    /// `{"profiles": {name: config with its key}, "active"}`.
+    pub llm_profiles: Value,
+    /// The MCP configuration, unmasked.
+    pub mcp_config: Option<Value>,
+}
+
+impl std::fmt::Debug for ExposedSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExposedSettings")
+            .field("llm_model", &self.llm_model)
+            .field("llm_base_url", &self.llm_base_url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The user's own LLM, its key opened: from the active profile, else the settings.
+#[derive(Clone, Default, PartialEq)]
+pub struct OwnLlm {
+    /// Model.
+    pub model: Option<String>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Key, in the clear.
+    pub api_key: Option<String>,
+}
+
+impl UserSettingsService {
+    /// The service over its stores, without a sealer (keys cannot be stored until
+    /// [`with_sealer`](Self::with_sealer)).
+    pub fn new(
+        settings: Arc<dyn UserSettingsStore>,
+        secrets: Arc<dyn UserSecretStore>,
+        identity: Arc<dyn IdentityStore>,
+        orgs: Arc<dyn OrgSettingsStore>,
+    ) -> Self {
+        UserSettingsService {
+            settings,
+            secrets,
+            identity,
+            orgs,
+            sealer: None,
+        }
+    }
+
+    /// The same service sealing with the installation key.
+    #[must_use]
+    pub fn with_sealer(mut self, sealer: Sealer) -> Self {
+        self.sealer = Some(sealer);
+        self
+    }
+
+    /// The sealer.
+    ///
+    /// # Errors
+    /// [`DomainError::SecretsUnavailable`] on a server without an installation key.
+    pub(crate) fn sealer(&self) -> Result<&Sealer, DomainError> {
+        self.sealer.as_ref().ok_or(DomainError::SecretsUnavailable)
+    }
+
+    fn record(&self, org: OrgId, user: UserId) -> Result<UserSettingsRecord, DomainError> {
+        Ok(self.settings.user_settings(org, user)?.unwrap_or_default())
+    }
+
+    /// Opens a sealed value of `user` in `org`.
+    ///
+    /// # Errors
+    /// [`DomainError::SecretsUnavailable`]; a value that does not open (another installation
+    /// key) is a storage failure, logged without the value.
+    pub(crate) fn open(
+        &self,
+        sealed: &str,
+        binding: Binding,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<String, DomainError> {
+        self.sealer()?
+            .open(sealed, &binding.of(org, user))
+            .map_err(|e| {
+                DomainError::Storage(crate::StorageError::Other(
+                    format!("a sealed {binding:?} of user {user} does not open: {e}").into(),
+                ))
+            })
+    }
+
+    /// `GET /api/v1/settings`: the caller's settings (defaults when none are stored).
+    ///
+    /// # Errors
+    /// [`DomainError::UserNotFound`], a value that does not open, storage.
+    pub fn settings(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
+        let (org, user) = (ctx.org.id, ctx.principal.user_id);
+        let rec = self.record(org, user)?;
+        let who = self.identity.user(user)?.ok_or(DomainError::UserNotFound)?;
+        let mcp_config = match &rec.mcp_config_sealed {
+            Some(s) => Some(mask_mcp(&mcp_value(&self.open(
+                s,
+                Binding::McpConfig,
+                org,
+                user,
+            )?))),
+            None => None,
+        };
+        let provider_tokens_set: Map<String, Value> = self
+            .secrets
+            .provider_tokens(org, user)?
+            .into_iter()
+            .map(|t| (t.provider, json!(t.host)))
+            .collect();
+        let inherited_marketplaces = self
+            .orgs
+            .org_settings(org)?
+            .map(|s| {
+                s.registered_marketplaces
+                    .iter()
+                    .filter_map(|m| serde_json::to_value(m).ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(settings_view(
+            &rec,
+            ViewParts {
+                email: &who.email,
+                mcp_config,
+                provider_tokens_set,
+                inherited_marketplaces,
+            },
+        ))
+    }
+
+    /// `POST /api/v1/settings`: applies a validated patch in one transaction. Keys are sealed
+    /// first. A diff touching `llm` ends the active profile (the settings are no longer it).
+    ///
+    /// # Errors
+    /// [`DomainError::SecretsUnavailable`] when a key is sent to a server without an
+    /// installation key; storage.
+    pub fn store_settings(
+        &self,
+        ctx: &OrgContext,
+        patch: SettingsPatch,
+    ) -> Result<(), DomainError> {
+        let (org, user) = (ctx.org.id, ctx.principal.user_id);
+        let seal = |v: &Option<String>, b: Binding| -> Result<Option<String>, DomainError> {
+            v.as_ref()
+                .map(|k| Ok(self.sealer()?.seal(k, &b.of(org, user))))
+                .transpose()
+        };
+        let llm_key = patch
+            .llm_api_key
+            .as_ref()
+            .map(|k| seal(k, Binding::LlmApiKey))
+            .transpose()?;
+        let search_key = patch
+            .search_api_key
+            .as_ref()
+            .map(|k| seal(k, Binding::SearchApiKey))
+            .transpose()?;
+        let mcp = patch
+            .mcp_config
+            .as_ref()
+            .map(|m| seal(&m.as_ref().map(Value::to_string), Binding::McpConfig))
+            .transpose()?;
+        self.settings
+            .update_user_settings(org, user, now_micros(), &mut |rec| {
+                if let Some(diff) = &patch.agent_diff {
+                    deep_merge(&mut rec.agent_settings, diff);
+                }
+                if patch.touches_llm {
+                    rec.active_profile = None;
+                }
+                if let Some(diff) = &patch.conversation_diff {
+                    deep_merge(&mut rec.conversation_settings, diff);
+                }
+                for (k, v) in &patch.preferences {
+                    if v.is_null() {
+                        rec.preferences.remove(k);
+                    } else {
+                        rec.preferences.insert(k.clone(), v.clone());
+                    }
+                }
+                if let Some(k) = &llm_key {
+                    rec.llm_api_key_sealed.clone_from(k);
+                }
+                if let Some(k) = &search_key {
+                    rec.search_api_key_sealed.clone_from(k);
+                }
+                if let Some(m) = &mcp {
+                    rec.mcp_config_sealed.clone_from(m);
+                }
+                Ok(true)
+            })?;
+        Ok(())
+    }
+
+    /// `GET /api/v1/settings/profiles`.
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn profiles(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
+        Ok(profile_list(
+            &self.record(ctx.org.id, ctx.principal.user_id)?,
+        ))
+    }
+
+    /// `GET /api/v1/settings/profiles/{name}`: `{name, config (api_key null), api_key_set}`.
+    ///
+    /// # Errors
+    /// [`DomainError::NotFound`] for an unknown profile; storage.
+    pub fn profile(&self, ctx: &OrgContext, name: &str) -> Result<Value, DomainError> {
+        let rec = self.record(ctx.org.id, ctx.principal.user_id)?;
+        let p = rec.profile(name).ok_or_else(|| profile_not_found(name))?;
+        let mut config = p.config.clone();
+        config.insert("api_key".into(), Value::Null);
+        Ok(json!({"name": name, "config": config, "api_key_set": p.api_key_sealed.is_some()}))
+    }
+
+    /// `POST /api/v1/settings/profiles/{name}` (OpenHands' rules): the LLM sent, else the
+    /// settings' current one; a key sent is sealed, none sent keeps the profile's stored one;
+    /// `include_secrets: false` stores none; `preserve_existing_api_key` keeps the stored one.
+    /// Saving the active profile applies it to the settings too.
+    ///
+    /// # Errors
+    /// [`DomainError::AlreadyExists`] (409) for a new profile past
+    /// [`MAX_PROFILES_PER_USER`]; [`DomainError::SecretsUnavailable`]; storage.
+    pub fn save_profile(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+        save: SaveProfile,
+    ) -> Result<(), DomainError> {
+        let (org, user) = (ctx.org.id, ctx.principal.user_id);
+        let sent_key = save
+            .api_key
+            .as_ref()
+            .map(|k| {
+                Ok::<_, DomainError>(
+                    self.sealer()?
+                        .seal(k, &Binding::ProfileApiKey.of(org, user)),
+                )
+            })
+            .transpose()?;
+        let sealer = self.sealer.clone();
+        self.settings
+            .update_user_settings(org, user, now_micros(), &mut |rec| {
+                let existing = rec.profile(name).cloned();
+                if existing.is_none() && rec.profiles.len() >= MAX_PROFILES_PER_USER {
+                    return Err(DomainError::AlreadyExists(format!(
+                        "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
+                    )));
+                }
+                let (config, mut key) = match &save.llm {
+                    Some(llm) => (
+                        llm.clone(),
+                        sent_key
+                            .clone()
+                            .or_else(|| existing.as_ref().and_then(|p| p.api_key_sealed.clone())),
+                    ),
+                    None => {
+                        let key = match (&rec.llm_api_key_sealed, &sealer) {
+                            (Some(s), Some(sealer)) => Some(reseal(
+                                sealer,
+                                s,
+                                &Binding::LlmApiKey.of(org, user),
+                                &Binding::ProfileApiKey.of(org, user),
+                            )?),
+                            _ => None,
+                        };
+                        (rec.llm().cloned().unwrap_or_default(), key)
+                    }
+                };
+                if save.preserve_existing_api_key
+                    && let Some(p) = &existing
+                {
+                    key.clone_from(&p.api_key_sealed);
+                }
+                if !save.include_secrets {
+                    key = None;
+                }
+                let profile = StoredProfile {
+                    name: name.to_owned(),
+                    config,
+                    api_key_sealed: key,
+                };
+                rec.profiles.retain(|p| p.name != name);
+                rec.profiles.push(profile);
+                rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+                if rec.active_profile.as_deref() == Some(name) {
+                    apply_profile(rec, name, sealer.as_ref(), org, user)?;
+                }
+                Ok(true)
+            })?;
+        Ok(())
+    }
+
+    /// `DELETE /api/v1/settings/profiles/{name}`: idempotent; deleting the active profile
+    /// leaves the settings as they are, with no active profile.
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn delete_profile(&self, ctx: &OrgContext, name: &str) -> Result<(), DomainError> {
+        self.settings.update_user_settings(
+            ctx.org.id,
+            ctx.principal.user_id,
+            now_micros(),
+            &mut |rec| {
+                let before = rec.profiles.len();
+                rec.profiles.retain(|p| p.name != name);
+                if rec.active_profile.as_deref() == Some(name) {
+                    rec.active_profile = None;
+                }
+                Ok(rec.profiles.len() != before)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// `POST …/profiles/{name}/activate`: the profile's LLM (and key) becomes the settings'
+    /// LLM and the profile the active one. Returns its model.
+    ///
+    /// # Errors
+    /// [`DomainError::NotFound`] for an unknown profile; storage.
+    pub fn activate_profile(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+    ) -> Result<Option<String>, DomainError> {
+        let (org, user) = (ctx.org.id, ctx.principal.user_id);
+        let sealer = self.sealer.clone();
+        let rec = self
+            .settings
+            .update_user_settings(org, user, now_micros(), &mut |rec| {
+                apply_profile(rec, name, sealer.as_ref(), org, user)?;
+                rec.active_profile = Some(name.to_owned());
+                Ok(true)
+            })?;
+        Ok(rec.llm_str("model").map(str::to_owned))
+    }
+
+    /// `POST …/profiles/{name}/rename`: the configuration, key and active flag kept.
+    ///
+    /// # Errors
+    /// [`DomainError::NotFound`] for an unknown profile, [`DomainError::AlreadyExists`] (409)
+    /// when another profile has the new name; storage.
+    pub fn rename_profile(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+        new_name: &str,
+    ) -> Result<(), DomainError> {
+        self.settings.update_user_settings(
+            ctx.org.id,
+            ctx.principal.user_id,
+            now_micros(),
+            &mut |rec| {
+                if rec.profile(name).is_none() {
+                    return Err(profile_not_found(name));
+                }
+                if name == new_name {
+                    return Ok(false);
+                }
+                if rec.profile(new_name).is_some() {
+                    return Err(DomainError::AlreadyExists(format!(
+                        "Profile '{new_name}' already exists"
+                    )));
+                }
+                for p in &mut rec.profiles {
+                    if p.name == name {
+                        new_name.clone_into(&mut p.name);
+                    }
+                }
+                rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+                if rec.active_profile.as_deref() == Some(name) {
+                    rec.active_profile = Some(new_name.to_owned());
+                }
+                Ok(true)
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The user's own LLM, key opened: the active profile's, else the settings'. `None` when
+    /// the user set neither a model nor a key.
+    ///
+    /// # Errors
+    /// A value that does not open; storage.
+    pub fn own_llm(&self, org: OrgId, user: UserId) -> Result<Option<OwnLlm>, DomainError> {
+        let rec = self.record(org, user)?;
+        self.own_llm_of(&rec, org, user)
+    }
+
+    fn own_llm_of(
+        &self,
+        rec: &UserSettingsRecord,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<Option<OwnLlm>, DomainError> {
+        let active = rec.active_profile.as_deref().and_then(|n| rec.profile(n));
+        let llm = match active {
+            Some(p) => OwnLlm {
+                model: p.config_str("model").map(str::to_owned),
+                base_url: p.config_str("base_url").map(str::to_owned),
+                api_key: p
+                    .api_key_sealed
+                    .as_deref()
+                    .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
+                    .transpose()?,
+            },
+            None => OwnLlm {
+                model: rec.llm_str("model").map(str::to_owned),
+                base_url: rec.llm_str("base_url").map(str::to_owned),
+                api_key: rec
+                    .llm_api_key_sealed
+                    .as_deref()
+                    .map(|s| self.open(s, Binding::LlmApiKey, org, user))
+                    .transpose()?,
+            },
+        };
+        Ok((llm.model.is_some() || llm.api_key.is_some() || llm.base_url.is_some()).then_some(llm))
+    }
+
+    /// Whether `user` stored an LLM key in `org` (settings or active profile).
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn llm_key_set(&self, org: OrgId, user: UserId) -> Result<bool, DomainError> {
+        Ok(self
+            .settings
+            .user_settings(org, user)?
+            .is_some_and(|r| r.llm_api_key_sealed.is_some()))
+    }
+
+    /// The user's MCP configuration, opened (unmasked).
+    ///
+    /// # Errors
+    /// A value that does not open; storage.
+    pub fn mcp_config(&self, org: OrgId, user: UserId) -> Result<Option<Value>, DomainError> {
+        let rec = self.record(org, user)?;
+        rec.mcp_config_sealed
+            .as_deref()
+            .map(|s| Ok(mcp_value(&self.open(s, Binding::McpConfig, org, user)?)))
+            .transpose()
+    }
+
+    /// `GET /api/v1/users/me?expose_secrets=true`: the user's own LLM (never the operator's
+    /// or the organization's key), their profiles with keys, their MCP configuration.
+    ///
+    /// # Errors
+    /// A value that does not open; storage.
+    pub fn exposed(&self, org: OrgId, user: UserId) -> Result<ExposedSettings, DomainError> {
+        let rec = self.record(org, user)?;
+        let own = self.own_llm_of(&rec, org, user)?.unwrap_or_default();
+        let mut profiles = Map::new();
+        for p in &rec.profiles {
+            let mut c = p.config.clone();
+            let key = p
+                .api_key_sealed
+                .as_deref()
+                .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
+                .transpose()?;
+            c.insert("api_key".into(), json!(key));
+            profiles.insert(p.name.clone(), Value::Object(c));
+        }
+        Ok(ExposedSettings {
+            llm_model: own.model,
+            llm_api_key: own.api_key,
+            llm_base_url: own.base_url,
+            llm_profiles: json!({"profiles": profiles, "active": rec.active_profile}),
+            mcp_config: rec
+                .mcp_config_sealed
+                .as_deref()
+                .map(|s| {
+                    Ok::<_, DomainError>(mcp_value(&self.open(s, Binding::McpConfig, org, user)?))
+                })
+                .transpose()?,
+        })
+    }
+}
+
+/// The MCP configuration's JSON text as a value (an object; anything else is dropped).
+fn mcp_value(text: &str) -> Value {
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(Value::is_object)
+        .unwrap_or(Value::Null)
+}
+
+fn profile_not_found(name: &str) -> DomainError {
+    DomainError::NotFound(format!("Profile '{name}' not found"))
+}
+
+/// A sealed value opened under one binding and sealed again under another.
+fn reseal(sealer: &Sealer, sealed: &str, from: &str, to: &str) -> Result<String, DomainError> {
+    let plain = sealer.open(sealed, from).map_err(|e| {
+        DomainError::Storage(crate::StorageError::Other(
+            format!("a sealed key does not open: {e}").into(),
+        ))
+    })?;
+    Ok(sealer.seal(&plain, to))
+}
+
+/// The profile's LLM (and key, sealed again for the settings) as the settings' LLM.
+fn apply_profile(
+    rec: &mut UserSettingsRecord,
+    name: &str,
+    sealer: Option<&Sealer>,
+    org: OrgId,
+    user: UserId,
+) -> Result<(), DomainError> {
+    let p = rec
+        .profile(name)
+        .cloned()
+        .ok_or_else(|| profile_not_found(name))?;
+    rec.agent_settings
+        .insert("llm".into(), Value::Object(p.config.clone()));
+    rec.llm_api_key_sealed = match (&p.api_key_sealed, sealer) {
+        (Some(s), Some(sealer)) => Some(reseal(
+            sealer,
+            s,
+            &Binding::ProfileApiKey.of(org, user),
+            &Binding::LlmApiKey.of(org, user),
+        )?),
+        _ => None,
+    };
+    Ok(())
+}

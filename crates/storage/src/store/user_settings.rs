@@ -1,0 +1,208 @@
+//! Each user's own settings in an organization ([`UserSettingsStore`], issue 21): one
+//! `user_settings` row per user and organization; the JSON columns hold the agent and
+//! conversation settings, the preferences and the profiles (keys sealed by the domain).
+
+use diesel::prelude::*;
+use serde_json::{Map, Value};
+use switchboard_domain::ports::{SettingsEdit, UserSettingsStore};
+use switchboard_domain::user_settings::{StoredProfile, UserSettingsRecord};
+use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use super::DieselStore;
+use super::rows::{db_err, from_db, optional_row, to_db};
+use crate::connection::{BackendKind, DbConnection};
+use crate::schema::user_settings;
+
+#[derive(Queryable, Selectable, Insertable)]
+#[diesel(table_name = user_settings)]
+struct UserSettingsRow {
+    org_id: String,
+    user_id: String,
+    agent_settings: String,
+    conversation_settings: String,
+    preferences: String,
+    llm_api_key_sealed: Option<String>,
+    search_api_key_sealed: Option<String>,
+    mcp_config_sealed: Option<String>,
+    profiles: String,
+    active_profile: Option<String>,
+    updated_at: PrimitiveDateTime,
+}
+
+/// Every column but the key, `None` written as NULL.
+#[derive(AsChangeset)]
+#[diesel(table_name = user_settings, treat_none_as_null = true)]
+struct UserSettingsChange {
+    agent_settings: String,
+    conversation_settings: String,
+    preferences: String,
+    llm_api_key_sealed: Option<String>,
+    search_api_key_sealed: Option<String>,
+    mcp_config_sealed: Option<String>,
+    profiles: String,
+    active_profile: Option<String>,
+    updated_at: PrimitiveDateTime,
+}
+
+fn object(text: &str, what: &str) -> Result<Map<String, Value>, StorageError> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(StorageError::Other(
+            format!("stored user {what} is not a JSON object").into(),
+        )),
+    }
+}
+
+fn json_text(v: &impl ToJson) -> Result<String, StorageError> {
+    v.to_json().map_err(|e| StorageError::Other(Box::new(e)))
+}
+
+/// What a JSON column holds.
+trait ToJson {
+    fn to_json(&self) -> serde_json::Result<String>;
+}
+
+impl ToJson for Map<String, Value> {
+    fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+}
+
+impl ToJson for Vec<StoredProfile> {
+    fn to_json(&self) -> serde_json::Result<String> {
+        serde_json::to_string(self)
+    }
+}
+
+impl UserSettingsRow {
+    /// The one conversion into the domain's record.
+    fn record(self) -> Result<UserSettingsRecord, StorageError> {
+        let profiles: Vec<StoredProfile> = serde_json::from_str(&self.profiles)
+            .map_err(|e| StorageError::Other(format!("stored profiles: {e}").into()))?;
+        Ok(UserSettingsRecord {
+            agent_settings: object(&self.agent_settings, "agent settings")?,
+            conversation_settings: object(&self.conversation_settings, "conversation settings")?,
+            preferences: object(&self.preferences, "preferences")?,
+            llm_api_key_sealed: self.llm_api_key_sealed,
+            search_api_key_sealed: self.search_api_key_sealed,
+            mcp_config_sealed: self.mcp_config_sealed,
+            profiles,
+            active_profile: self.active_profile,
+            updated_at: Some(from_db(self.updated_at)),
+        })
+    }
+}
+
+impl UserSettingsChange {
+    fn of(rec: &UserSettingsRecord, now: OffsetDateTime) -> Result<Self, StorageError> {
+        Ok(UserSettingsChange {
+            agent_settings: json_text(&rec.agent_settings)?,
+            conversation_settings: json_text(&rec.conversation_settings)?,
+            preferences: json_text(&rec.preferences)?,
+            llm_api_key_sealed: rec.llm_api_key_sealed.clone(),
+            search_api_key_sealed: rec.search_api_key_sealed.clone(),
+            mcp_config_sealed: rec.mcp_config_sealed.clone(),
+            profiles: json_text(&rec.profiles)?,
+            active_profile: rec.active_profile.clone(),
+            updated_at: to_db(now),
+        })
+    }
+}
+
+fn load(
+    conn: &mut DbConnection,
+    org: OrgId,
+    user: UserId,
+) -> Result<Option<UserSettingsRecord>, StorageError> {
+    let (o, u) = (org.to_string(), user.to_string());
+    optional_row(
+        native!(conn, |c| user_settings::table
+            .filter(user_settings::org_id.eq(&o))
+            .filter(user_settings::user_id.eq(&u))
+            .select(UserSettingsRow::as_select())
+            .first(c)),
+        UserSettingsRow::record,
+    )
+}
+
+impl UserSettingsStore for DieselStore {
+    fn user_settings(
+        &self,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<Option<UserSettingsRecord>, StorageError> {
+        let mut conn = self.conn()?;
+        load(&mut conn, org, user)
+    }
+
+    /// One write transaction: a default row inserted if none exists (`ON CONFLICT DO
+    /// NOTHING`, so two first writes do not collide), the row locked (`FOR UPDATE` on
+    /// PostgreSQL; SQLite's write lock is already held), read, edited, written back.
+    fn update_user_settings(
+        &self,
+        org: OrgId,
+        user: UserId,
+        now: OffsetDateTime,
+        edit: SettingsEdit<'_>,
+    ) -> Result<UserSettingsRecord, DomainError> {
+        let kind = self.kind;
+        let mut refused: Option<DomainError> = None;
+        let (o, u) = (org.to_string(), user.to_string());
+        let written = self.write(|conn| {
+            let fresh = UserSettingsRow {
+                org_id: o.clone(),
+                user_id: u.clone(),
+                agent_settings: "{}".into(),
+                conversation_settings: "{}".into(),
+                preferences: "{}".into(),
+                llm_api_key_sealed: None,
+                search_api_key_sealed: None,
+                mcp_config_sealed: None,
+                profiles: "[]".into(),
+                active_profile: None,
+                updated_at: to_db(now),
+            };
+            native!(conn, |c| diesel::insert_into(user_settings::table)
+                .values(&fresh)
+                .on_conflict_do_nothing()
+                .execute(c))
+            .map_err(db_err)?;
+            if kind == BackendKind::Postgres {
+                use diesel::connection::SimpleConnection;
+                // Writers of this user's row queue here. Both ids are UUIDs we formatted.
+                conn.batch_execute(&format!(
+                    "SELECT 1 FROM user_settings WHERE org_id = '{o}' AND user_id = '{u}' FOR UPDATE"
+                ))
+                .map_err(db_err)?;
+            }
+            let mut rec = load(conn, org, user)?.ok_or_else(|| {
+                StorageError::Other("the user's settings row vanished".into())
+            })?;
+            match edit(&mut rec) {
+                Err(e) => {
+                    refused = Some(e);
+                    Err(StorageError::Other("edit refused".into()))
+                }
+                Ok(false) => Ok(rec),
+                Ok(true) => {
+                    let change = UserSettingsChange::of(&rec, now)?;
+                    diesel::update(
+                        user_settings::table
+                            .filter(user_settings::org_id.eq(&o))
+                            .filter(user_settings::user_id.eq(&u)),
+                    )
+                    .set(&change)
+                    .execute(conn)
+                    .map_err(db_err)?;
+                    rec.updated_at = Some(now);
+                    Ok(rec)
+                }
+            }
+        });
+        if let Some(e) = refused {
+            return Err(e);
+        }
+        Ok(written?)
+    }
+}

@@ -1,0 +1,3 @@
+DROP TABLE git_provider_tokens;
+DROP TABLE user_secrets;
+DROP TABLE user_settings;
