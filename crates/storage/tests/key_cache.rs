@@ -137,7 +137,11 @@ fn lookups_are_cached_and_every_write_is_seen() {
         assert_eq!(role(&b), Some(Role::Owner), "{backend}");
         assert_eq!(role(&a), Some(Role::Owner), "{backend}");
         a.put_member(org, user, Role::Admin, now_micros()).unwrap();
-        assert_eq!(role(&a), Some(Role::Admin), "{backend}: the writer, at once");
+        assert_eq!(
+            role(&a),
+            Some(Role::Admin),
+            "{backend}: the writer, at once"
+        );
         let changed = Instant::now();
         while role(&b) != Some(Role::Admin) {
             assert!(

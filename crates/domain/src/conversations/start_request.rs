@@ -322,7 +322,12 @@ impl Fields<'_> {
     /// `pr_number`: a list of integers.
     fn pr_number(&self) -> Result<Vec<i64>, ValidationError> {
         let mut numbers = Vec::new();
-        for (i, v) in self.list("pr_number")?.unwrap_or_default().iter().enumerate() {
+        for (i, v) in self
+            .list("pr_number")?
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+        {
             let mut at = self.at("pr_number");
             at.push(LocItem::Index(i));
             numbers.push(integral(v).ok_or_else(|| {

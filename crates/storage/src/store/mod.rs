@@ -45,9 +45,9 @@ use crate::connection::{
 };
 use group_commit::AppendCombiner;
 pub use group_commit::NOTIFY_CHANNEL;
-use rows::db_err;
 pub use key_cache::{IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache};
 pub use read_cache::ReadCache;
+use rows::db_err;
 pub use settings_cache::{SETTINGS_CHANNEL, SettingsCache};
 pub use upkeep::MOVES_KEPT;
 
