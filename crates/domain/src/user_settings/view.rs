@@ -166,9 +166,11 @@ mod tests {
 
     #[test]
     fn the_view_shows_no_key() {
-        let mut rec = UserSettingsRecord::default();
-        rec.agent_settings = json!({"llm": {"model": "m"}}).as_object().cloned().unwrap();
-        rec.llm_api_key_sealed = Some("sealed".into());
+        let rec = UserSettingsRecord {
+            agent_settings: json!({"llm": {"model": "m"}}).as_object().cloned().unwrap(),
+            llm_api_key_sealed: Some("sealed".into()),
+            ..UserSettingsRecord::default()
+        };
         let v = settings_view(
             &rec,
             ViewParts {
