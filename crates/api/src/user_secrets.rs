@@ -18,12 +18,15 @@ use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    // The git-providers routes first: `DELETE /api/v1/secrets/git-providers` must not be taken
+    // for the deletion of a secret named `git-providers` (its literal path wins, as in
+    // OpenHands; a secret of that name is still reachable by `PUT`).
     cfg.service(search_secrets)
+        .service(store_provider_tokens)
+        .service(unset_provider_tokens)
         .service(create_secret)
         .service(update_secret)
-        .service(delete_secret)
-        .service(store_provider_tokens)
-        .service(unset_provider_tokens);
+        .service(delete_secret);
 }
 
 /// The caller's custom secrets in the effective organization, by name: names and

@@ -288,6 +288,8 @@ fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'sta
             (404, Some("Profile 'route-check' not found"))
         }
         ("post", "/api/v1/settings/profiles/{name}") => (201, None),
+        // Deleting a profile that is not there is not an error (OpenHands answers 200).
+        ("delete", "/api/v1/settings/profiles/{name}") => (200, None),
         ("post", "/api/v1/settings/profiles/{name}/rename")
         | ("post", "/api/v1/secrets")
         | ("put", "/api/v1/secrets/{secret_id}") => (422, None),
