@@ -4,8 +4,10 @@
 use time::OffsetDateTime;
 
 use crate::cursor::{Keyset, instant_field, parse_instant_field};
+use crate::identity::OrgContext;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{OrgId, SandboxId, UserId};
+use crate::permissions::Permission;
 use crate::sandboxes::Sandbox;
 use crate::sandboxes::runtime::SandboxStatus;
 
@@ -71,6 +73,14 @@ impl SandboxRecord {
             owner_id: self.owner_id?,
             created_at: self.created_at,
         })
+    }
+
+    /// Whether the caller sees the sandbox (design: Sandboxes): the effective organization's,
+    /// and their own unless they hold `view_org_conversations`.
+    pub fn visible_to(&self, ctx: &OrgContext) -> bool {
+        self.org_id == Some(ctx.org.id)
+            && (self.owner_id == Some(ctx.principal.user_id)
+                || ctx.role.grants(Permission::ViewOrgConversations))
     }
 }
 

@@ -336,7 +336,7 @@ impl SandboxService {
             .sandboxes
             .sandboxes_by_ids(ids)?
             .into_iter()
-            .filter(|r| visible(ctx, r))
+            .filter(|r| r.visible_to(ctx))
             .map(|r| (r.id, r))
             .collect();
         Ok(ids
@@ -355,7 +355,7 @@ impl SandboxService {
         id: SandboxId,
     ) -> Result<SandboxRecord, DomainError> {
         match self.sandboxes.sandbox(id)? {
-            Some(r) if visible(ctx, &r) => Ok(r),
+            Some(r) if r.visible_to(ctx) => Ok(r),
             _ => Err(DomainError::SandboxNotFound),
         }
     }
@@ -574,14 +574,6 @@ impl SandboxService {
             }
         }
     }
-}
-
-/// Whether the caller sees the sandbox (design: Sandboxes): the effective organization's,
-/// and their own unless they hold `view_org_conversations`.
-fn visible(ctx: &OrgContext, record: &SandboxRecord) -> bool {
-    record.org_id == Some(ctx.org.id)
-        && (record.owner_id == Some(ctx.principal.user_id)
-            || ctx.role.grants(Permission::ViewOrgConversations))
 }
 
 /// The runtime of a launched sandbox and its handle; `None` when not launched, or when its
