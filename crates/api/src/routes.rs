@@ -13,8 +13,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::dto::ErrorDetail;
 use crate::{
     app_conversations, events, health, keys, live, llm_profiles, org_settings, organizations,
-    sandbox_secrets, sandbox_specs, sandboxes, user_secrets, user_settings, users,
-    webhooks,
+    sandbox_secrets, sandbox_specs, sandboxes, user_secrets, user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.

@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::app_conversations::{AppConversationFilter, AppConversationQuery, SortOrder};
+use crate::conversations::app::{AppConversationFilter, AppConversationQuery, SortOrder};
 use crate::conversations::{Conversation, ExecutionStatus};
 use crate::error::DomainError;
 use crate::events::{NewEvent, SearchQuery, prepare_batch};
