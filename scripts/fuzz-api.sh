@@ -328,7 +328,7 @@ checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401",
 # declared as open objects in the document: their rules (required names and values, the name
 # patterns, no NUL, the settings' refused legacy keys) are in the descriptions and API.md, not
 # yet in JSON Schema, so a generated body may get the documented 422; likewise a secrets
-# search's `page_id` that is not a cursor the service returned.
+# search's page_id that is not a cursor the service returned.
 [[operations]]
 include-path-regex = '^/api/v1/(secrets(/search|/\{secret_id\})?|settings|settings/profiles/\{name\}/rename)\$'
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "422", "429", "5xx"]
