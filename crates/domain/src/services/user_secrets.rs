@@ -70,13 +70,7 @@ impl UserSecretService {
         org: OrgId,
         user: UserId,
     ) -> Result<String, DomainError> {
-        self.sealer()?
-            .open(sealed, &binding.of(org, user))
-            .map_err(|e| {
-                DomainError::Storage(crate::StorageError::Other(
-                    format!("a sealed {binding:?} of user {user} does not open: {e}").into(),
-                ))
-            })
+        crate::user_settings::open_sealed(self.sealer()?, sealed, binding, org, user)
     }
 
     /// `GET /api/v1/secrets/search`: the caller's secrets whose name contains `name_contains`

@@ -150,6 +150,26 @@ pub fn deep_merge(target: &mut Map<String, Value>, diff: &Map<String, Value>) {
     }
 }
 
+/// Opens `sealed`, a value of `user` in `org` sealed under `binding` (issue 21), for the
+/// settings and the secrets services alike.
+///
+/// # Errors
+/// A value that does not open (another installation key, another binding) is a storage
+/// failure whose message names the binding and the user, never the value.
+pub(crate) fn open_sealed(
+    sealer: &crate::identity::sealing::Sealer,
+    sealed: &str,
+    binding: Binding,
+    org: OrgId,
+    user: UserId,
+) -> Result<String, crate::error::DomainError> {
+    sealer.open(sealed, &binding.of(org, user)).map_err(|e| {
+        crate::error::DomainError::Storage(crate::StorageError::Other(
+            format!("a sealed {binding:?} of user {user} does not open: {e}").into(),
+        ))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
