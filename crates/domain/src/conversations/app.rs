@@ -1,6 +1,6 @@
 //! App conversations (spec §4.3, reference app-server §5): the conversation as OpenHands' app
 //! server shows it ([`AppConversationInfo`], [`AppConversation`]), the sort orders and filters
-//! of its searches, and the start tasks of the start pipeline ([`start_tasks`]).
+//! of its searches, and the start tasks of the start pipeline ([`super::start_tasks`]).
 //!
 //! The record is the same `conversations` row the event store keeps (webhooks create or update
 //! it; the start pipeline creates it with the id it hands the agent server), so the ids of
