@@ -157,6 +157,9 @@ def start_conversation(sb, client):
 class Agent:
     def __init__(self, url, key, conversation):
         self.base = f"{url}/api/conversations/{conversation.replace('-', '')}"
+        # The agent server's own event socket: what any reader of its events could get at best.
+        self.socket = (url.replace("http://", "ws://", 1) +
+                       f"/sockets/events/{conversation.replace('-', '')}?session_api_key={key}")
         self.client = httpx.Client(headers={"X-Session-API-Key": key}, timeout=60)
 
     def events(self):
@@ -189,7 +192,7 @@ class Agent:
 
 
 def latency(sb, agent, conversation, want_events):
-    seen_search, seen_frame = {}, {}
+    seen_search, seen_frame, seen_agent = {}, {}, {}
     stop = threading.Event()
 
     def poll():
@@ -218,14 +221,25 @@ def latency(sb, agent, conversation, want_events):
                 if frame.get("type") == "durable":
                     seen_frame.setdefault(frame["event"]["id"], time.time())
 
-    def watch():
+    async def subscribe_agent():
+        async with websockets.connect(agent.socket, max_size=None) as ws:
+            while not stop.is_set():
+                try:
+                    frame = json.loads(await asyncio.wait_for(ws.recv(), 0.5))
+                except asyncio.TimeoutError:
+                    continue
+                if isinstance(frame, dict) and "id" in frame:
+                    seen_agent.setdefault(frame["id"], time.time())
+
+    def watch(subscriber):
         try:
-            asyncio.run(subscribe())
+            asyncio.run(subscriber())
         except websockets.ConnectionClosed:
             pass  # the catch-up phase kills the server
 
     threads = [threading.Thread(target=poll, daemon=True),
-               threading.Thread(target=watch, daemon=True)]
+               threading.Thread(target=watch, args=(subscribe,), daemon=True),
+               threading.Thread(target=watch, args=(subscribe_agent,), daemon=True)]
     for t in threads:
         t.start()
     time.sleep(1)
@@ -243,6 +257,8 @@ def latency(sb, agent, conversation, want_events):
              for e in events if e["id"] in seen_search]
     frame = [(seen_frame[e["id"]] - parse_ts(e["timestamp"])) * 1000
              for e in events if e["id"] in seen_frame]
+    at_agent = [(seen_agent[e["id"]] - parse_ts(e["timestamp"])) * 1000
+                for e in events if e["id"] in seen_agent]
     missing = [e["id"] for e in events if e["id"] not in seen_frame]
     paths = stored_by(sb, events)
     by_path = {}
@@ -252,6 +268,7 @@ def latency(sb, agent, conversation, want_events):
         by_path[path] = summary(ms) if ms else {"n": 0}
     return {"events": len(events), "runs": runs - 1, "to_store": summary(store),
             "to_frame": summary(frame), "never_framed": len(missing),
+            "to_agent_socket": summary(at_agent) if at_agent else {"n": 0},
             "to_store_by_path": by_path, "webhook_handling": webhook_handling(sb)}
 
 
