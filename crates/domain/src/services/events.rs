@@ -1,7 +1,7 @@
 //! Events: ingestion from agent servers (API.md, Event ingestion) and the search, count and
 //! batch get of spec §4.1.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use crate::batch::Batch;
@@ -38,7 +38,8 @@ impl EventService {
     /// Ingests a webhook batch (API.md, Event ingestion): validated whole (422, nothing
     /// stored), stored atomically, ids already stored skipped, the conversation created if
     /// unknown (owned by the sandbox's owner and org), the run state updated in the same
-    /// transaction.
+    /// transaction. A batch whose every id is stored already writes nothing (one read); its
+    /// outcome's `event_count` is then 0, as for a refused batch.
     ///
     /// A batch for a conversation the sandbox may not write (another organization's or
     /// another user's: a sandbox writes only its owner's) stores nothing and is answered as
@@ -54,8 +55,25 @@ impl EventService {
         body: &str,
     ) -> Result<AppendOutcome, DomainError> {
         let batch = prepare_batch(body)?;
-        let now = now_micros();
         let received = batch.events.len();
+        // The stream path stores most events before their webhook arrives: a batch whose ids
+        // are all stored already is answered without a write (its run state was set when they
+        // were stored), so each event costs one write, not two.
+        let ids: Vec<String> = batch.events.iter().map(|e| e.event_id.clone()).collect();
+        let known: HashSet<String> = self
+            .events
+            .get_events(conversation, &ids)?
+            .into_iter()
+            .map(|e| e.event_id)
+            .collect();
+        if ids.iter().all(|id| known.contains(id)) {
+            return Ok(AppendOutcome {
+                stored: 0,
+                skipped: received,
+                event_count: 0,
+            });
+        }
+        let now = now_micros();
         let outcome = self.events.append_events(Append {
             conversation: Conversation::in_sandbox(sandbox, conversation, now),
             events: batch.events,
