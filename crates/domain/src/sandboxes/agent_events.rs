@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::identity::session_keys::SessionKey;
 use crate::ids::ConversationId;
-use crate::sandboxes::runtime::AgentServerError;
+use crate::sandboxes::agent_server_error::AgentServerError;
 
 /// The most items one page of the agent server's searches holds (its `limit` is `1..=100`).
 pub const AGENT_PAGE_LIMIT: u32 = 100;

@@ -18,6 +18,7 @@ use time::OffsetDateTime;
 pub use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::sandboxes::agent_requests::StartConversationRequest;
+pub use crate::sandboxes::agent_server_error::AgentServerError;
 use crate::sandboxes::specs::SandboxSpec;
 
 /// Everything a runtime needs to start one sandbox. `Debug` shows variable names, never
@@ -197,45 +198,6 @@ pub trait SandboxRuntime: Send + Sync {
 
     /// The last `lines` lines of the sandbox's log (stdout and stderr), if it has one.
     fn log_tail(&self, handle: &RuntimeHandle, lines: usize) -> Option<String>;
-}
-
-/// Why a call to an agent server failed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AgentServerError {
-    /// Nothing answered (connection refused, reset, unknown host).
-    #[error("{url}: unreachable: {detail}")]
-    Unreachable {
-        /// The URL called.
-        url: String,
-        /// The transport's words.
-        detail: String,
-    },
-    /// No complete answer within the timeout.
-    #[error("{url}: no answer within {timeout:?}")]
-    Timeout {
-        /// The URL called.
-        url: String,
-        /// The timeout that passed.
-        timeout: Duration,
-    },
-    /// An answer with an unexpected status or body.
-    #[error("{url}: unexpected answer: {detail}")]
-    BadAnswer {
-        /// The URL called.
-        url: String,
-        /// The status and the answer's body as received (up to a bound, never cut to a
-        /// display length): a caller redacts it before it shortens it (issue 24 item 1).
-        detail: String,
-    },
-    /// Switchboard itself could not make the call (no file descriptor or memory left for a
-    /// socket): nothing is known of the agent server (issue 24 item 3).
-    #[error("{url}: could not call: {detail}")]
-    Local {
-        /// The URL to call.
-        url: String,
-        /// The operating system's words.
-        detail: String,
-    },
 }
 
 /// The calls Switchboard makes to an agent server (reference agent-server-webhooks §1): the
