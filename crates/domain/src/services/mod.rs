@@ -8,6 +8,7 @@ mod conversations;
 mod event_catch_up;
 mod event_streams;
 mod events;
+mod membership;
 mod operator;
 mod org_settings;
 mod sandbox_catch_up;
@@ -41,9 +42,6 @@ pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
 pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
 pub use users::{MeView, MyOrg, OrgMe, UserService};
 
-use crate::error::DomainError;
-use crate::identity::{Member, require_member};
-use crate::ids::{OrgId, UserId};
 use crate::ports::{
     AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
     SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
@@ -239,17 +237,4 @@ impl Switchboard {
     pub fn user_secrets(&self) -> &UserSecretService {
         &self.user_secrets
     }
-}
-
-/// An existing user who is a member of `org` ([`require_member`]).
-///
-/// # Errors
-/// [`DomainError::UserNotFound`], [`DomainError::OrgNotFound`], [`DomainError::NotAMember`].
-fn existing_member(
-    identity: &dyn IdentityStore,
-    org: OrgId,
-    user: UserId,
-) -> Result<Member, DomainError> {
-    identity.user(user)?.ok_or(DomainError::UserNotFound)?;
-    require_member(identity.org_membership(org, user)?)
 }

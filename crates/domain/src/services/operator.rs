@@ -12,7 +12,8 @@ use crate::identity::{Org, User};
 use crate::ids::{ApiKeyId, OrgId, UserId};
 use crate::permissions::Role;
 use crate::ports::IdentityStore;
-use crate::services::{ApiKeyService, existing_member};
+use crate::services::ApiKeyService;
+use crate::services::membership::existing_member;
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
 

@@ -28,7 +28,7 @@ use crate::sandboxes::records::{
 use crate::sandboxes::runtime::{RuntimeError, RuntimeHandle, SandboxRuntime, SandboxStatus};
 use crate::sandboxes::settings::ManagedSandboxes;
 use crate::sandboxes::{RegisteredSandbox, Sandbox};
-use crate::services::existing_member;
+use crate::services::membership::existing_member;
 use crate::time_input::now_micros;
 
 /// How often a webhook's use of a sandbox is written (`last_used_at`), at most.
