@@ -55,6 +55,42 @@ pub struct LogCap {
     pub max_bytes: u64,
 }
 
+/// Switchboard's URL as sandboxes reach it: `--public-url` without a trailing `/`, else the
+/// listening address (`0.0.0.0`/`::` read as 127.0.0.1) over `http`.
+fn public_url(args: &SandboxArgs, bound: SocketAddr) -> String {
+    match &args.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => {
+            let mut addr = bound;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    }
+}
+
+/// The variables of Switchboard's own environment every sandbox gets: [`ALWAYS_PASSED`] when
+/// set, and each `--sandbox-env` name (a warning for one that is not set).
+fn passthrough_env(args: &SandboxArgs) -> Vec<(String, String)> {
+    let mut passthrough_env = Vec::new();
+    for name in ALWAYS_PASSED
+        .iter()
+        .copied()
+        .chain(args.sandbox_env.iter().map(String::as_str))
+    {
+        match std::env::var(name) {
+            Ok(value) => passthrough_env.push((name.to_owned(), value)),
+            Err(_) if ALWAYS_PASSED.contains(&name) => {}
+            Err(_) => tracing::warn!(
+                variable = name,
+                "--sandbox-env names a variable that is not set; sandboxes will not get it"
+            ),
+        }
+    }
+    passthrough_env
+}
+
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
 /// when the default runtime or a spec's is `docker` (binding the operator's
@@ -77,31 +113,8 @@ pub fn configure(
 ) -> Result<Configured> {
     let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
-    let public_url = match &args.public_url {
-        Some(url) => url.trim_end_matches('/').to_owned(),
-        None => {
-            let mut addr = bound;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            format!("http://{addr}")
-        }
-    };
-    let mut passthrough_env = Vec::new();
-    for name in ALWAYS_PASSED
-        .iter()
-        .copied()
-        .chain(args.sandbox_env.iter().map(String::as_str))
-    {
-        match std::env::var(name) {
-            Ok(value) => passthrough_env.push((name.to_owned(), value)),
-            Err(_) if ALWAYS_PASSED.contains(&name) => {}
-            Err(_) => tracing::warn!(
-                variable = name,
-                "--sandbox-env names a variable that is not set; sandboxes will not get it"
-            ),
-        }
-    }
+    let public_url = public_url(args, bound);
+    let passthrough_env = passthrough_env(args);
     let key_file = args
         .secret_key_file
         .clone()
