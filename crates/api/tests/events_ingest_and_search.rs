@@ -363,6 +363,50 @@ async fn retries_never_duplicate(backend: Backend) {
     assert_same_events(&got, &sorted, backend.name());
 }
 
+/// A batch whose every event is stored already (the stream path stored it first, or a
+/// retry) writes nothing, not even the conversation's activity time; a batch with one new
+/// event among stored ones is appended as before and moves it.
+async fn stored_batches_write_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let session = app.register_sandbox(app.org, app.owner.user_id).await;
+    let sent = corpus();
+    let texts: Vec<&str> = sent.iter().map(|s| s.text.as_str()).collect();
+    let conv = uuid::Uuid::new_v4().to_string();
+    let updated_at = || async {
+        let (status, body) = app
+            .get_query(
+                "/api/v1/app-conversations",
+                &app.owner.key,
+                &[("ids", conv.clone())],
+            )
+            .await;
+        assert_eq!(status, 200, "{backend}: {body}");
+        body[0]["updated_at"].as_str().unwrap().to_owned()
+    };
+    app.ingest(&session, &conv, &texts[..10]).await;
+    let before = updated_at().await;
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    app.ingest(&session, &conv, &texts[..10]).await;
+    app.ingest(&session, &conv, &texts[3..7]).await;
+    assert_eq!(
+        updated_at().await,
+        before,
+        "{backend}: nothing new, nothing written"
+    );
+    app.ingest(&session, &conv, &texts[5..12]).await;
+    assert_ne!(
+        updated_at().await,
+        before,
+        "{backend}: new events move the activity time"
+    );
+    let sorted = by_instant(&stored_in_arrival_order(&sent[..12]));
+    let got = app
+        .search_all(&app.owner.key, &conv, &[], 100, sorted.len())
+        .await;
+    assert_same_events(&got, &sorted, backend.name());
+    app.stop().await;
+}
+
 /// A run state OpenHands does not define (from a newer agent server) is not an error: the
 /// event is stored, the conversation keeps its run state, and a `ConversationInfo` carrying
 /// one still updates the title.
@@ -409,5 +453,6 @@ on_both_backends!(
     batch_get,
     streaming_deltas_not_stored,
     retries_never_duplicate,
+    stored_batches_write_nothing,
     unknown_statuses_leave_the_run_state,
 );
