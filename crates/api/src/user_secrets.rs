@@ -34,7 +34,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// `page_id` is the cursor of the previous page, `limit` 1 to 100 (default 100).
 #[utoipa::path(tag = "Secrets",
     params(
-        ("name__contains" = Option<String>, Query, description = "Names containing this text"),
+        ("name__contains" = Option<String>, Query, pattern = "^[^\\x00]*$", description = "Names containing this text (no NUL)"),
         ("page_id" = Option<String>, Query, description = "next_page_id of the previous page"),
         ("limit" = Option<u32>, Query, minimum = 1, maximum = 100, description = "At most this many (default 100)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),

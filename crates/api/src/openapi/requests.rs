@@ -18,6 +18,8 @@ use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
 use switchboard_domain::identity::api_keys::MAX_KEY_NAME_CHARS;
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
+use super::settings_requests;
+
 /// A date-time as the parsers take it (ISO-8601, naive = UTC), restricted to a plain form that
 /// every accepted value generator can only produce valid instances of: years 1900 to 2999, days
 /// 1 to 28, optional fraction (µs) and offset. The parsers accept more (any day, dates alone,
@@ -316,23 +318,27 @@ fn org_header_schema() -> Value {
     json!({"type": "string", "format": "uuid"})
 }
 
-/// Adds the request schemas to `doc`'s components, points the operations' bodies at them,
+/// Adds the request schemas (these and [`settings_requests`]') to `doc`'s components, points the operations' bodies at them,
 /// gives every `X-Org-Id` parameter its UUID schema and every UUID in a path or a query its
 /// [`UUID_PATTERN`].
 pub fn apply(doc: &mut Value) {
     let schemas = doc["components"]["schemas"]
         .as_object_mut()
         .expect("the document has schemas");
-    for (name, schema) in self::schemas() {
+    for (name, schema) in self::schemas()
+        .into_iter()
+        .chain(settings_requests::schemas())
+    {
         schemas.insert(name.to_owned(), schema);
     }
     sort(schemas);
-    for (path, method, name) in BODIES {
+    let bodies = BODIES.map(|(path, method, name)| (path, method, name, true));
+    for (path, method, name, required) in bodies.into_iter().chain(settings_requests::BODIES) {
         let op = &mut doc["paths"][path][method];
         assert!(op.is_object(), "no operation {method} {path}");
         op["requestBody"]["content"]["application/json"]["schema"] =
             json!({ "$ref": format!("#/components/schemas/{name}") });
-        op["requestBody"]["required"] = Value::Bool(true);
+        op["requestBody"]["required"] = Value::Bool(required);
     }
     for item in doc["paths"]
         .as_object_mut()

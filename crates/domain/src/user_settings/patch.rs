@@ -27,15 +27,17 @@ pub const SANDBOX_GROUPING_STRATEGIES: [&str; 5] = [
 /// `conversation_settings.security_analyzer` values (or `null`).
 pub const SECURITY_ANALYZERS: [&str; 2] = ["llm", "none"];
 
-/// The app preferences a client may set, by type.
-const BOOL_PREFS: [&str; 4] = [
+/// The app preferences a client may set that are booleans (`null` unsets one).
+pub const BOOL_PREFS: [&str; 4] = [
     "enable_sound_notifications",
     "enable_proactive_conversation_starters",
     "git_full_clone",
     "v1_enabled",
 ];
-const NULLABLE_BOOL_PREFS: [&str; 1] = ["user_consents_to_analytics"];
-const STRING_PREFS: [&str; 6] = [
+/// The app preferences that are a boolean or `null` (a value of its own).
+pub const NULLABLE_BOOL_PREFS: [&str; 1] = ["user_consents_to_analytics"];
+/// The app preferences that are text (`null` unsets one).
+pub const STRING_PREFS: [&str; 6] = [
     "language",
     "git_user_name",
     "git_user_email",
@@ -43,7 +45,9 @@ const STRING_PREFS: [&str; 6] = [
     "sandbox_runtime_container_image",
     "default_sandbox_spec_id",
 ];
-const INT_PREFS: [&str; 2] = ["user_version", "remote_runtime_resource_factor"];
+/// The app preferences that are integers in `i64`'s range (`3.0` taken as `3`; `null` unsets
+/// one).
+pub const INT_PREFS: [&str; 2] = ["user_version", "remote_runtime_resource_factor"];
 
 /// A change to one secret field: `None` leaves it, `Some(None)` unsets it, `Some(Some(v))`
 /// sets it.
@@ -188,7 +192,8 @@ pub fn check_llm_fields(m: &mut Map<String, Value>, at: &[LocItem]) -> Result<()
     Ok(())
 }
 
-/// `conversation_settings_diff`: `schema_version` and `max_iterations` integers ≥ 1,
+/// `conversation_settings_diff`: `schema_version` and `max_iterations` integers ≥ 1 (`3.0`
+/// taken and stored as `3`),
 /// `confirmation_mode` a boolean, `security_analyzer` `"llm"`, `"none"` or `null`; other
 /// fields kept as sent.
 fn conversation_diff(
@@ -200,11 +205,14 @@ fn conversation_diff(
         Value::Object(m) => m,
         other => return Err(model_type(at.to_vec(), "ConversationSettings", other)),
     };
+    let mut out = m.clone();
     for key in ["schema_version", "max_iterations"] {
-        match m.get(key) {
-            None | Some(Value::Null) => {}
-            Some(n) if n.as_u64().is_some_and(|n| n >= 1) => {}
-            Some(n) if n.is_i64() => {
+        match m.get(key).map(|n| (n, integral(n))) {
+            None | Some((Value::Null, _)) => {}
+            Some((_, Some(n))) if n >= 1 => {
+                out.insert(key.to_owned(), json!(n));
+            }
+            Some((n, Some(_))) => {
                 return Err(ValidationError::new(
                     ErrorType::GreaterThanEqual,
                     field(at, key),
@@ -213,7 +221,7 @@ fn conversation_diff(
                 .with_input(n.clone())
                 .with_ctx(json!({"ge": 1})));
             }
-            Some(other) => {
+            Some((other, None)) => {
                 return Err(ValidationError::new(
                     ErrorType::IntType,
                     field(at, key),
@@ -239,7 +247,18 @@ fn conversation_diff(
             ));
         }
     }
-    Ok(Some(m.clone()))
+    Ok(Some(out))
+}
+
+/// An integer as OpenHands' models take one in lax mode: a JSON integer, or a number without
+/// a fraction (`3.0`), within `i64`'s range; `None` for anything else.
+fn integral(v: &Value) -> Option<i64> {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && (-LIMIT..LIMIT).contains(f))
+            .map(|f| f as i64)
+    })
 }
 
 /// The top-level app preferences, each by its type; `null` unsets one.
@@ -249,9 +268,15 @@ fn preferences(
     root: &[LocItem],
 ) -> Result<(), ValidationError> {
     let prefs = &mut patch.preferences;
-    for (key, v) in obj {
+    for (key, sent) in obj {
         let at = field(root, key);
         let k = key.as_str();
+        // An integer preference sent as `3.0` is stored as `3`.
+        let normalized = INT_PREFS
+            .contains(&k)
+            .then(|| integral(sent).map(|n| json!(n)))
+            .flatten();
+        let v = normalized.as_ref().unwrap_or(sent);
         let ok = if v.is_null() {
             BOOL_PREFS.contains(&k)
                 || NULLABLE_BOOL_PREFS.contains(&k)
@@ -346,6 +371,28 @@ fn marketplaces(v: &Value, at: &[LocItem]) -> Result<bool, ValidationError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_sent_as_whole_numbers_are_stored_as_integers() {
+        let p = parse_settings_patch(&json!({
+            "user_version": 3.0,
+            "conversation_settings_diff": {"max_iterations": 7.0, "schema_version": 1},
+        }))
+        .unwrap();
+        assert_eq!(p.preferences["user_version"], json!(3));
+        assert!(p.preferences["user_version"].is_i64());
+        let diff = p.conversation_diff.unwrap();
+        assert!(diff["max_iterations"].is_i64() && diff["max_iterations"] == json!(7));
+        for bad in [
+            json!({"user_version": 1.5}),
+            json!({"user_version": 9.3e18}),
+            json!({"conversation_settings_diff": {"max_iterations": 0.0}}),
+            json!({"conversation_settings_diff": {"max_iterations": 2.5}}),
+            json!({"conversation_settings_diff": {"max_iterations": 18446744073709551615u64}}),
+        ] {
+            assert!(parse_settings_patch(&bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn diffs_keys_and_preferences_are_read() {

@@ -1,0 +1,351 @@
+//! The request bodies of a member's own settings, LLM profiles, custom secrets and git provider
+//! tokens (issue 21), written as JSON Schema with every rule their parsers enforce that JSON
+//! Schema can state, as [`super::requests`] does for the other bodies: the legacy nested
+//! settings keys refused, the preferences by type, the conversation settings' ranges, the LLM
+//! base URL's scheme, the profile and secret name patterns, the provider names, a host with an
+//! optional port, and no NUL (U+0000) in any string or key of the bodies whose parsers refuse one
+//! anywhere. What JSON Schema cannot state (a secret value's bound is in UTF-8 bytes, a new name
+//! already taken, the profile and secret limits) is in the descriptions and API.md.
+
+use serde_json::{Value, json};
+use switchboard_domain::user_secrets::{
+    MAX_DESCRIPTION_CHARS, MAX_SECRET_VALUE_BYTES, PROVIDER_TYPES, SECRET_NAME_PATTERN,
+};
+use switchboard_domain::user_settings::patch::{
+    BOOL_PREFS, INT_PREFS, NULLABLE_BOOL_PREFS, SANDBOX_GROUPING_STRATEGIES, SECURITY_ANALYZERS,
+    STRING_PREFS,
+};
+use switchboard_domain::user_settings::profiles::PROFILE_NAME_PATTERN;
+use switchboard_domain::validation::NO_NUL_PATTERN;
+
+/// An LLM base URL as `check_llm_fields` takes it: empty (unset), or `http://` / `https://`
+/// then anything without NUL.
+pub const BASE_URL_PATTERN: &str = r"^(https?://[^\x00]*)?$";
+
+/// A git provider's host as `parse_provider_tokens` takes it: empty (none), or letters,
+/// digits, `.` and `-` (1 to 253), then optionally `:` and a port 1 to 65535 as Rust's `u16`
+/// parser reads it (an optional `+`, leading zeros).
+pub const HOST_PATTERN: &str = r"^$|^[A-Za-z0-9.-]{1,253}(:\+?0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
+
+/// A reference to the component `name`.
+fn component(name: &str) -> Value {
+    json!({ "$ref": format!("#/components/schemas/{name}") })
+}
+
+/// Text without NUL, or `null`.
+fn nullable_text() -> Value {
+    json!({"type": ["string", "null"], "pattern": NO_NUL_PATTERN})
+}
+
+/// An object whose keys hold no NUL, with `properties`, any other key taking a value without
+/// NUL.
+fn nul_free_object(description: &str, properties: Value) -> Value {
+    json!({
+        "type": "object",
+        "description": description,
+        "propertyNames": {"pattern": NO_NUL_PATTERN},
+        "properties": properties,
+        "additionalProperties": component("JsonValueWithoutNul"),
+    })
+}
+
+/// `POST /api/v1/settings`' body.
+fn settings_schema() -> Value {
+    let mut properties = serde_json::Map::new();
+    for legacy in ["agent_settings", "conversation_settings"] {
+        properties.insert(legacy.into(), Value::Bool(false));
+    }
+    for key in BOOL_PREFS.iter().chain(&NULLABLE_BOOL_PREFS) {
+        properties.insert((*key).into(), json!({"type": ["boolean", "null"]}));
+    }
+    for key in STRING_PREFS.iter().chain(&["search_api_key"]) {
+        properties.insert((*key).into(), nullable_text());
+    }
+    for key in INT_PREFS {
+        properties.insert(
+            key.into(),
+            json!({"type": ["integer", "null"], "minimum": i64::MIN, "maximum": i64::MAX}),
+        );
+    }
+    let count = json!({"type": ["integer", "null"], "minimum": 1, "maximum": i64::MAX});
+    let extra = json!({
+        "max_budget_per_task": {"anyOf": [
+            {"type": "number", "exclusiveMinimum": 0, "maximum": f64::MAX},
+            {"type": "null"},
+        ], "description": "A finite number > 0, or `null` to unset."},
+        "disabled_skills": {"type": ["array", "null"], "items": {"type": "string", "pattern": NO_NUL_PATTERN}},
+        "sandbox_grouping_strategy": {"enum": SANDBOX_GROUPING_STRATEGIES.iter().map(|s| json!(s)).chain([Value::Null]).collect::<Vec<_>>()},
+        "registered_marketplaces": {"anyOf": [
+            {"type": "array", "items": {"allOf": [component("MarketplaceRegistrationInput"), component("JsonValueWithoutNul")]}},
+            {"type": "null"},
+        ]},
+        "agent_settings_diff": {"anyOf": [
+            nul_free_object("Deep-merged into the stored agent settings (`null` removes a key).", json!({
+                "llm": {"anyOf": [component("LLMSettingsInput"), {"type": "null"}], "description": "`null` unsets the key."},
+                "mcp_config": {"anyOf": [nul_free_object("The MCP configuration (sealed).", json!({})), {"type": "null"}]},
+            })),
+            {"type": "null"},
+        ]},
+        "conversation_settings_diff": {"anyOf": [
+            nul_free_object("Deep-merged into the stored conversation settings.", json!({
+                "schema_version": count,
+                "max_iterations": count,
+                "confirmation_mode": {"type": ["boolean", "null"]},
+                "security_analyzer": {"enum": SECURITY_ANALYZERS.iter().map(|s| json!(s)).chain([Value::Null]).collect::<Vec<_>>()},
+            })),
+            {"type": "null"},
+        ]},
+    });
+    properties.extend(
+        extra
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
+    nul_free_object(
+        "`Settings` as a partial update: the nested settings as `*_diff`, the preferences at the top level (`null` unsets one); the legacy `agent_settings` and `conversation_settings` are refused; fields a GET answers but a client cannot set, and unknown fields, are ignored. No NUL in any string or key.",
+        Value::Object(properties),
+    )
+}
+
+// Over 100 lines, on purpose: a declaration (one JSON Schema literal per request body), not logic.
+/// The request body schemas of this module, by component name.
+pub fn schemas() -> Vec<(&'static str, Value)> {
+    let name = |pattern: &str| json!({"type": "string", "pattern": pattern});
+    let description = json!({
+        "type": ["string", "null"], "pattern": NO_NUL_PATTERN, "maxLength": MAX_DESCRIPTION_CHARS,
+    });
+    vec![
+        (
+            "JsonValueWithoutNul",
+            json!({
+                "description": "Any JSON value with no NUL (U+0000) in a string or an object key.",
+                "anyOf": [
+                    {"type": "string", "pattern": NO_NUL_PATTERN},
+                    {"type": ["number", "boolean", "null"]},
+                    {"type": "array", "items": component("JsonValueWithoutNul")},
+                    {"type": "object", "propertyNames": {"pattern": NO_NUL_PATTERN}, "additionalProperties": component("JsonValueWithoutNul")},
+                ],
+            }),
+        ),
+        (
+            "LLMSettingsInput",
+            nul_free_object(
+                "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`.",
+                json!({
+                    "api_key": nullable_text(),
+                    "model": nullable_text(),
+                    "base_url": {"type": ["string", "null"], "pattern": BASE_URL_PATTERN},
+                }),
+            ),
+        ),
+        ("Settings", settings_schema()),
+        (
+            "SaveProfileRequest",
+            json!({
+                "type": ["object", "null"],
+                "description": "Optional; none or `null` means every default: the profile saves the current settings' LLM, with its key.",
+                "propertyNames": {"pattern": NO_NUL_PATTERN},
+                "properties": {
+                    "include_secrets": {"type": "boolean", "default": true},
+                    "preserve_existing_api_key": {"type": "boolean", "default": false},
+                    "llm": {"anyOf": [component("LLMSettingsInput"), {"type": "null"}]},
+                },
+                "additionalProperties": component("JsonValueWithoutNul"),
+            }),
+        ),
+        (
+            "RenameProfileRequest",
+            json!({
+                "type": "object",
+                "required": ["new_name"],
+                "properties": {"new_name": name(PROFILE_NAME_PATTERN)},
+            }),
+        ),
+        (
+            "SwitchProfileRequest",
+            json!({
+                "type": "object",
+                "description": "A profile of the caller's, by name (other keys are ignored).",
+                "required": ["profile_name"],
+                "properties": {"profile_name": {"type": "string", "minLength": 1}},
+            }),
+        ),
+        (
+            "CustomSecretCreate",
+            json!({
+                "type": "object",
+                "required": ["name", "value"],
+                "properties": {
+                    "name": name(SECRET_NAME_PATTERN),
+                    "value": {
+                        "type": "string", "minLength": 1, "maxLength": MAX_SECRET_VALUE_BYTES,
+                        "pattern": NO_NUL_PATTERN,
+                        "description": format!("1 to {MAX_SECRET_VALUE_BYTES} bytes of UTF-8 text without NUL (the schema can bound only characters); sealed, never answered."),
+                    },
+                    "description": description.clone(),
+                },
+            }),
+        ),
+        (
+            "CustomSecretWithoutValue",
+            json!({
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": name(SECRET_NAME_PATTERN), "description": description},
+            }),
+        ),
+        (
+            "ProviderToken",
+            json!({
+                "type": "object",
+                "description": "A token (`\"\"` or `null`: keep the stored one) and the host of a self-hosted provider (`host[:port]`, no scheme or path).",
+                "properties": {
+                    "token": nullable_text(),
+                    "host": {"type": ["string", "null"], "pattern": HOST_PATTERN},
+                },
+            }),
+        ),
+        (
+            "POSTProviderModel",
+            json!({
+                "type": "object",
+                "description": "`provider_tokens` maps a provider to its token; the set sent replaces the set stored. `mcp_config` is accepted and ignored.",
+                "properties": {
+                    "provider_tokens": {"anyOf": [
+                        {"type": "object", "propertyNames": {"enum": PROVIDER_TYPES}, "additionalProperties": component("ProviderToken")},
+                        {"type": "null"},
+                    ]},
+                },
+            }),
+        ),
+    ]
+}
+
+/// Which operation takes which body: `(path, method, schema name, required)`.
+pub const BODIES: [(&str, &str, &str, bool); 7] = [
+    (
+        "/api/v1/app-conversations/{conversation_id}/switch_profile",
+        "post",
+        "SwitchProfileRequest",
+        true,
+    ),
+    ("/api/v1/settings", "post", "Settings", true),
+    (
+        "/api/v1/settings/profiles/{name}",
+        "post",
+        "SaveProfileRequest",
+        false,
+    ),
+    (
+        "/api/v1/settings/profiles/{name}/rename",
+        "post",
+        "RenameProfileRequest",
+        true,
+    ),
+    ("/api/v1/secrets", "post", "CustomSecretCreate", true),
+    (
+        "/api/v1/secrets/{secret_id}",
+        "put",
+        "CustomSecretWithoutValue",
+        true,
+    ),
+    (
+        "/api/v1/secrets/git-providers",
+        "post",
+        "POSTProviderModel",
+        true,
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use switchboard_domain::user_secrets::{is_secret_name, parse_provider_tokens};
+    use switchboard_domain::user_settings::patch::parse_settings_patch;
+    use switchboard_domain::user_settings::profiles::is_profile_name;
+
+    fn matches(pattern: &str, s: &str) -> bool {
+        regex::Regex::new(pattern).unwrap().is_match(s)
+    }
+
+    /// The patterns take exactly what the parsers take.
+    #[test]
+    fn patterns_agree_with_the_parsers() {
+        for host in [
+            "",
+            "git.example.com",
+            "h:1",
+            "h:65535",
+            "h:+0443",
+            "h:000080",
+            "h:0",
+            "h:65536",
+            "h:",
+            ":80",
+            "https://h",
+            "h/x",
+            "a:b:80",
+            "h:-1",
+            "h:+",
+            "\u{e9}.com",
+        ] {
+            let body = json!({"provider_tokens": {"github": {"host": host}}});
+            assert_eq!(
+                matches(HOST_PATTERN, host),
+                parse_provider_tokens(&body).is_ok(),
+                "{host:?}"
+            );
+        }
+        for url in [
+            "", "http://x", "https://", "ftp://x", "HTTP://x", "http:/x", "x",
+        ] {
+            let body = json!({"agent_settings_diff": {"llm": {"base_url": url}}});
+            assert_eq!(
+                matches(BASE_URL_PATTERN, url),
+                parse_settings_patch(&body).is_ok(),
+                "{url:?}"
+            );
+        }
+        let long = "x".repeat(129);
+        for name in [
+            "a",
+            "a.b-c_D9",
+            "",
+            "a b",
+            "a/b",
+            "\u{e9}",
+            long.as_str(),
+            &long[..64],
+        ] {
+            assert_eq!(
+                matches(PROFILE_NAME_PATTERN, name),
+                is_profile_name(name),
+                "{name:?}"
+            );
+            assert_eq!(
+                matches(SECRET_NAME_PATTERN, name),
+                is_secret_name(name),
+                "{name:?}"
+            );
+        }
+    }
+
+    /// Every body named in [`BODIES`] has a schema, and the document points at it.
+    #[test]
+    fn bodies_are_in_the_document() {
+        let doc = crate::openapi::document();
+        for (path, method, name, required) in BODIES {
+            assert!(doc["components"]["schemas"][name].is_object(), "{name}");
+            let body = &doc["paths"][path][method]["requestBody"];
+            assert_eq!(
+                body["content"]["application/json"]["schema"]["$ref"],
+                format!("#/components/schemas/{name}"),
+                "{method} {path}"
+            );
+            assert_eq!(body["required"], required, "{method} {path}");
+        }
+    }
+}
