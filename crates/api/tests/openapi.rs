@@ -195,6 +195,8 @@ async fn every_route_is_served(backend: Backend) {
                 json!({"name": "route check"})
             } else if path.ends_with("/send-message") {
                 json!({"content": [{"type": "text", "text": "route check"}]})
+            } else if path.ends_with("/switch_profile") {
+                json!({"profile_name": "route-check"})
             } else {
                 json!({})
             };

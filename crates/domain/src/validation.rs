@@ -134,6 +134,22 @@ pub fn greater_than(loc: Vec<LocItem>, gt: i64, input: &Value) -> ValidationErro
     .with_ctx(json!({ "gt": gt }))
 }
 
+/// `string_too_short`: text shorter than `min_length` characters (pydantic's words).
+pub fn string_too_short(loc: Vec<LocItem>, min_length: usize, input: &str) -> ValidationError {
+    let unit = if min_length == 1 {
+        "character"
+    } else {
+        "characters"
+    };
+    ValidationError::new(
+        ErrorType::StringTooShort,
+        loc,
+        format!("String should have at least {min_length} {unit}"),
+    )
+    .with_input(Value::String(input.to_owned()))
+    .with_ctx(json!({ "min_length": min_length }))
+}
+
 /// `less_than_equal`: a number above its upper bound `le`.
 pub fn less_than_equal(loc: Vec<LocItem>, le: i64, input: &Value) -> ValidationError {
     ValidationError::new(

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_domain::ConversationId;
 use switchboard_domain::identity::session_keys::SessionKey;
-use switchboard_domain::sandboxes::agent_requests::StartConversationRequest;
+use switchboard_domain::sandboxes::agent_requests::{StartConversationRequest, SwitchLlmRequest};
 use switchboard_domain::sandboxes::runtime::{
     AgentServerClient, AgentServerError, BashCommand, BashOutcome,
 };
@@ -139,6 +139,22 @@ impl AgentServerClient for HttpAgentServerClient {
     ) -> Result<(), AgentServerError> {
         let url = format!("{}/events", conversation_url(base_url, conversation));
         let (status, text) = self.post_json(&url, key, message, CALL_TIMEOUT)?;
+        if (200..300).contains(&status) {
+            Ok(())
+        } else {
+            Err(bad_answer(&url, status, &text))
+        }
+    }
+
+    fn switch_llm(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: ConversationId,
+        request: &SwitchLlmRequest,
+    ) -> Result<(), AgentServerError> {
+        let url = format!("{}/switch_llm", conversation_url(base_url, conversation));
+        let (status, text) = self.post_json(&url, key, request, CALL_TIMEOUT)?;
         if (200..300).contains(&status) {
             Ok(())
         } else {

@@ -29,13 +29,16 @@ impl Drop for Child9 {
     }
 }
 
-/// The fake LLM on a free loopback port; its `/v1` base URL.
-pub fn fake_llm() -> (Child9, String) {
+/// The fake LLM on a free loopback port, every request it gets appended to `log` (JSON
+/// Lines: its path, model and `Authorization` header among them); its `/v1` base URL.
+pub fn fake_llm(log: &Path) -> (Child9, String) {
     let port = free_port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
     let child = Command::new(python())
         .arg(script)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .arg("--log")
+        .arg(log)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -69,6 +72,9 @@ pub struct Rig {
     pub data_dir: String,
     pub specs: String,
     pub llm_base: String,
+    /// The fake LLM's request log (JSON Lines; read by the switch_profile test).
+    #[allow(dead_code)]
+    pub llm_log: std::path::PathBuf,
     pub key: String,
     pub server: Server,
     /// Sandboxes outlive a killed server: their processes end with the test.
@@ -84,7 +90,8 @@ impl Rig {
     pub fn start(db: &str, agent: &Path, webhooks_lost: bool, streams: bool) -> Rig {
         let data = TempDir::new();
         let data_dir = data.path().display().to_string();
-        let (llm, llm_base) = fake_llm();
+        let llm_log = data.path().join("llm-requests.jsonl");
+        let (llm, llm_base) = fake_llm(&llm_log);
         let env: serde_json::Map<String, Value> = switchboard_testkit::REAL_AGENT_SERVER_ENV
             .iter()
             // The fast path is Switchboard's to set (issue 19): the spec leaves it out, and a
@@ -123,6 +130,7 @@ impl Rig {
             data_dir,
             specs,
             llm_base,
+            llm_log,
             key: server.bootstrap_key(),
             server,
             _end: EndProcessesUnder(data.path().to_path_buf()),

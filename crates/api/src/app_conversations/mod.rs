@@ -1,11 +1,13 @@
 //! App conversations, read and changed (spec §4.3; reference app-server §5.2): search,
-//! count, batch get, PATCH, DELETE and send-message, in OpenHands' shapes. Another
+//! count, batch get, PATCH, DELETE and send-message, in OpenHands' shapes ([`switch_profile`]
+//! changes a running conversation's LLM). Another
 //! organization's conversation, an unknown one, or another member's seen by a member is 404
 //! `{"detail": "Conversation not found"}`. `POST /api/v1/app-conversations` and
 //! `stream-start` (the start) are [`start`]'s.
 
 pub mod start;
 pub mod start_tasks;
+pub mod switch_profile;
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;
@@ -44,7 +46,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(get_app_conversations)
         .service(patch_app_conversation)
         .service(delete_app_conversation)
-        .service(send_message);
+        .service(send_message)
+        .service(switch_profile::switch_profile);
 }
 
 /// `include_sub_conversations` as pydantic reads a boolean from a query string.

@@ -69,6 +69,14 @@ pub struct AgentSpec {
     pub mcp_config: Option<Value>,
 }
 
+/// The body of an agent server's `POST /api/conversations/{id}/switch_llm`: the LLM the
+/// running conversation uses from its next step on (`Debug` masks the key).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SwitchLlmRequest {
+    /// The new LLM, key included.
+    pub llm: LlmSpec,
+}
+
 /// The LLM of an agent (the SDK's `LLM`).
 #[derive(Clone, PartialEq, Serialize)]
 pub struct LlmSpec {

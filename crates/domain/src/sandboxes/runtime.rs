@@ -259,6 +259,19 @@ pub trait AgentServerClient:
         message: &serde_json::Value,
     ) -> Result<(), AgentServerError>;
 
+    /// `POST {base_url}/api/conversations/{conversation}/switch_llm` with
+    /// `X-Session-API-Key`: the conversation's LLM replaced (its key never logged).
+    ///
+    /// # Errors
+    /// As [`AgentServerClient::send_message`].
+    fn switch_llm(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: crate::ids::ConversationId,
+        request: &crate::sandboxes::agent_requests::SwitchLlmRequest,
+    ) -> Result<(), AgentServerError>;
+
     /// `DELETE {base_url}/api/conversations/{conversation}` with `X-Session-API-Key`
     /// (reference agent-server-webhooks §2). A 2xx answer, and 404 (the agent server does not
     /// know it: nothing to delete), are success.

@@ -13,6 +13,7 @@ use crate::identity::OrgContext;
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
 use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSettingsStore};
+use crate::sandboxes::agent_requests::LlmSpec;
 use crate::time_input::now_micros;
 use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, SaveProfile, StoredProfile};
@@ -63,6 +64,29 @@ pub struct OwnLlm {
     pub base_url: Option<String>,
     /// Key, in the clear.
     pub api_key: Option<String>,
+}
+
+impl OwnLlm {
+    /// The agent server's `LLM` for this one (usage `agent`, no retries, not streamed), as a
+    /// running conversation gets it from its owner's profile `name`.
+    ///
+    /// # Errors
+    /// [`DomainError::BadRequest`] (400) when the profile names no model.
+    pub fn into_spec(self, name: &str) -> Result<LlmSpec, DomainError> {
+        let Some(model) = self.model else {
+            return Err(DomainError::BadRequest(format!(
+                "Profile '{name}' has no model"
+            )));
+        };
+        Ok(LlmSpec {
+            model,
+            usage_id: "agent",
+            num_retries: 0,
+            base_url: self.base_url,
+            api_key: self.api_key,
+            stream: false,
+        })
+    }
 }
 
 impl UserSettingsService {
@@ -429,15 +453,7 @@ impl UserSettingsService {
     ) -> Result<Option<OwnLlm>, DomainError> {
         let active = rec.active_profile.as_deref().and_then(|n| rec.profile(n));
         let llm = match active {
-            Some(p) => OwnLlm {
-                model: p.config_str("model").map(str::to_owned),
-                base_url: p.config_str("base_url").map(str::to_owned),
-                api_key: p
-                    .api_key_sealed
-                    .as_deref()
-                    .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
-                    .transpose()?,
-            },
+            Some(p) => self.profile_own_llm(p, org, user)?,
             None => OwnLlm {
                 model: rec.llm_str("model").map(str::to_owned),
                 base_url: rec.llm_str("base_url").map(str::to_owned),
@@ -449,6 +465,35 @@ impl UserSettingsService {
             },
         };
         Ok((llm.model.is_some() || llm.api_key.is_some() || llm.base_url.is_some()).then_some(llm))
+    }
+
+    /// The LLM of the caller's profile `name`, key opened.
+    ///
+    /// # Errors
+    /// [`DomainError::NotFound`] for an unknown profile; a value that does not open; storage.
+    pub fn profile_llm(&self, ctx: &OrgContext, name: &str) -> Result<OwnLlm, DomainError> {
+        let (org, user) = (ctx.org.id, ctx.principal.user_id);
+        let rec = self.record(org, user)?;
+        let p = rec.profile(name).ok_or_else(|| profile_not_found(name))?;
+        self.profile_own_llm(p, org, user)
+    }
+
+    /// A profile's LLM, its key opened.
+    fn profile_own_llm(
+        &self,
+        p: &StoredProfile,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<OwnLlm, DomainError> {
+        Ok(OwnLlm {
+            model: p.config_str("model").map(str::to_owned),
+            base_url: p.config_str("base_url").map(str::to_owned),
+            api_key: p
+                .api_key_sealed
+                .as_deref()
+                .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
+                .transpose()?,
+        })
     }
 
     /// Whether `user` stored an LLM key in `org` (settings or active profile).

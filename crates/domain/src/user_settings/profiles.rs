@@ -158,6 +158,27 @@ pub fn parse_rename(body: &Value) -> Result<String, ValidationError> {
     }
 }
 
+/// Reads `POST /api/v1/app-conversations/{id}/switch_profile` (OpenHands'
+/// `SwitchProfileRequest`: `{"profile_name": …}`, at least one character; other keys ignored).
+///
+/// # Errors
+/// A 422 entry: not an object, `profile_name` missing, not a string, or empty.
+pub fn parse_switch_profile(body: &Value) -> Result<String, ValidationError> {
+    let root = loc(["body"]);
+    let Some(obj) = body.as_object() else {
+        return Err(model_type(root, "SwitchProfileRequest", body));
+    };
+    let at = field(&root, "profile_name");
+    match obj.get("profile_name") {
+        None => Err(missing(at, body.clone())),
+        Some(Value::String(s)) if s.is_empty() => {
+            Err(crate::validation::string_too_short(at, 1, s))
+        }
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Err(crate::validation::string_type(at, other)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -189,5 +210,17 @@ mod tests {
         assert_eq!(parse_rename(&json!({"new_name": "b"})).unwrap(), "b");
         assert!(parse_rename(&json!({"new_name": "b/c"})).is_err());
         assert!(parse_rename(&json!({})).is_err());
+        assert_eq!(
+            parse_switch_profile(&json!({"profile_name": "p", "x": 1})).unwrap(),
+            "p"
+        );
+        for bad in [
+            json!({}),
+            json!({"profile_name": ""}),
+            json!({"profile_name": 3}),
+            json!([]),
+        ] {
+            assert!(parse_switch_profile(&bad).is_err(), "{bad}");
+        }
     }
 }

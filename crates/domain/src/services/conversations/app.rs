@@ -21,6 +21,7 @@ use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, SandboxId};
 use crate::permissions::Permission;
 use crate::ports::{AppConversationStore, DeletedConversation};
+use crate::sandboxes::agent_requests::{LlmSpec, SwitchLlmRequest};
 use crate::sandboxes::records::{Page, SandboxRecord};
 use crate::sandboxes::runtime::{AgentServerError, SandboxStatus};
 use crate::services::SandboxService;
@@ -244,6 +245,57 @@ impl AppConversationService {
         id: ConversationId,
         message: &SendMessage,
     ) -> Result<MessageSent, DomainError> {
+        let (url, key, resumed) = self.running_agent(ctx, id)?;
+        let body = json!({
+            "role": "user",
+            "content": message.content,
+            "run": message.run,
+        });
+        let m = self.sandboxes.managed()?;
+        m.m.client
+            .send_message(&url, &key, id, &body)
+            .map_err(agent_failed)?;
+        Ok(MessageSent {
+            sandbox_status: SandboxStatus::Running,
+            resumed,
+        })
+    }
+
+    /// Gives the running conversation another LLM (`POST /api/conversations/{id}/switch_llm`
+    /// on its agent server, which uses it from the next step on); its sandbox resumed or waited
+    /// for as [`AppConversationService::send_message`] does.
+    ///
+    /// # Errors
+    /// As [`AppConversationService::send_message`].
+    pub fn switch_llm(
+        &self,
+        ctx: &OrgContext,
+        id: ConversationId,
+        llm: LlmSpec,
+    ) -> Result<(), DomainError> {
+        let (url, key, _) = self.running_agent(ctx, id)?;
+        let m = self.sandboxes.managed()?;
+        m.m.client
+            .switch_llm(&url, &key, id, &SwitchLlmRequest { llm })
+            .map_err(agent_failed)
+    }
+
+    /// Whether the caller sees the conversation (spec §4.3 visibility).
+    ///
+    /// # Errors
+    /// [`DomainError::ConversationNotFound`] when not; storage.
+    pub fn require_visible(&self, ctx: &OrgContext, id: ConversationId) -> Result<(), DomainError> {
+        self.visible(ctx, id).map(|_| ())
+    }
+
+    /// The agent server of a conversation the caller sees, once its sandbox runs: a `PAUSED`
+    /// sandbox resumed first, a `STARTING` one waited for (up to the start timeout). Answers
+    /// the base URL, the session key and whether it was resumed.
+    fn running_agent(
+        &self,
+        ctx: &OrgContext,
+        id: ConversationId,
+    ) -> Result<(String, SessionKey, bool), DomainError> {
         let info = self.visible(ctx, id)?;
         let Some(sandbox_id) = info.sandbox_id else {
             return Err(DomainError::ConversationSandboxMissing);
@@ -273,19 +325,7 @@ impl AppConversationService {
         ) else {
             return Err(DomainError::ConversationSandboxNotManaged);
         };
-        let body = json!({
-            "role": "user",
-            "content": message.content,
-            "run": message.run,
-        });
-        let m = self.sandboxes.managed()?;
-        m.m.client
-            .send_message(&url, &key, id, &body)
-            .map_err(agent_failed)?;
-        Ok(MessageSent {
-            sandbox_status: SandboxStatus::Running,
-            resumed,
-        })
+        Ok((url, key, resumed))
     }
 
     /// Where the conversation's own agent server listens while its sandbox is `RUNNING`: the
