@@ -4,6 +4,7 @@
 
 pub mod agent_events;
 pub mod agent_requests;
+pub mod agent_workspace;
 pub mod changes;
 pub mod event_streams;
 pub mod limits;

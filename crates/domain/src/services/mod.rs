@@ -26,6 +26,8 @@ pub use api_keys::ApiKeyService;
 pub use auth::AuthService;
 pub use conversations::ConversationService;
 pub use conversations::app::{AppConversationService, MessageSent};
+pub use conversations::pending::{PendingMessageService, Queued};
+pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use conversations::start::{
     ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
 };
@@ -46,7 +48,7 @@ use crate::identity::{Member, require_member};
 use crate::ids::{OrgId, UserId};
 use crate::ports::{
     AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
-    SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
+    PendingMessageStore, SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -66,6 +68,8 @@ pub struct Switchboard {
     app_conversations: AppConversationService,
     user_settings: UserSettingsService,
     user_secrets: UserSecretService,
+    workspaces: WorkspaceService,
+    pending_messages: PendingMessageService,
 }
 
 impl Switchboard {
@@ -108,10 +112,21 @@ impl Switchboard {
             user_secrets.clone(),
         ));
         let conversations = ConversationService::new(conversations);
+        let app_conversations = AppConversationService::new(app_store.clone(), sandbox_service.clone());
+        let pending_store: Arc<dyn PendingMessageStore> = store.clone();
+        let pending_messages = PendingMessageService::new(
+            pending_store,
+            start_store.clone(),
+            app_store.clone(),
+            app_conversations.clone(),
+            sandbox_service.clone(),
+        );
         Switchboard {
-            app_conversations: AppConversationService::new(app_store, sandbox_service.clone()),
+            workspaces: WorkspaceService::new(app_store, sandbox_service.clone()),
+            conversation_start: conversation_start.with_pending(pending_messages.clone()),
+            pending_messages,
+            app_conversations,
             start_tasks: StartTaskService::new(start_store),
-            conversation_start,
             auth: AuthService::new(identity.clone()),
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
@@ -145,6 +160,17 @@ impl Switchboard {
             ));
         self.app_conversations =
             AppConversationService::new(self.store.clone(), self.sandboxes.clone());
+        self.workspaces = WorkspaceService::new(self.store.clone(), self.sandboxes.clone());
+        self.pending_messages = PendingMessageService::new(
+            self.store.clone(),
+            self.store.clone(),
+            self.store.clone(),
+            self.app_conversations.clone(),
+            self.sandboxes.clone(),
+        );
+        self.conversation_start = self
+            .conversation_start
+            .with_pending(self.pending_messages.clone());
         self
     }
 
@@ -238,6 +264,16 @@ impl Switchboard {
     /// Each user's custom secrets and git provider tokens (issue 21).
     pub fn user_secrets(&self) -> &UserSecretService {
         &self.user_secrets
+    }
+
+    /// Conversations' workspaces: files, directories, git, skills, hooks (issue 22).
+    pub fn workspaces(&self) -> &WorkspaceService {
+        &self.workspaces
+    }
+
+    /// Messages queued while a conversation starts (issue 22).
+    pub fn pending_messages(&self) -> &PendingMessageService {
+        &self.pending_messages
     }
 }
 
