@@ -108,7 +108,7 @@ impl ZipStream {
             out.extend_from_slice(&(e.size as u32).to_le_bytes());
             out.extend_from_slice(&(e.name.len() as u16).to_le_bytes());
             out.extend_from_slice(&(if zip64 { 12u16 } else { 0 }).to_le_bytes());
-            out.extend_from_slice(&[0; 8]); // comment length, disk, internal attributes
+            out.extend_from_slice(&[0; 6]); // comment length, disk, internal attributes
             out.extend_from_slice(&0u32.to_le_bytes()); // external attributes
             out.extend_from_slice(&(e.offset.min(MAX32) as u32).to_le_bytes());
             out.extend_from_slice(&e.name);

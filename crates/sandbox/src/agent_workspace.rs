@@ -7,7 +7,9 @@ use std::time::Duration;
 use serde_json::Value;
 use switchboard_domain::ConversationId;
 use switchboard_domain::identity::session_keys::SessionKey;
-use switchboard_domain::sandboxes::agent_workspace::{AgentServerWorkspace, FileAnswer, JsonAnswer};
+use switchboard_domain::sandboxes::agent_workspace::{
+    AgentServerWorkspace, FileAnswer, JsonAnswer,
+};
 use switchboard_domain::sandboxes::runtime::AgentServerError;
 
 use crate::agent_client::{
@@ -149,7 +151,10 @@ impl HttpAgentServerClient {
 
 /// 200 with JSON is the answer; 400 or 422 the agent server's refusal (its `detail`); anything
 /// else a failure.
-fn json_answer(url: &str, (status, body): (u16, Option<Value>)) -> Result<JsonAnswer, AgentServerError> {
+fn json_answer(
+    url: &str,
+    (status, body): (u16, Option<Value>),
+) -> Result<JsonAnswer, AgentServerError> {
     match (status, body) {
         (200, Some(v)) => Ok(JsonAnswer::Ok(v)),
         (400 | 422, body) => {

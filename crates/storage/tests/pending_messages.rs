@@ -39,22 +39,39 @@ fn queue_and_take(backend: Backend) {
     let other = ConversationId::new_random();
     for n in 1..=3 {
         assert_eq!(
-            store.queue_pending_message(&message(c, &boot, n), 3).unwrap(),
+            store
+                .queue_pending_message(&message(c, &boot, n), 3)
+                .unwrap(),
             Some(u64::from(n)),
             "{backend}"
         );
     }
-    assert_eq!(store.queue_pending_message(&message(c, &boot, 4), 3).unwrap(), None);
-    assert_eq!(store.queue_pending_message(&message(other, &boot, 1), 3).unwrap(), Some(1));
+    assert_eq!(
+        store
+            .queue_pending_message(&message(c, &boot, 4), 3)
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .queue_pending_message(&message(other, &boot, 1), 3)
+            .unwrap(),
+        Some(1)
+    );
     let taken = store.take_pending_messages(c).unwrap();
-    let texts: Vec<_> = taken.iter().map(|m| m.body["content"][0]["text"].clone()).collect();
+    let texts: Vec<_> = taken
+        .iter()
+        .map(|m| m.body["content"][0]["text"].clone())
+        .collect();
     assert_eq!(texts, [json!("m1"), json!("m2"), json!("m3")], "{backend}");
     assert!(store.take_pending_messages(c).unwrap().is_empty());
     assert_eq!(store.take_pending_messages(other).unwrap().len(), 1);
 
     // Concurrent takers: every message once.
     for n in 0..10 {
-        store.queue_pending_message(&message(c, &boot, n), 10).unwrap();
+        store
+            .queue_pending_message(&message(c, &boot, n), 10)
+            .unwrap();
     }
     let takers: Vec<_> = (0..8)
         .map(|_| {

@@ -56,16 +56,34 @@ fn others(rig: &Rig, db: &str) -> Others {
     let member_id = str_of(&user, "user_id").to_owned();
     cli_json(
         db,
-        &["members", "add", "--org-id", &org, "--user-id", &member_id, "--role", "member"],
+        &[
+            "members",
+            "add",
+            "--org-id",
+            &org,
+            "--user-id",
+            &member_id,
+            "--role",
+            "member",
+        ],
     );
     let member = str_of(
-        &cli_json(db, &["keys", "create", "--user-id", &member_id, "--org-id", &org]),
+        &cli_json(
+            db,
+            &["keys", "create", "--user-id", &member_id, "--org-id", &org],
+        ),
         "api_key",
     )
     .to_owned();
     let other = cli_json(
         db,
-        &["bootstrap", "--org-name", "acme", "--email", "root@acme.test"],
+        &[
+            "bootstrap",
+            "--org-name",
+            "acme",
+            "--email",
+            "root@acme.test",
+        ],
     );
     Others {
         member,
@@ -106,9 +124,17 @@ fn start_with_pending(rig: &Rig) -> (String, Agent) {
     assert!(status == 200 || status == 201, "{task}");
     let task_id = task["id"].as_str().unwrap().to_owned();
     let (status, q1) = pending(rig, &rig.key, &format!("task-{task_id}"), "pending-one");
-    assert_eq!((status, &q1["queued"], &q1["position"]), (201, &json!(true), &json!(1)), "{q1}");
+    assert_eq!(
+        (status, &q1["queued"], &q1["position"]),
+        (201, &json!(true), &json!(1)),
+        "{q1}"
+    );
     let (status, q2) = pending(rig, &rig.key, &task_id, "pending-two");
-    assert_eq!((status, &q2["queued"], &q2["position"]), (201, &json!(true), &json!(2)), "{q2}");
+    assert_eq!(
+        (status, &q2["queued"], &q2["position"]),
+        (201, &json!(true), &json!(2)),
+        "{q2}"
+    );
     let deadline = Instant::now() + START_WITHIN;
     loop {
         let (_, tasks) = get(rig, &rig.key, &format!("{BASE}/start-tasks?ids={task_id}"));
@@ -121,7 +147,11 @@ fn start_with_pending(rig: &Rig) -> (String, Agent) {
             Some("ERROR") => panic!("the start failed: {t}"),
             _ => {}
         }
-        assert!(Instant::now() < deadline, "the start is still {}", t["status"]);
+        assert!(
+            Instant::now() < deadline,
+            "the start is still {}",
+            t["status"]
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -153,7 +183,10 @@ fn assert_delivered_once(rig: &Rig, agent: &Agent, conversation: &str, texts: &[
             counts.iter().all(|(a, s)| *a <= 1 && *s <= 1),
             "a pending message was delivered twice: {counts:?}"
         );
-        assert!(Instant::now() < deadline, "not delivered: {texts:?} {counts:?}");
+        assert!(
+            Instant::now() < deadline,
+            "not delivered: {texts:?} {counts:?}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -183,7 +216,10 @@ fn workspace_dir(agent: &Agent, conversation: &str) -> String {
             .header("X-Session-API-Key", &agent.key),
     );
     assert_eq!(status, 200, "{info}");
-    info["workspace"]["working_dir"].as_str().unwrap().to_owned()
+    info["workspace"]["working_dir"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 /// Fills the workspace: a committed repository with changes, a directory, a symbolic link in
@@ -230,7 +266,15 @@ fn workspace_routes(backend: Backend) {
     reads(&rig, &conv, &ws, &big_sha);
     escapes(&rig, &conv, &ws);
     for key in [&others.member, &others.stranger] {
-        for path in ["file", "files", "git/changes?path=.", "git/diff?path=PLAN.md", "skills", "hooks", "download"] {
+        for path in [
+            "file",
+            "files",
+            "git/changes?path=.",
+            "git/diff?path=PLAN.md",
+            "skills",
+            "hooks",
+            "download",
+        ] {
             let res = client()
                 .get(rig.server.url(&format!("{BASE}/{conv}/{path}")))
                 .header("X-Access-Token", key)
@@ -244,7 +288,11 @@ fn workspace_routes(backend: Backend) {
     // Paused: the workspace reads are 409; the download still answers.
     rig.sandbox_action(&agent.sandbox, "pause");
     wait_sandbox_status(&rig.server, &rig.key, &agent.sandbox, "PAUSED");
-    let (status, body) = get(&rig, &rig.key, &format!("{BASE}/{conv}/file?file_path=PLAN.md"));
+    let (status, body) = get(
+        &rig,
+        &rig.key,
+        &format!("{BASE}/{conv}/file?file_path=PLAN.md"),
+    );
     assert_eq!(status, 409, "{backend}: {body}");
     let (status, _) = get(&rig, &rig.key, &format!("{BASE}/{conv}/files"));
     assert_eq!(status, 409);
@@ -255,9 +303,16 @@ fn workspace_routes(backend: Backend) {
 fn reads(rig: &Rig, conv: &str, ws: &str, big_sha: &str) {
     let file = |q: &str| get(rig, &rig.key, &format!("{BASE}/{conv}/file?{q}"));
     assert_eq!(file("file_path=PLAN.md"), (200, json!("changed plan")));
-    assert_eq!(file(&format!("file_path={ws}/sub/a.txt")), (200, json!("x")));
+    assert_eq!(
+        file(&format!("file_path={ws}/sub/a.txt")),
+        (200, json!("x"))
+    );
     assert_eq!(file("file_path=inner/a.txt"), (200, json!("x")));
-    assert_eq!(file(""), (200, json!("changed plan")), "the default is PLAN.md");
+    assert_eq!(
+        file(""),
+        (200, json!("changed plan")),
+        "the default is PLAN.md"
+    );
     assert_eq!(file("file_path=nothing-here.txt"), (200, json!("")));
     assert_eq!(file("file_path=sub").0, 400);
     let (status, big) = file("file_path=big.txt");
@@ -274,7 +329,10 @@ fn reads(rig: &Rig, conv: &str, ws: &str, big_sha: &str) {
             c.wait_with_output()
         })
         .unwrap();
-    assert!(String::from_utf8_lossy(&sha.stdout).starts_with(big_sha), "the big file differs");
+    assert!(
+        String::from_utf8_lossy(&sha.stdout).starts_with(big_sha),
+        "the big file differs"
+    );
 
     let (status, list) = get(rig, &rig.key, &format!("{BASE}/{conv}/files"));
     assert_eq!(status, 200, "{list}");
@@ -283,43 +341,95 @@ fn reads(rig: &Rig, conv: &str, ws: &str, big_sha: &str) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["name"].as_str().unwrap().to_owned(), e["type"].as_str().unwrap().to_owned()))
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().to_owned(),
+                e["type"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    for want in [("PLAN.md", "file"), ("sub", "directory"), ("escape", "symlink"), ("inner", "symlink"), (".git", "directory")] {
-        assert!(entries.contains(&(want.0.to_owned(), want.1.to_owned())), "{want:?} not in {entries:?}");
+    for want in [
+        ("PLAN.md", "file"),
+        ("sub", "directory"),
+        ("escape", "symlink"),
+        ("inner", "symlink"),
+        (".git", "directory"),
+    ] {
+        assert!(
+            entries.contains(&(want.0.to_owned(), want.1.to_owned())),
+            "{want:?} not in {entries:?}"
+        );
     }
     let (status, sub) = get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=inner"));
     assert_eq!(status, 200, "{sub}");
     assert_eq!(sub["items"][0]["name"], "a.txt");
     assert_eq!(sub["path"], format!("{ws}/sub"));
-    assert_eq!(get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=none")).0, 404);
-    assert_eq!(get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=PLAN.md")).0, 400);
+    assert_eq!(
+        get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=none")).0,
+        404
+    );
+    assert_eq!(
+        get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=PLAN.md")).0,
+        400
+    );
 
-    let (status, changes) = get(rig, &rig.key, &format!("{BASE}/{conv}/git/changes?path={ws}&ref=HEAD"));
+    let (status, changes) = get(
+        rig,
+        &rig.key,
+        &format!("{BASE}/{conv}/git/changes?path={ws}&ref=HEAD"),
+    );
     assert_eq!(status, 200, "{changes}");
     let changed: Vec<(String, String)> = changes
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["path"].as_str().unwrap().to_owned(), c["status"].as_str().unwrap().to_owned()))
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().to_owned(),
+                c["status"].as_str().unwrap().to_owned(),
+            )
+        })
         .collect();
-    assert!(changed.contains(&("PLAN.md".into(), "UPDATED".into())), "{changed:?}");
-    assert!(changed.contains(&("new.txt".into(), "ADDED".into())), "{changed:?}");
-    let (status, diff) = get(rig, &rig.key, &format!("{BASE}/{conv}/git/diff?path=PLAN.md&ref=HEAD"));
+    assert!(
+        changed.contains(&("PLAN.md".into(), "UPDATED".into())),
+        "{changed:?}"
+    );
+    assert!(
+        changed.contains(&("new.txt".into(), "ADDED".into())),
+        "{changed:?}"
+    );
+    let (status, diff) = get(
+        rig,
+        &rig.key,
+        &format!("{BASE}/{conv}/git/diff?path=PLAN.md&ref=HEAD"),
+    );
     assert_eq!(status, 200, "{diff}");
-    assert_eq!((&diff["original"], &diff["modified"]), (&json!("hello plan"), &json!("changed plan")));
+    assert_eq!(
+        (&diff["original"], &diff["modified"]),
+        (&json!("hello plan"), &json!("changed plan"))
+    );
 
     let (status, skills) = get(rig, &rig.key, &format!("{BASE}/{conv}/skills"));
     assert_eq!(status, 200, "{skills}");
     assert!(
-        skills["skills"].as_array().unwrap().iter().any(|s| s["content"].as_str().unwrap_or("").contains("workspace-agents-marker")),
+        skills["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["content"]
+                .as_str()
+                .unwrap_or("")
+                .contains("workspace-agents-marker")),
         "{skills}"
     );
     let (status, hooks) = get(rig, &rig.key, &format!("{BASE}/{conv}/hooks"));
     assert_eq!(status, 200, "{hooks}");
     assert_eq!(hooks["hooks"][0]["event_type"], "pre_tool_use", "{hooks}");
     assert_eq!(hooks["hooks"][0]["matchers"][0]["matcher"], "terminal");
-    assert_eq!(hooks["hooks"][0]["matchers"][0]["hooks"][0]["command"], "echo hook-marker");
+    assert_eq!(
+        hooks["hooks"][0]["matchers"][0]["hooks"][0]["command"],
+        "echo hook-marker"
+    );
 }
 
 /// `..`, absolute paths elsewhere and symbolic links out are 400 with a detail; a NUL is 422.
@@ -340,9 +450,16 @@ fn escapes(rig: &Rig, conv: &str, ws: &str) {
     ] {
         let (status, body) = get(rig, &rig.key, &format!("{BASE}/{conv}/{q}"));
         assert_eq!(status, 400, "{q}: {body}");
-        assert!(body["detail"].as_str().is_some_and(|d| !d.is_empty()), "{q}: {body}");
+        assert!(
+            body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{q}: {body}"
+        );
     }
-    let (status, _) = get(rig, &rig.key, &format!("{BASE}/{conv}/file?file_path=a%00b"));
+    let (status, _) = get(
+        rig,
+        &rig.key,
+        &format!("{BASE}/{conv}/file?file_path=a%00b"),
+    );
     assert_eq!(status, 422);
     let (status, _) = get(rig, &rig.key, &format!("{BASE}/{conv}/git/changes"));
     assert_eq!(status, 422, "path is required");
@@ -403,6 +520,10 @@ fn zip_entries(rig: &Rig, conv: &str) -> Vec<(String, Value)> {
         .arg(&path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }

@@ -400,6 +400,9 @@ mod tests {
         while let Some(c) = text.next_chunk().unwrap() {
             all.push_str(std::str::from_utf8(&c).unwrap());
         }
-        assert_eq!(serde_json::from_str::<String>(&all).unwrap(), "x\u{FFFD}y\"");
+        assert_eq!(
+            serde_json::from_str::<String>(&all).unwrap(),
+            "x\u{FFFD}y\""
+        );
     }
 }

@@ -271,10 +271,22 @@ fn matcher_view(m: &Value) -> Value {
         .iter()
         .map(|h| {
             let mut out = Map::new();
-            out.insert("type".into(), h.get("type").cloned().unwrap_or(json!("command")));
-            out.insert("command".into(), h.get("command").cloned().unwrap_or(Value::Null));
-            out.insert("timeout".into(), h.get("timeout").cloned().unwrap_or(json!(60)));
-            out.insert("async".into(), h.get("async").cloned().unwrap_or(json!(false)));
+            out.insert(
+                "type".into(),
+                h.get("type").cloned().unwrap_or(json!("command")),
+            );
+            out.insert(
+                "command".into(),
+                h.get("command").cloned().unwrap_or(Value::Null),
+            );
+            out.insert(
+                "timeout".into(),
+                h.get("timeout").cloned().unwrap_or(json!(60)),
+            );
+            out.insert(
+                "async".into(),
+                h.get("async").cloned().unwrap_or(json!(false)),
+            );
             Value::Object(out)
         })
         .collect();
@@ -311,9 +323,19 @@ mod tests {
         let ws = "/home/u/ws/abc";
         assert_eq!(confine(ws, "a/./b.txt").unwrap(), "/home/u/ws/abc/a/b.txt");
         assert_eq!(confine(ws, "").unwrap(), ws);
-        assert_eq!(confine(ws, "/home/u/ws/abc//x").unwrap(), "/home/u/ws/abc/x");
+        assert_eq!(
+            confine(ws, "/home/u/ws/abc//x").unwrap(),
+            "/home/u/ws/abc/x"
+        );
         assert_eq!(confine("/home/u/ws/abc/", ".").unwrap(), ws);
-        for bad in ["../x", "a/../../x", "a/..", "/home/u/ws/abc/../abd", "/etc/passwd", "/home/u/ws/abcd"] {
+        for bad in [
+            "../x",
+            "a/../../x",
+            "a/..",
+            "/home/u/ws/abc/../abd",
+            "/etc/passwd",
+            "/home/u/ws/abcd",
+        ] {
             assert!(confine(ws, bad).is_err(), "{bad}");
         }
         assert!(inside("/a/b", "/a/b/c") && inside("/a/b", "/a/b") && !inside("/a/b", "/a/bc"));
@@ -323,10 +345,18 @@ mod tests {
     #[test]
     fn listings_parse_and_sort() {
         let l = parse_listing("/w", "f/12/b.txt\0d/4096/a\0l/3/z\0x\0");
-        let names: Vec<_> = l.entries.iter().map(|e| (e.name.as_str(), e.kind)).collect();
+        let names: Vec<_> = l
+            .entries
+            .iter()
+            .map(|e| (e.name.as_str(), e.kind))
+            .collect();
         assert_eq!(
             names,
-            [("a", EntryKind::Directory), ("b.txt", EntryKind::File), ("z", EntryKind::Symlink)]
+            [
+                ("a", EntryKind::Directory),
+                ("b.txt", EntryKind::File),
+                ("z", EntryKind::Symlink)
+            ]
         );
         assert_eq!(l.entries[1].path, "/w/b.txt");
         assert_eq!(l.entries[1].size, 12);
@@ -335,15 +365,28 @@ mod tests {
 
     #[test]
     fn hooks_and_skills_take_openhands_shapes() {
-        let h = hooks_view(&json!({"hook_config": {"pre_tool_use": [{"matcher": "terminal",
+        let h = hooks_view(
+            &json!({"hook_config": {"pre_tool_use": [{"matcher": "terminal",
             "hooks": [{"type": "command", "command": "echo hi", "timeout": 5, "async": false}]}],
-            "stop": []}}));
+            "stop": []}}),
+        );
         assert_eq!(h["hooks"].as_array().unwrap().len(), 1);
         assert_eq!(h["hooks"][0]["event_type"], "pre_tool_use");
-        assert_eq!(h["hooks"][0]["matchers"][0]["hooks"][0]["command"], "echo hi");
-        assert_eq!(hooks_view(&json!({"hook_config": null})), json!({"hooks": []}));
-        let s = skills_view(&json!({"skills": [{"name": "a", "type": "knowledge", "content": "c",
-            "triggers": ["x"], "is_agentskills_format": true}]}));
-        assert_eq!(s["skills"][0], json!({"name": "a", "type": "agentskills", "content": "c", "triggers": ["x"]}));
+        assert_eq!(
+            h["hooks"][0]["matchers"][0]["hooks"][0]["command"],
+            "echo hi"
+        );
+        assert_eq!(
+            hooks_view(&json!({"hook_config": null})),
+            json!({"hooks": []})
+        );
+        let s = skills_view(
+            &json!({"skills": [{"name": "a", "type": "knowledge", "content": "c",
+            "triggers": ["x"], "is_agentskills_format": true}]}),
+        );
+        assert_eq!(
+            s["skills"][0],
+            json!({"name": "a", "type": "agentskills", "content": "c", "triggers": ["x"]})
+        );
     }
 }

@@ -27,11 +27,11 @@ pub use auth::AuthService;
 pub use conversations::ConversationService;
 pub use conversations::app::{AppConversationService, MessageSent};
 pub use conversations::pending::{PendingMessageService, Queued};
-pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use conversations::start::{
     ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
 };
 pub use conversations::start_tasks::StartTaskService;
+pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use event_catch_up::CatchUpOutcome;
 pub use event_streams::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
@@ -112,7 +112,8 @@ impl Switchboard {
             user_secrets.clone(),
         ));
         let conversations = ConversationService::new(conversations);
-        let app_conversations = AppConversationService::new(app_store.clone(), sandbox_service.clone());
+        let app_conversations =
+            AppConversationService::new(app_store.clone(), sandbox_service.clone());
         let pending_store: Arc<dyn PendingMessageStore> = store.clone();
         let pending_messages = PendingMessageService::new(
             pending_store,

@@ -253,7 +253,5 @@ impl PendingMessageService {
 
 /// The refusal for a start that failed.
 fn start_failed() -> DomainError {
-    DomainError::Conflict(
-        "The conversation's start failed: no message can be queued for it".into(),
-    )
+    DomainError::Conflict("The conversation's start failed: no message can be queued for it".into())
 }

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::app::{agent_failed, visible};
 use crate::conversations::workspace::{
-    DEFAULT_FILE, Listing, PathRefused, check_git_ref, confine, escapes,
-    hooks_view, inside, listing_command, parse_listing, skills_request, skills_view,
+    DEFAULT_FILE, Listing, PathRefused, check_git_ref, confine, escapes, hooks_view, inside,
+    listing_command, parse_listing, skills_request, skills_view,
 };
 use crate::error::DomainError;
 use crate::identity::OrgContext;
