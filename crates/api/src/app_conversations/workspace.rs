@@ -14,7 +14,7 @@ use switchboard_domain::validation::{missing, refuse_nul};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{ErrorDetail, FileListing, GetHooksResponse, SkillsResponse};
+use crate::dto::{ErrorDetail, GetHooksResponse, SkillsResponse, WorkspaceListing};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, conversation_id};
 use crate::openapi::params::TextParam;
@@ -103,7 +103,7 @@ pub async fn read_file(
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, body = FileListing),
+        (status = 200, body = WorkspaceListing),
         (status = 400, description = "A path outside the workspace or not a directory", body = ErrorDetail),
         (status = 404, description = "Unknown conversation (or one the caller does not see), or no such directory", body = ErrorDetail),
         (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
@@ -117,7 +117,7 @@ pub async fn list_files(
     caller: Caller,
     path: web::Path<String>,
     query: QueryPairs,
-) -> ApiResult<web::Json<FileListing>> {
+) -> ApiResult<web::Json<WorkspaceListing>> {
     let raw = path.into_inner();
     let listing = caller
         .run(state, move |s, ctx| {

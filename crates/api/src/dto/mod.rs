@@ -28,8 +28,8 @@ pub use user_settings::{
 };
 pub use users::MeResponse;
 pub use workspace::{
-    FileEntry, FileListing, GetHooksResponse, HookDefinitionResponse, HookEventResponse,
-    HookMatcherResponse, PendingMessageResponse, SkillResponse, SkillsResponse,
+    GetHooksResponse, HookDefinitionResponse, HookEventResponse, HookMatcherResponse,
+    PendingMessageResponse, SkillResponse, SkillsResponse, WorkspaceEntry, WorkspaceListing,
 };
 
 use serde::Serialize;

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 
 /// One entry of a directory.
 #[derive(Debug, Serialize, ToSchema)]
-pub struct FileEntry {
+pub struct WorkspaceEntry {
     /// Its name in the directory.
     pub name: String,
     /// Its absolute path in the sandbox.
@@ -23,28 +23,28 @@ pub struct FileEntry {
 
 /// `GET …/files`: a directory's entries in name order (bytewise).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct FileListing {
+pub struct WorkspaceListing {
     /// The directory's absolute path in the sandbox (symbolic links resolved).
     pub path: String,
     /// Its entries, at most 10 000.
-    pub items: Vec<FileEntry>,
+    pub items: Vec<WorkspaceEntry>,
     /// Whether the directory holds more entries than listed.
     pub truncated: bool,
 }
 
-impl From<Listing> for FileListing {
+impl From<Listing> for WorkspaceListing {
     fn from(l: Listing) -> Self {
-        FileListing {
+        WorkspaceListing {
             path: l.path,
-            items: l.entries.into_iter().map(FileEntry::from).collect(),
+            items: l.entries.into_iter().map(WorkspaceEntry::from).collect(),
             truncated: l.truncated,
         }
     }
 }
 
-impl From<DirEntry> for FileEntry {
+impl From<DirEntry> for WorkspaceEntry {
     fn from(e: DirEntry) -> Self {
-        FileEntry {
+        WorkspaceEntry {
             name: e.name,
             path: e.path,
             kind: e.kind.as_str().to_owned(),
