@@ -31,12 +31,10 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     responses(
         (status = 201, body = PendingMessageResponse),
         (status = 404, description = "No conversation or start the caller sees", body = ErrorDetail),
-        (status = 409, description = "The conversation's start failed, or (delivered at once) its sandbox is not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "Delivered at once: the sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The conversation's start failed; or, the conversation being ready, its sandbox is MISSING, deleted, ERROR, not RUNNING in time, or not run by Switchboard", body = ErrorDetail),
         (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
         (status = 429, description = "10 messages are queued for the conversation already", body = ErrorDetail),
         (status = 502, description = "Delivered at once: the agent server failed", body = ErrorDetail),
-        (status = 503, description = "Delivered at once: the sandbox is ERROR or did not become RUNNING in time", body = ErrorDetail),
         ApiKeyErrors,
     ))]
 #[post("/api/v1/conversations/{conversation_id}/pending-messages")]

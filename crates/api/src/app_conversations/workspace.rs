@@ -2,7 +2,7 @@
 //! `…/git/changes`, `…/git/diff`, `…/skills`, `…/hooks`, and `…/files`, a directory
 //! listing of Switchboard's own): read from the conversation's agent server, which Switchboard
 //! calls itself with the sandbox's session key. Whoever sees the conversation may read it;
-//! anyone else gets 404. A sandbox not `RUNNING` is 409 (`MISSING` or deleted: 410); a path
+//! anyone else gets 404. A sandbox not `RUNNING` is 409 (`MISSING` or deleted included); a path
 //! outside the workspace (`..`, an absolute path elsewhere, a symbolic link out) is 400.
 
 use actix_web::web::Bytes;
@@ -63,8 +63,7 @@ fn required(query: &QueryPairs, name: &str) -> Result<String, ApiError> {
         (status = 200, description = "The file's text (\"\" when there is no such file)", body = String),
         (status = 400, description = "A path outside the workspace (.., elsewhere, a symbolic link out) or not a file", body = ErrorDetail),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -106,8 +105,7 @@ pub async fn read_file(
         (status = 200, body = WorkspaceListing),
         (status = 400, description = "A path outside the workspace or not a directory", body = ErrorDetail),
         (status = 404, description = "Unknown conversation (or one the caller does not see), or no such directory", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -167,8 +165,7 @@ async fn git(
         (status = 200, description = "The agent server's GitChange list", body = Vec<Object>),
         (status = 400, description = "A path outside the workspace, a ref starting with -, or git failed", body = ErrorDetail),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -196,8 +193,7 @@ pub async fn git_changes(
         (status = 200, description = "The agent server's GitDiff", body = Object),
         (status = 400, description = "A path outside the workspace, a ref starting with -, or git failed", body = ErrorDetail),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -222,8 +218,7 @@ pub async fn git_diff(
     responses(
         (status = 200, body = SkillsResponse),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -253,8 +248,7 @@ pub async fn skills(
     responses(
         (status = 200, body = GetHooksResponse),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not RUNNING, or not run by Switchboard", body = ErrorDetail),
-        (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
         ApiKeyErrors,
     ))]

@@ -72,7 +72,8 @@ impl PendingMessageService {
     /// [`DomainError::ConversationNotFound`] when the caller sees no such conversation or
     /// start; [`DomainError::Conflict`] (409) when its start failed;
     /// [`DomainError::TooManyPendingMessages`] (429) over [`MAX_PENDING_MESSAGES`]; those of
-    /// send-message for a ready conversation; storage.
+    /// send-message for a ready conversation, its 410 and 503 as 409
+    /// ([`DomainError::Conflict`]); storage.
     pub fn queue(
         &self,
         ctx: &OrgContext,
@@ -83,7 +84,9 @@ impl PendingMessageService {
         let id = Uuid::new_v4();
         match task.as_ref().map(|t| t.status) {
             None | Some(StartTaskStatus::Ready) => {
-                self.app.send_message(ctx, conversation, message)?;
+                self.app
+                    .send_message(ctx, conversation, message)
+                    .map_err(undeliverable)?;
                 return Ok(Queued {
                     id,
                     queued: false,
@@ -248,6 +251,19 @@ impl PendingMessageService {
                 limit: 1,
             })?
             .pop())
+    }
+}
+
+/// A ready conversation whose sandbox cannot take the message now (send-message's 410 and
+/// 503): 409 naming why, as the message is neither queued nor delivered (OpenHands always
+/// queues, so it has no such answer).
+fn undeliverable(e: DomainError) -> DomainError {
+    match e {
+        DomainError::ConversationSandboxMissing
+        | DomainError::ConversationSandboxUnavailable(_) => {
+            DomainError::Conflict(format!("The message cannot be delivered: {e}"))
+        }
+        e => e,
     }
 }
 

@@ -2,7 +2,7 @@
 //! git changes and diffs, its skills and hooks, read from the conversation's own agent server
 //! with the sandbox's session key. Who may read: whoever sees the conversation (its creator,
 //! and callers holding `view_org_conversations`; anyone else: not found). Its sandbox must be
-//! `RUNNING` (else 409; `MISSING` or deleted: 410). Every path is confined to the
+//! `RUNNING` (else 409, `MISSING` and deleted included). Every path is confined to the
 //! conversation's workspace (`conversations::workspace`), the real path resolved in the
 //! sandbox before the agent server is asked for it.
 
@@ -249,10 +249,10 @@ impl WorkspaceService {
     /// conversation.
     ///
     /// # Errors
-    /// [`DomainError::ConversationNotFound`]; [`DomainError::ConversationSandboxMissing`]
-    /// (410) for a `MISSING` or deleted sandbox; [`DomainError::ConversationSandboxNotManaged`]
+    /// [`DomainError::ConversationNotFound`]; [`DomainError::ConversationSandboxNotManaged`]
     /// (409) for a sandbox Switchboard does not run; [`DomainError::Conflict`] (409) for one
-    /// not `RUNNING`, or a conversation its agent server does not know;
+    /// not `RUNNING` (`MISSING` and deleted included), or a conversation its agent server does
+    /// not know;
     /// [`DomainError::AgentServerFailed`] (502).
     fn workspace(&self, ctx: &OrgContext, id: ConversationId) -> Result<Workspace, DomainError> {
         let info = self
@@ -266,7 +266,11 @@ impl WorkspaceService {
             None => None,
         }
         .filter(|r| r.status != SandboxStatus::Missing)
-        .ok_or(DomainError::ConversationSandboxMissing)?;
+        .ok_or_else(|| {
+            DomainError::Conflict(
+                "Sandbox is MISSING: the conversation's workspace is gone with it".into(),
+            )
+        })?;
         if !record.is_managed() {
             return Err(DomainError::ConversationSandboxNotManaged);
         }
