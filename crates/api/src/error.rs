@@ -104,6 +104,8 @@ impl ApiError {
                     D::ConversationSandboxUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     D::ConversationSandboxNotManaged => StatusCode::CONFLICT,
                     D::AgentServerFailed(_) => StatusCode::BAD_GATEWAY,
+                    D::Conflict(_) => StatusCode::CONFLICT,
+                    D::TooManyPendingMessages => StatusCode::TOO_MANY_REQUESTS,
                 };
                 let message = match status {
                     StatusCode::INTERNAL_SERVER_ERROR => "Internal server error".to_owned(),

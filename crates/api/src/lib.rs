@@ -45,6 +45,7 @@ pub mod user_secrets;
 pub mod user_settings;
 pub mod users;
 pub mod webhooks;
+pub mod zip;
 
 pub use metrics::{Metrics, PoolStats, PoolStatsFn};
 

@@ -34,6 +34,9 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     app_conversations::start::configure(cfg);
     app_conversations::start_tasks::configure(cfg);
     app_conversations::configure(cfg);
+    app_conversations::workspace::configure(cfg);
+    app_conversations::export::configure(cfg);
+    app_conversations::pending_messages::configure(cfg);
     live::sockets::configure(cfg);
 }
 

@@ -178,6 +178,8 @@ async fn every_route_is_served(backend: Backend) {
                 .replace("{conversation_id}", &uuid::Uuid::new_v4().to_string())
         } + match path.as_str() {
             p if p.ends_with("/events") || p == "/api/v1/sandbox-specs" => "?id=a",
+            // The git routes require `path` (a 422 without it).
+            p if p.contains("/git/") => "?path=.",
             "/api/v1/sandboxes" if method == "get" => "?id=0b9f3c4e7d2a4c1e9a8b5f6e7d8c9a0b",
             // A path value that is no UUID is an unknown sandbox (404): the query form's 422
             // tells this route from the router's 404.
@@ -193,7 +195,7 @@ async fn every_route_is_served(backend: Backend) {
         if method == Method::POST || method == Method::PATCH {
             let body = if path == "/api/keys" {
                 json!({"name": "route check"})
-            } else if path.ends_with("/send-message") {
+            } else if path.ends_with("/send-message") || path.ends_with("/pending-messages") {
                 json!({"content": [{"type": "text", "text": "route check"}]})
             } else if path.ends_with("/switch_profile") {
                 json!({"profile_name": "route-check"})

@@ -181,6 +181,15 @@ pub enum DomainError {
     /// failed, never a key.
     #[error("The agent server failed: {0}")]
     AgentServerFailed(String),
+    /// A well-formed request that the conversation's state refuses now (409 with this text):
+    /// a workspace read while its sandbox is not `RUNNING`, a pending message for a start that
+    /// failed (issue 22).
+    #[error("{0}")]
+    Conflict(String),
+    /// A conversation has [`MAX_PENDING_MESSAGES`](crate::conversations::workspace::MAX_PENDING_MESSAGES)
+    /// messages queued already (OpenHands: 429).
+    #[error("Too many pending messages. Maximum 10 messages per conversation.")]
+    TooManyPendingMessages,
 }
 
 impl From<ValidationError> for DomainError {

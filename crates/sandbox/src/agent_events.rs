@@ -145,7 +145,7 @@ fn page((status, text): (u16, String), url: &str) -> Result<AgentPage, AgentServ
 
 /// `s` percent-encoded for a query string (ids are UUIDs or hex, but an agent server chooses
 /// them).
-fn encode(s: &str) -> String {
+pub(crate) fn encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
             b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {

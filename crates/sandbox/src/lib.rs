@@ -24,6 +24,7 @@
 
 pub mod agent_client;
 pub mod agent_events;
+pub mod agent_workspace;
 pub mod confine;
 pub mod docker;
 pub mod event_streams;

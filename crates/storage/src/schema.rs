@@ -336,6 +336,24 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Messages queued for a conversation that is still starting (issue 22).
+    pending_messages (id) {
+        /// Message UUID.
+        id -> Text,
+        /// The conversation it is for (no foreign key: its row may not exist yet).
+        conversation_id -> Text,
+        /// Organization UUID.
+        org_id -> Text,
+        /// Who queued it.
+        created_by_user_id -> Text,
+        /// The agent server's `SendMessageRequest`, JSON.
+        body -> Text,
+        /// When it was queued, UTC.
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -354,5 +372,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     conversation_moves,
     user_settings,
     user_secrets,
-    git_provider_tokens
+    git_provider_tokens,
+    pending_messages
 );

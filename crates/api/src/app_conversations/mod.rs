@@ -3,11 +3,15 @@
 //! changes a running conversation's LLM). Another
 //! organization's conversation, an unknown one, or another member's seen by a member is 404
 //! `{"detail": "Conversation not found"}`. `POST /api/v1/app-conversations` and
-//! `stream-start` (the start) are [`start`]'s.
+//! `stream-start` (the start) are [`start`]'s; the workspace reads [`workspace`]'s, the
+//! trajectory zip [`export`]'s and the pending messages [`pending_messages`]' (issue 22).
 
+pub mod export;
+pub mod pending_messages;
 pub mod start;
 pub mod start_tasks;
 pub mod switch_profile;
+pub mod workspace;
 
 use actix_web::{delete, get, patch, post, web};
 use serde_json::Value;

@@ -9,6 +9,7 @@ mod sandboxes;
 mod start_tasks;
 mod user_settings;
 mod users;
+mod workspace;
 
 pub use app_conversations::{AppConversationOut, AppConversationPage, SendMessageResponse};
 pub use keys::{ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
@@ -26,6 +27,10 @@ pub use user_settings::{
     SecretNamesResponse,
 };
 pub use users::MeResponse;
+pub use workspace::{
+    GetHooksResponse, HookDefinitionResponse, HookEventResponse, HookMatcherResponse,
+    PendingMessageResponse, SkillResponse, SkillsResponse, WorkspaceEntry, WorkspaceListing,
+};
 
 use serde::Serialize;
 use serde_json::Value;

@@ -287,7 +287,7 @@ fn start_request_schema() -> Value {
 }
 
 /// Which operation takes which body: `(path, method, schema name)`.
-const BODIES: [(&str, &str, &str); 7] = [
+const BODIES: [(&str, &str, &str); 8] = [
     (
         "/api/v1/app-conversations",
         "post",
@@ -305,6 +305,11 @@ const BODIES: [(&str, &str, &str); 7] = [
     ),
     (
         "/api/v1/app-conversations/{conversation_id}/send-message",
+        "post",
+        "SendMessageRequest",
+    ),
+    (
+        "/api/v1/conversations/{conversation_id}/pending-messages",
         "post",
         "SendMessageRequest",
     ),

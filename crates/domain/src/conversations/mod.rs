@@ -12,6 +12,7 @@ pub mod repository;
 pub mod sealed_start;
 pub mod start_request;
 pub mod start_tasks;
+pub mod workspace;
 
 use serde_json::{Map, Value};
 use time::OffsetDateTime;

@@ -12,6 +12,7 @@ pub mod user_settings;
 
 pub use conversations::ConversationStore;
 pub use conversations::app::{AppConversationStore, DeletedConversation};
+pub use conversations::pending::PendingMessageStore;
 pub use conversations::start_tasks::{
     StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
@@ -37,6 +38,7 @@ pub trait Store:
     + EventStore
     + StartTaskStore
     + AppConversationStore
+    + PendingMessageStore
     + UserSettingsStore
     + UserSecretStore
 {

@@ -5,6 +5,7 @@
 pub mod agent_events;
 pub mod agent_requests;
 pub mod agent_server_error;
+pub mod agent_workspace;
 pub mod changes;
 pub mod event_streams;
 pub mod limits;

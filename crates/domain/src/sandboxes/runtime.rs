@@ -205,7 +205,10 @@ pub trait SandboxRuntime: Send + Sync {
 /// the sandbox's [`SessionKey`], returning [`AgentServerError`], and the reads of the pull
 /// path ([`AgentServerEvents`](crate::sandboxes::agent_events::AgentServerEvents)).
 pub trait AgentServerClient:
-    crate::sandboxes::agent_events::AgentServerEvents + Send + Sync
+    crate::sandboxes::agent_events::AgentServerEvents
+    + crate::sandboxes::agent_workspace::AgentServerWorkspace
+    + Send
+    + Sync
 {
     /// `GET {base_url}/alive` answered 200 with `{"status":"ok"}` within `timeout`.
     ///

@@ -27,10 +27,12 @@ pub use api_keys::ApiKeyService;
 pub use auth::AuthService;
 pub use conversations::ConversationService;
 pub use conversations::app::{AppConversationService, MessageSent};
+pub use conversations::pending::{PendingMessageService, Queued};
 pub use conversations::start::{
     ConversationStartService, Follower, LlmConfig, StartClaims, StartTimeouts,
 };
 pub use conversations::start_tasks::StartTaskService;
+pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use event_catch_up::CatchUpOutcome;
 pub use event_streams::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
@@ -44,7 +46,7 @@ pub use users::{MeView, MyOrg, OrgMe, UserService};
 
 use crate::ports::{
     AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
-    SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
+    PendingMessageStore, SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -64,6 +66,8 @@ pub struct Switchboard {
     app_conversations: AppConversationService,
     user_settings: UserSettingsService,
     user_secrets: UserSecretService,
+    workspaces: WorkspaceService,
+    pending_messages: PendingMessageService,
 }
 
 impl Switchboard {
@@ -106,10 +110,22 @@ impl Switchboard {
             user_secrets.clone(),
         ));
         let conversations = ConversationService::new(conversations);
+        let app_conversations =
+            AppConversationService::new(app_store.clone(), sandbox_service.clone());
+        let pending_store: Arc<dyn PendingMessageStore> = store.clone();
+        let pending_messages = PendingMessageService::new(
+            pending_store,
+            start_store.clone(),
+            app_store.clone(),
+            app_conversations.clone(),
+            sandbox_service.clone(),
+        );
         Switchboard {
-            app_conversations: AppConversationService::new(app_store, sandbox_service.clone()),
+            workspaces: WorkspaceService::new(app_store, sandbox_service.clone()),
+            conversation_start: conversation_start.with_pending(pending_messages.clone()),
+            pending_messages,
+            app_conversations,
             start_tasks: StartTaskService::new(start_store),
-            conversation_start,
             auth: AuthService::new(identity.clone()),
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
@@ -143,6 +159,17 @@ impl Switchboard {
             ));
         self.app_conversations =
             AppConversationService::new(self.store.clone(), self.sandboxes.clone());
+        self.workspaces = WorkspaceService::new(self.store.clone(), self.sandboxes.clone());
+        self.pending_messages = PendingMessageService::new(
+            self.store.clone(),
+            self.store.clone(),
+            self.store.clone(),
+            self.app_conversations.clone(),
+            self.sandboxes.clone(),
+        );
+        self.conversation_start = self
+            .conversation_start
+            .with_pending(self.pending_messages.clone());
         self
     }
 
@@ -236,5 +263,15 @@ impl Switchboard {
     /// Each user's custom secrets and git provider tokens (issue 21).
     pub fn user_secrets(&self) -> &UserSecretService {
         &self.user_secrets
+    }
+
+    /// Conversations' workspaces: files, directories, git, skills, hooks (issue 22).
+    pub fn workspaces(&self) -> &WorkspaceService {
+        &self.workspaces
+    }
+
+    /// Messages queued while a conversation starts (issue 22).
+    pub fn pending_messages(&self) -> &PendingMessageService {
+        &self.pending_messages
     }
 }

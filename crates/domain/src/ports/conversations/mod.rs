@@ -1,7 +1,9 @@
 //! Conversations, one room (issue 20 item 2): the conversation record ([`ConversationStore`]),
-//! app conversations ([`app`]) and their start tasks ([`start_tasks`]).
+//! app conversations ([`app`]), their start tasks ([`start_tasks`]) and the messages queued
+//! while a conversation starts ([`pending`]).
 
 pub mod app;
+pub mod pending;
 pub mod start_tasks;
 
 use time::OffsetDateTime;

@@ -459,7 +459,7 @@ impl AppConversationService {
 
 /// Whether the caller sees the conversation: the effective organization's, and their own
 /// unless they hold `view_org_conversations`.
-fn visible(ctx: &OrgContext, info: &AppConversationInfo) -> bool {
+pub(super) fn visible(ctx: &OrgContext, info: &AppConversationInfo) -> bool {
     info.org_id == ctx.org.id
         && (info.created_by_user_id == ctx.principal.user_id
             || ctx.role.grants(Permission::ViewOrgConversations))
@@ -475,7 +475,7 @@ fn unusable(status: SandboxStatus) -> DomainError {
 
 /// An agent server's failure as the 502 detail: what failed, without URL or body (they may
 /// carry the sandbox's internal address; never a key).
-fn agent_failed(e: AgentServerError) -> DomainError {
+pub(super) fn agent_failed(e: AgentServerError) -> DomainError {
     tracing::warn!(error = %e, "an agent server call failed");
     DomainError::AgentServerFailed(match e {
         AgentServerError::Unreachable { .. } => "it did not answer".into(),

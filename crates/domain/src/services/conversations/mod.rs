@@ -1,11 +1,14 @@
 //! Conversations, one room (issue 20 item 2): here the agent server's `ConversationInfo` and
 //! who may see a conversation; [`app`] app conversations (read, change, delete, send a
 //! message), [`start_tasks`] the reads of start tasks, [`start`] the start pipeline (its job,
-//! claims, steps and the agent server's create request).
+//! claims, steps and the agent server's create request), [`workspace`] the workspace reads
+//! and [`pending`] the messages queued while a conversation starts (issue 22).
 
 pub(super) mod app;
+pub(super) mod pending;
 pub(super) mod start;
 pub(super) mod start_tasks;
+pub(super) mod workspace;
 
 use std::sync::Arc;
 

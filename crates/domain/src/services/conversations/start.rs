@@ -119,6 +119,8 @@ pub struct ConversationStartService {
     feed: Arc<StartFeed>,
     /// The starting user's own settings and secrets (issue 21).
     personal: Option<crate::services::PersonalSettings>,
+    /// The messages queued while a conversation starts, delivered at `READY` (issue 22).
+    pending: Option<super::pending::PendingMessageService>,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
@@ -144,6 +146,7 @@ impl ConversationStartService {
             running: Arc::default(),
             feed: Arc::default(),
             personal: None,
+            pending: None,
         }
     }
 
@@ -166,6 +169,14 @@ impl ConversationStartService {
     #[must_use]
     pub fn with_personal(mut self, personal: crate::services::PersonalSettings) -> Self {
         self.personal = Some(personal);
+        self
+    }
+
+    /// The same service delivering the messages queued for a conversation while it starts
+    /// when the start is `READY` (and dropping them when it fails).
+    #[must_use]
+    pub fn with_pending(mut self, pending: super::pending::PendingMessageService) -> Self {
+        self.pending = Some(pending);
         self
     }
 
@@ -284,7 +295,11 @@ impl ConversationStartService {
         };
         match run.steps() {
             Ok(()) => {
-                let _ = run.set(StartTaskStatus::Ready);
+                if run.set(StartTaskStatus::Ready).is_ok()
+                    && let Some(pending) = &self.pending
+                {
+                    pending.deliver(run.task.conversation_id);
+                }
             }
             Err(Failure(detail)) => {
                 let detail = shorten(&run.redact(&detail), DETAIL_MAX_CHARS);
@@ -296,6 +311,9 @@ impl ConversationStartService {
                 }
                 run.task.detail = Some(detail);
                 let _ = run.set(StartTaskStatus::Error);
+                if let Some(pending) = &self.pending {
+                    pending.discard(run.task.conversation_id);
+                }
             }
         }
         run.task

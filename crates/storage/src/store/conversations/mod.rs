@@ -2,10 +2,12 @@
 //! ([`ConversationStore`]): rows, the upsert of the agent server's `ConversationInfo`, and the
 //! conversation upsert every event append makes ([`touch_conversation`]); `app.rs` app
 //! conversations (`app_search.rs` their lists), `start_tasks.rs` start tasks and the
-//! conversation row a start creates.
+//! conversation row a start creates, `pending.rs` the messages queued while a conversation
+//! starts.
 
 mod app;
 mod app_search;
+mod pending;
 mod start_tasks;
 
 use diesel::prelude::*;
