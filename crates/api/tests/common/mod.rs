@@ -6,6 +6,8 @@
 mod events;
 pub mod sandboxes;
 
+// Not every test binary uses the events' helpers.
+#[allow(unused_imports)]
 pub use events::*;
 
 use std::sync::Arc;

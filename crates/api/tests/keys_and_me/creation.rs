@@ -1,7 +1,7 @@
 //! The rules of the create body (`POST /api/keys`).
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app, status_json};

@@ -1,10 +1,10 @@
 //! Bodies that are not JSON objects (with the offsets FastAPI reports), and duplicate names.
 
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app};
-use crate::rig::{non_default_state, refused};
+use crate::rig::non_default_state;
 
 pub async fn body_framing(backend: Backend) {
     let app = spawn_app(backend).await;

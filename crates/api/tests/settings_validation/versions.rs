@@ -6,7 +6,6 @@ use switchboard_testkit::Backend;
 use time::macros::offset;
 
 use crate::common::{TestApp, detail, instant, spawn_app};
-use crate::rig::refused;
 
 pub async fn versions_strictly_increase(backend: Backend) {
     let app = spawn_app(backend).await;
