@@ -12,9 +12,9 @@
 //! matrix, the sandbox's reads, the SDK's reads), `starts.rs` (what a start takes),
 //! `sealed.rs` (no value anywhere else).
 
+mod access;
 #[path = "../common/mod.rs"]
 mod common;
-mod access;
 mod rig;
 mod sealed;
 mod secrets;

@@ -182,7 +182,12 @@ impl Rig {
 
     /// `GET path` with a session key (and an API key): status and text, not recorded (the
     /// documented exceptions).
-    pub fn with_session(&self, path: &str, session: Option<&str>, key: Option<&str>) -> (u16, String) {
+    pub fn with_session(
+        &self,
+        path: &str,
+        session: Option<&str>,
+        key: Option<&str>,
+    ) -> (u16, String) {
         let mut r = client().get(self.server.url(path));
         if let Some(s) = session {
             r = r.header("X-Session-API-Key", s);

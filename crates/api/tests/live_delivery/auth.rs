@@ -7,7 +7,9 @@ use futures_util::SinkExt;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::client::{Auth, close_code, connect, conversation, is_full_state, next_json, try_connect};
+use crate::client::{
+    Auth, close_code, connect, conversation, is_full_state, next_json, try_connect,
+};
 use crate::common::spawn_app;
 
 pub async fn auth_and_close_codes(backend: Backend) {

@@ -19,7 +19,9 @@ mod versions;
 
 use fields::{field_types_and_values, marketplace_entries};
 use framing::{body_framing, duplicate_names};
-use patches::{empty_and_unknown_bodies_write_nothing, entries_come_back_complete, patch_semantics};
+use patches::{
+    empty_and_unknown_bodies_write_nothing, entries_come_back_complete, patch_semantics,
+};
 use versions::{optimistic_locking, versions_strictly_increase};
 
 on_both_backends!(
