@@ -1,0 +1,111 @@
+//! What a conversation start takes from its user (the LLM by precedence, MCP, confirmation,
+//! the secrets), as the agent server received it.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_testkit::Backend;
+
+use crate::common::client;
+use crate::rig::{GITHUB_TOKEN, LLM_KEY, MCP_KEY, OPERATOR_KEY, PROFILE_KEY, Rig, SECRET_VALUE};
+
+/// Starts a conversation in `sandbox` and waits for READY; the create body the stand-in got.
+pub fn start(r: &Rig, key: &str, sandbox: &str, url: &str, extra: Value) -> Value {
+    let mut body = json!({"sandbox_id": sandbox,
+        "initial_message": {"role": "user", "content": [{"type": "text", "text": "hi"}], "run": false}});
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let (code, task) = r.post("/api/v1/app-conversations", key, body);
+    assert_eq!(code, 200, "{task}");
+    let id = task["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, t) = r.get(
+            &format!("/api/v1/app-conversations/start-tasks?ids={id}"),
+            key,
+        );
+        match t[0]["status"].as_str() {
+            Some("READY") => break,
+            Some("ERROR") => panic!("the start failed: {t}"),
+            _ => {}
+        }
+        assert!(Instant::now() < deadline, "stuck: {t}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let creates: Value = client()
+        .get(format!("{url}/standin/creates"))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    creates.as_array().unwrap().last().unwrap().clone()
+}
+
+pub fn starts_take_the_users_settings(r: &Rig, backend: Backend, (mine, url): (&str, &str)) {
+    // The active profile: its model and key; the user's secrets; MCP; confirmation.
+    let c = start(
+        r,
+        &r.owner,
+        mine,
+        url,
+        json!({"secrets": {"REQUEST_ONLY": "from-request"}}),
+    );
+    let llm = &c["agent"]["llm"];
+    assert_eq!(
+        (&llm["model"], &llm["api_key"]),
+        (&json!("openai/profile-model"), &json!(PROFILE_KEY)),
+        "{backend}: {c}"
+    );
+    assert_eq!(
+        c["secrets"]["API_TOKEN"],
+        json!({"kind": "StaticSecret", "value": SECRET_VALUE}),
+        "{c}"
+    );
+    assert_eq!(c["secrets"]["github_token"]["value"], GITHUB_TOKEN);
+    assert_eq!(c["secrets"]["REQUEST_ONLY"]["value"], "from-request");
+    assert_eq!(
+        c["agent"]["mcp_config"]["sse_servers"][0]["api_key"],
+        MCP_KEY
+    );
+    assert_eq!(c["confirmation_policy"], json!({"kind": "AlwaysConfirm"}));
+    // The request's model replaces the model, not the key.
+    let c = start(
+        r,
+        &r.owner,
+        mine,
+        url,
+        json!({"llm_model": "openai/request-model"}),
+    );
+    assert_eq!(
+        (&c["agent"]["llm"]["model"], &c["agent"]["llm"]["api_key"]),
+        (&json!("openai/request-model"), &json!(PROFILE_KEY))
+    );
+    // No active profile: the settings' LLM.
+    r.post("/api/v1/settings", &r.owner, json!({"agent_settings_diff": {"llm": {"model": "openai/user-model", "api_key": LLM_KEY, "base_url": "http://127.0.0.1:8/v1"}}}));
+    let c = start(r, &r.owner, mine, url, json!({}));
+    let llm = &c["agent"]["llm"];
+    assert_eq!(
+        (&llm["model"], &llm["api_key"], &llm["base_url"]),
+        (
+            &json!("openai/user-model"),
+            &json!(LLM_KEY),
+            &json!("http://127.0.0.1:8/v1")
+        ),
+        "{backend}: {c}"
+    );
+    // A member with nothing set: the operator's LLM, none of the owner's secrets.
+    let (theirs, _, their_url) = r.sandbox(&r.member);
+    let c = start(r, &r.member, &theirs, &their_url, json!({}));
+    let llm = &c["agent"]["llm"];
+    assert_eq!(
+        (&llm["model"], &llm["api_key"]),
+        (&json!("openai/operator-model"), &json!(OPERATOR_KEY)),
+        "{backend}: {c}"
+    );
+    assert!(
+        c.get("secrets").is_none() && c.get("confirmation_policy").is_none(),
+        "{backend}: {c}"
+    );
+    assert!(c["agent"].get("mcp_config").is_none());
+}
