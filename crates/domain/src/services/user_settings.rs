@@ -13,8 +13,8 @@ use crate::identity::OrgContext;
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
 use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSettingsStore};
-use crate::sandboxes::agent_requests::LlmSpec;
 use crate::time_input::now_micros;
+pub use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, SaveProfile, StoredProfile};
 use crate::user_settings::view::{ViewParts, mask_mcp, profile_list, settings_view};
@@ -52,40 +52,6 @@ impl std::fmt::Debug for ExposedSettings {
             .field("llm_model", &self.llm_model)
             .field("llm_base_url", &self.llm_base_url)
             .finish_non_exhaustive()
-    }
-}
-
-/// The user's own LLM, its key opened: from the active profile, else the settings.
-#[derive(Clone, Default, PartialEq)]
-pub struct OwnLlm {
-    /// Model.
-    pub model: Option<String>,
-    /// Base URL.
-    pub base_url: Option<String>,
-    /// Key, in the clear.
-    pub api_key: Option<String>,
-}
-
-impl OwnLlm {
-    /// The agent server's `LLM` for this one (usage `agent`, no retries, not streamed), as a
-    /// running conversation gets it from its owner's profile `name`.
-    ///
-    /// # Errors
-    /// [`DomainError::BadRequest`] (400) when the profile names no model.
-    pub fn into_spec(self, name: &str) -> Result<LlmSpec, DomainError> {
-        let Some(model) = self.model else {
-            return Err(DomainError::BadRequest(format!(
-                "Profile '{name}' has no model"
-            )));
-        };
-        Ok(LlmSpec {
-            model,
-            usage_id: "agent",
-            num_retries: 0,
-            base_url: self.base_url,
-            api_key: self.api_key,
-            stream: false,
-        })
     }
 }
 

@@ -1,0 +1,40 @@
+//! A user's own LLM with its key opened ([`OwnLlm`]): what `users/me?expose_secrets=true`
+//! answers, what a start takes by precedence, and what `switch_profile` hands a running
+//! conversation.
+
+use crate::error::DomainError;
+use crate::sandboxes::agent_requests::LlmSpec;
+
+/// The user's own LLM, its key opened: from the active profile, else the settings.
+#[derive(Clone, Default, PartialEq)]
+pub struct OwnLlm {
+    /// Model.
+    pub model: Option<String>,
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// Key, in the clear.
+    pub api_key: Option<String>,
+}
+
+impl OwnLlm {
+    /// The agent server's `LLM` for this one (usage `agent`, no retries, not streamed), as a
+    /// running conversation gets it from its owner's profile `name`.
+    ///
+    /// # Errors
+    /// [`DomainError::BadRequest`] (400) when the profile names no model.
+    pub fn into_spec(self, name: &str) -> Result<LlmSpec, DomainError> {
+        let Some(model) = self.model else {
+            return Err(DomainError::BadRequest(format!(
+                "Profile '{name}' has no model"
+            )));
+        };
+        Ok(LlmSpec {
+            model,
+            usage_id: "agent",
+            num_retries: 0,
+            base_url: self.base_url,
+            api_key: self.api_key,
+            stream: false,
+        })
+    }
+}
