@@ -11,7 +11,7 @@ use bollard::models::NetworkCreateRequest;
 use bollard::query_parameters::ListNetworksOptionsBuilder;
 
 use crate::docker::DockerRuntime;
-use crate::docker::error::{DockerError, is_not_found, words};
+use crate::docker::error::{DockerError, is_not_found, status_of, words};
 
 /// The name of Switchboard's sandbox network, shared by every installation on a daemon (with
 /// inter-container traffic off, sharing it isolates nothing less).
@@ -20,6 +20,8 @@ pub const SANDBOX_NETWORK: &str = "switchboard-sandboxes";
 pub const DEFAULT_BRIDGE: &str = "bridge";
 /// The bridge driver's option that turns traffic between the network's containers off.
 const ENABLE_ICC: &str = "com.docker.network.bridge.enable_icc";
+/// Held while a runtime of this process makes sure of its network.
+static NETWORK_CREATION: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 /// Label marking a network Switchboard created.
 const LABEL_NETWORK: &str = "io.switchboard.network";
 
@@ -36,9 +38,24 @@ impl DockerRuntime {
         if name == DEFAULT_BRIDGE {
             return Ok(());
         }
+        // Runtimes of one process (tests start many at once) create it one at a time.
+        let _one_at_a_time = NETWORK_CREATION.lock().await;
         match self.docker.inspect_network(name, None).await {
             Ok(_) => return Ok(()),
             Err(e) if is_not_found(&e) => {}
+            // Two of one name (made by two processes at once, one of them in use when the
+            // other tidied up): keep the smallest id again, then it must be unique.
+            Err(e) if status_of(&e) == Some(400) && words(&e).contains("ambiguous") => {
+                self.remove_duplicate_networks(name).await;
+                return self
+                    .docker
+                    .inspect_network(name, None)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| {
+                        DockerError::Api(format!("inspecting network {name}: {}", words(&e)))
+                    });
+            }
             Err(e) => {
                 return Err(DockerError::Api(format!(
                     "inspecting network {name}: {}",
