@@ -55,6 +55,21 @@ pub struct LogCap {
     pub max_bytes: u64,
 }
 
+/// Switchboard's URL as clients and sandboxes reach it: `--public-url`, else the bound
+/// address (loopback for an unspecified one) as `http://host:port`.
+pub fn public_url(args: &SandboxArgs, bound: SocketAddr) -> String {
+    match &args.public_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => {
+            let mut addr = bound;
+            if addr.ip().is_unspecified() {
+                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+            }
+            format!("http://{addr}")
+        }
+    }
+}
+
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
 /// when the default runtime or a spec's is `docker` (binding the operator's
@@ -77,15 +92,10 @@ pub fn configure(
 ) -> Result<Configured> {
     let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
-    let public_url = match &args.public_url {
+    // Where sandboxes post their webhooks: --webhook-url, else the public URL.
+    let public_url = match &args.webhook_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
-        None => {
-            let mut addr = bound;
-            if addr.ip().is_unspecified() {
-                addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-            }
-            format!("http://{addr}")
-        }
+        None => public_url(args, bound),
     };
     let mut passthrough_env = Vec::new();
     for name in ALWAYS_PASSED

@@ -752,7 +752,7 @@ fn start(r: &Rig, key: &str, sandbox: &str, url: &str, extra: Value) -> Value {
         std::thread::sleep(Duration::from_millis(50));
     }
     let creates: Value = client()
-        .get(format!("{url}/standin/creates"))
+        .get(format!("{}/standin/creates", direct_agent_url(url)))
         .send()
         .unwrap()
         .json()

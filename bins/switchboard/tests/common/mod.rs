@@ -477,10 +477,14 @@ pub fn python() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// The pid, as this process sees it, of the agent server listening on `url`'s port: the
-/// process whose command line ends with `--port <port>`, `bwrap` left out. (A confined
+/// The pid, as this process sees it, of the agent server behind `url`: for a URL Switchboard
+/// shows (`…/sandboxes/{id}/…`), that sandbox's ([`sandbox_agent`]); else the one on `url`'s
+/// port: the process whose command line ends with `--port <port>`, `bwrap` left out. (A confined
 /// stand-in's `/server_info` reports its pid inside its own pid namespace.)
 pub fn agent_host_pid(url: &str) -> Option<u64> {
+    if let Some(id) = proxied_sandbox(url) {
+        return sandbox_agent(&id).map(|(pid, _)| pid);
+    }
     let port = url.rsplit(':').next()?.trim_end_matches('/');
     let tail = format!("--port\0{port}\0");
     std::fs::read_dir("/proc")
@@ -493,6 +497,54 @@ pub fn agent_host_pid(url: &str) -> Option<u64> {
             let program = text.split('\0').next().unwrap_or("");
             (text.ends_with(&tail) && !program.ends_with("bwrap")).then_some(pid)
         })
+}
+
+/// The sandbox id of a URL Switchboard shows for a sandbox's service
+/// (`<public-url>/sandboxes/{id}/{service}[/…]`, issue 22); `None` for another URL.
+pub fn proxied_sandbox(url: &str) -> Option<String> {
+    let (_, rest) = url.split_once("/sandboxes/")?;
+    rest.split('/').next().map(str::to_owned)
+}
+
+/// The agent server of process sandbox `id`: its pid and port, found from its process (the
+/// one whose working directory is in the sandbox's folder, `…/sandboxes/{id}`, and whose
+/// command line ends with `--port PORT`; bubblewrap's own process left out).
+pub fn sandbox_agent(id: &str) -> Option<(u64, u16)> {
+    let folder = format!("/{id}");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u64 = entry.file_name().to_str()?.parse().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            let cwd = cwd.to_string_lossy();
+            if !(cwd.ends_with(&folder) || cwd.contains(&format!("{folder}/"))) {
+                return None;
+            }
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let text = String::from_utf8_lossy(&cmdline);
+            let args: Vec<&str> = text.trim_end_matches('\0').split('\0').collect();
+            if args.first()?.ends_with("bwrap") || args.len() < 2 || args[args.len() - 2] != "--port" {
+                return None;
+            }
+            Some((pid, args[args.len() - 1].parse().ok()?))
+        })
+}
+
+/// The agent server's own address behind `url`: for a URL Switchboard shows
+/// (`…/sandboxes/{id}/agent_server…`), `http://127.0.0.1:PORT` of the sandbox's process
+/// ([`sandbox_agent`]) followed by the rest of the path; any other URL as it is. For tests
+/// about the agent server itself (its process, its own answers), not about clients.
+pub fn direct_agent_url(url: &str) -> String {
+    let Some(id) = proxied_sandbox(url) else {
+        return url.to_owned();
+    };
+    let (_, port) = sandbox_agent(&id).unwrap_or_else(|| panic!("no agent server process for {url}"));
+    let rest = url
+        .split_once(&format!("/sandboxes/{id}/"))
+        .and_then(|(_, r)| r.split_once('/'))
+        .map_or(String::new(), |(_, r)| format!("/{r}"));
+    format!("http://127.0.0.1:{port}{rest}")
 }
 
 /// Waits up to 30 s for sandbox `id` to show `status` through the batch get, and returns its

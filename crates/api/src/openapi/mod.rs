@@ -59,6 +59,7 @@ impl Modify for SecuritySchemes {
         dto::AppConversationOut, dto::AppConversationPage, dto::SendMessageResponse,
         dto::SandboxInfo, dto::SandboxPage, dto::ExposedUrl, dto::SandboxStatusName,
         dto::SandboxSpecInfo, dto::SandboxSpecInfoPage, dto::StartSandboxRequest, dto::Success,
+        crate::server_details::ServerInfo, crate::server_details::WebClientConfig,
     )),
     modifiers(&SecuritySchemes),
 )]
@@ -75,6 +76,7 @@ pub fn document() -> serde_json::Value {
     let mut doc = serde_json::to_value(generated).expect("the document serializes");
     requests::apply(&mut doc);
     events::apply(&mut doc);
+    crate::sandbox_proxy::document(&mut doc);
     doc
 }
 
