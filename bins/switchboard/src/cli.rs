@@ -233,8 +233,16 @@ pub struct ServeArgs {
     )]
     pub max_sockets_per_key: usize,
     /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. https://app.example.com; none by default).
-    #[arg(long = "cors-allowed-origin", value_name = "ORIGIN", env = "SWITCHBOARD_CORS_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "cors-allowed-origin",
+        value_name = "ORIGIN",
+        env = "SWITCHBOARD_CORS_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub cors_allowed_origin: Vec<String>,
+    /// Host-based routing of the sandbox proxy, for clients that need a service at the root of a host (the SDK's OpenHandsCloudWorkspace): a host name with {id} and {service}, e.g. {id}-{service}.sandboxes.example.com (a wildcard DNS record must point at Switchboard); URLs are then shown as <scheme>://<host>[:<port>] of the public URL. Default: path-based only (<public-url>/sandboxes/{id}/{service}).
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_HOST_PATTERN", value_name = "PATTERN", value_parser = parse_host_pattern)]
+    pub sandbox_host_pattern: Option<switchboard_api::sandbox_proxy::hosts::HostPattern>,
     /// The largest request body the sandbox proxy forwards, bytes (as the API's routes: 1 MiB); larger is 413.
     #[arg(
         long,
@@ -529,4 +537,11 @@ pub enum ProcessIsolation {
     Bwrap,
     /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
     None,
+}
+
+/// `--sandbox-host-pattern`.
+fn parse_host_pattern(
+    s: &str,
+) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
+    switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
 }

@@ -78,6 +78,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     let mut state = app_state(&args, &store, built.services.clone(), &files)
         .with_proxy(switchboard_api::sandbox_proxy::ProxyConfig {
             public_url: Some(crate::sandboxes::public_url(&args.sandboxes, addr)),
+            host_pattern: args.sandbox_host_pattern.clone(),
             max_body: args.proxy_max_body_bytes,
             read_timeout: Duration::from_secs(args.proxy_read_timeout),
             ws_queue: args.proxy_ws_queue,

@@ -7,6 +7,12 @@
 //! unchanged) starts a sandbox, runs a conversation with the terminal tool and the fake LLM,
 //! and reads the agent server's events back, all through Switchboard's URL.
 //!
+//! `OpenHandsCloudWorkspace` needs its agent server at the root of a host (it asserts that
+//! httpx's base URL equals the URL it was given, which httpx breaks for a URL with a path), so
+//! Switchboard runs with `--sandbox-host-pattern {id}-{service}.sandboxes.test`; the
+//! namespace's `/etc/hosts` (`ip netns exec` mounts `/etc/netns/NAME/hosts` there) plays the
+//! wildcard DNS record, written as soon as the sandbox's id is known.
+//!
 //! Needs root (`ip netns`), the real agent server and the SDK's venv (`scripts/e2e.sh`);
 //! without them it says so and passes.
 
@@ -59,8 +65,20 @@ impl Netns {
                 "name".into(),
                 peer.clone(),
             ],
-            vec!["link".into(), "set".into(), peer.clone(), "netns".into(), name.clone()],
-            vec!["addr".into(), "add".into(), format!("{host_ip}/30"), "dev".into(), host_link.clone()],
+            vec![
+                "link".into(),
+                "set".into(),
+                peer.clone(),
+                "netns".into(),
+                name.clone(),
+            ],
+            vec![
+                "addr".into(),
+                "add".into(),
+                format!("{host_ip}/30"),
+                "dev".into(),
+                host_link.clone(),
+            ],
             vec!["link".into(), "set".into(), host_link.clone(), "up".into()],
             vec![
                 "-n".into(),
@@ -71,8 +89,22 @@ impl Netns {
                 "dev".into(),
                 peer.clone(),
             ],
-            vec!["-n".into(), name.clone(), "link".into(), "set".into(), peer, "up".into()],
-            vec!["-n".into(), name.clone(), "link".into(), "set".into(), "lo".into(), "up".into()],
+            vec![
+                "-n".into(),
+                name.clone(),
+                "link".into(),
+                "set".into(),
+                peer,
+                "up".into(),
+            ],
+            vec![
+                "-n".into(),
+                name.clone(),
+                "link".into(),
+                "set".into(),
+                "lo".into(),
+                "up".into(),
+            ],
         ];
         for step in steps {
             let args: Vec<&str> = step.iter().map(String::as_str).collect();
@@ -86,6 +118,8 @@ impl Netns {
                 return None;
             }
         }
+        std::fs::create_dir_all(ns.hosts_file().parent().unwrap()).ok()?;
+        std::fs::write(ns.hosts_file(), "127.0.0.1 localhost\n").ok()?;
         Some(ns)
     }
 
@@ -97,10 +131,28 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// The namespace's `/etc/hosts` (mounted there by `ip netns exec`).
+    fn hosts_file(&self) -> std::path::PathBuf {
+        Path::new("/etc/netns").join(&self.name).join("hosts")
+    }
+
+    /// Adds `ip name` to the namespace's `/etc/hosts`, in place (the file is bind-mounted).
+    fn add_host(&self, ip: &str, name: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.hosts_file())
+            .unwrap();
+        writeln!(f, "{ip} {name}").unwrap();
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = ip(&["link", "del", &self.host_link]);
         let _ = ip(&["netns", "del", &self.name]);
+        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
     }
 }
 
@@ -205,12 +257,17 @@ fn sdk_through_switchboard_alone(backend: Backend, tag: u8) {
                 "openai/fake-model",
                 "--llm-base-url",
                 &llm_base,
+                "--sandbox-host-pattern",
+                "{id}-{service}.sandboxes.test",
             ],
             env: vec![("LLM_API_KEY", "fake-key")],
         },
     );
     let key = server.bootstrap_key();
-    assert!(reachable_from(&ns, &sdk_python, &ns.host_ip, port), "{backend}: Switchboard");
+    assert!(
+        reachable_from(&ns, &sdk_python, &ns.host_ip, port),
+        "{backend}: Switchboard"
+    );
 
     let script =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/sdk_cloud_workspace.py");
@@ -223,24 +280,33 @@ fn sdk_through_switchboard_alone(backend: Backend, tag: u8) {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let sdk = sdk.spawn().expect("running the SDK in the namespace");
-    // While it runs: its sandbox's agent server is out of the namespace's reach.
+    // While it runs: its sandbox's host resolves to Switchboard (the wildcard record), and
+    // its agent server is out of the namespace's reach.
     let deadline = Instant::now() + Duration::from_secs(240);
     let mut checked = false;
+    let mut named = false;
     while !checked && Instant::now() < deadline {
         let (_, sandboxes) = send_json(
             client()
                 .get(server.url("/api/v1/sandboxes/search"))
                 .header("X-Access-Token", &key),
         );
-        if let Some(s) = sandboxes["items"]
+        let first = sandboxes["items"]
             .as_array()
-            .and_then(|items| items.iter().find(|s| s["status"] == "RUNNING"))
-        {
+            .and_then(|i| i.first())
+            .cloned();
+        if let (Some(s), false) = (&first, named) {
+            let id = s["id"].as_str().unwrap();
+            ns.add_host(&ns.host_ip, &format!("{id}-agent-server.sandboxes.test"));
+            named = true;
+        }
+        if let Some(s) = first.filter(|s| s["status"] == "RUNNING") {
             let id = s["id"].as_str().unwrap();
             let url = s["exposed_urls"][0]["url"].as_str().unwrap();
-            assert!(
-                url.starts_with(&format!("http://{bind}/sandboxes/{id}/")),
-                "{backend}: {url}"
+            assert_eq!(
+                url,
+                format!("http://{id}-agent-server.sandboxes.test:{port}"),
+                "{backend}"
             );
             let (_, direct_port) = sandbox_agent(id).expect("the agent server's process");
             assert!(

@@ -91,7 +91,12 @@ pub async fn cors(
         .map(str::to_owned);
     let origin = match (origin, allowed) {
         (Some(o), Some(c)) if c.allows(&o) => o,
-        _ => return next.call(req).await.map(ServiceResponse::map_into_left_body),
+        _ => {
+            return next
+                .call(req)
+                .await
+                .map(ServiceResponse::map_into_left_body);
+        }
     };
     let preflight = req.method() == Method::OPTIONS
         && req

@@ -192,6 +192,7 @@ pub fn create_app(
         .iter()
         .map(|(path, item)| (path.clone(), routes::allowed_methods(item)));
     routes::fallbacks(sandbox_proxy::register(app), paths)
+        .wrap(from_fn(sandbox_proxy::hosts::route_by_host))
         .wrap(from_fn(rate_limit::limit))
         .wrap(from_fn(cors::cors))
         .wrap(from_fn(metrics::observe))

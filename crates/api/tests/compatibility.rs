@@ -55,13 +55,19 @@ async fn openhands_answers(backend: Backend) {
     assert_eq!(status, 200, "{backend}: {info}");
     assert_eq!(info["server"], "switchboard");
     assert_eq!(info["api_version"], "0.0.1");
-    assert_eq!(info["sandboxes_enabled"], false, "{backend}: the test app runs none");
+    assert_eq!(
+        info["sandboxes_enabled"], false,
+        "{backend}: the test app runs none"
+    );
     assert!(info["uptime"].as_u64().is_some() && info["cpu_count"].as_u64() >= Some(1));
 
     let (status, config) = status_json(app.get("/api/v1/web-client/config", None).await).await;
     assert_eq!(status, 200, "{backend}: {config}");
     for field in required("WebClientConfig") {
-        assert!(config.get(&field).is_some(), "{backend}: {field} missing: {config}");
+        assert!(
+            config.get(&field).is_some(),
+            "{backend}: {field} missing: {config}"
+        );
     }
     assert_eq!(config["kind"], "WebClientConfig");
     assert_eq!(config["app_mode"], "saas");

@@ -191,7 +191,8 @@ async fn every_route_is_served(backend: Backend) {
             // Told from the router's 404 by its 401 without credentials.
             let url = format!("/sandboxes/{}/agent_server/api/x", uuid::Uuid::new_v4());
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
-            let (status, body) = status_json(app.req(method.clone(), &url, None).send().await.unwrap()).await;
+            let (status, body) =
+                status_json(app.req(method.clone(), &url, None).send().await.unwrap()).await;
             assert_eq!(
                 (status, body),
                 (401, detail("Not authenticated")),

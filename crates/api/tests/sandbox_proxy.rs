@@ -25,7 +25,8 @@ on_both_backends!(
     who_gets_through,
     http_streams_both_ways,
     websockets_relay,
-    urls_point_at_the_proxy
+    urls_point_at_the_proxy,
+    routes_by_host
 );
 
 /// The proxy's limits in these tests: a small body limit and a short read timeout (a sandbox
@@ -117,20 +118,90 @@ async fn who_gets_through(backend: Backend) {
     let vscode = format!("{}/sandboxes/{id}/vscode/api/x", app.base);
     let cases: Vec<(&str, &str, Cred<'_>, u16)> = vec![
         ("no credentials", send_message.as_str(), Cred::None, 401),
-        ("owner bearer", send_message.as_str(), Cred::Bearer(&app.owner.key), 200),
-        ("owner token", send_message.as_str(), Cred::AccessToken(&app.owner.key), 200),
-        ("session key", send_message.as_str(), Cred::Session(&session), 200),
-        ("session query", send_message.as_str(), Cred::SessionQuery(&session), 200),
-        ("admin", send_message.as_str(), Cred::Bearer(&app.admin.key), 200),
-        ("another member", send_message.as_str(), Cred::Bearer(&app.member.key), 404),
-        ("another org", send_message.as_str(), Cred::Bearer(&app.non_member.key), 404),
-        ("another sandbox's key", send_message.as_str(), Cred::Session(&their_session), 404),
-        ("unknown session key", send_message.as_str(), Cred::Session("sbs_nope"), 401),
-        ("expired key", send_message.as_str(), Cred::Bearer(&app.expired.key), 401),
-        ("revoked key", send_message.as_str(), Cred::Bearer(&app.revoked.key), 401),
-        ("unknown sandbox", unknown.as_str(), Cred::Bearer(&app.owner.key), 404),
-        ("not a sandbox id", garbage.as_str(), Cred::Bearer(&app.owner.key), 404),
-        ("a service not exposed", vscode.as_str(), Cred::Bearer(&app.owner.key), 404),
+        (
+            "owner bearer",
+            send_message.as_str(),
+            Cred::Bearer(&app.owner.key),
+            200,
+        ),
+        (
+            "owner token",
+            send_message.as_str(),
+            Cred::AccessToken(&app.owner.key),
+            200,
+        ),
+        (
+            "session key",
+            send_message.as_str(),
+            Cred::Session(&session),
+            200,
+        ),
+        (
+            "session query",
+            send_message.as_str(),
+            Cred::SessionQuery(&session),
+            200,
+        ),
+        (
+            "admin",
+            send_message.as_str(),
+            Cred::Bearer(&app.admin.key),
+            200,
+        ),
+        (
+            "another member",
+            send_message.as_str(),
+            Cred::Bearer(&app.member.key),
+            404,
+        ),
+        (
+            "another org",
+            send_message.as_str(),
+            Cred::Bearer(&app.non_member.key),
+            404,
+        ),
+        (
+            "another sandbox's key",
+            send_message.as_str(),
+            Cred::Session(&their_session),
+            404,
+        ),
+        (
+            "unknown session key",
+            send_message.as_str(),
+            Cred::Session("sbs_nope"),
+            401,
+        ),
+        (
+            "expired key",
+            send_message.as_str(),
+            Cred::Bearer(&app.expired.key),
+            401,
+        ),
+        (
+            "revoked key",
+            send_message.as_str(),
+            Cred::Bearer(&app.revoked.key),
+            401,
+        ),
+        (
+            "unknown sandbox",
+            unknown.as_str(),
+            Cred::Bearer(&app.owner.key),
+            404,
+        ),
+        (
+            "not a sandbox id",
+            garbage.as_str(),
+            Cred::Bearer(&app.owner.key),
+            404,
+        ),
+        (
+            "a service not exposed",
+            vscode.as_str(),
+            Cred::Bearer(&app.owner.key),
+            404,
+        ),
     ];
     let mut through = 0;
     for (what, url, cred, want) in &cases {
@@ -151,7 +222,11 @@ async fn who_gets_through(backend: Backend) {
         None,
     )
     .await;
-    assert_eq!(received.as_array().unwrap().len(), through, "{backend}: {received}");
+    assert_eq!(
+        received.as_array().unwrap().len(),
+        through,
+        "{backend}: {received}"
+    );
 
     // Upstream, Switchboard presents the session key and nothing of the client's.
     let (status, echo) = send(
@@ -181,7 +256,13 @@ async fn who_gets_through(backend: Backend) {
     // The probes answer without a key, from the sandbox's status.
     let (status, alive) = send(Method::GET, &format!("{url}/alive"), &Cred::None, None).await;
     assert_eq!((status, alive), (200, json!({"status": "ok"})), "{backend}");
-    let (status, _) = send(Method::GET, &format!("{url}/server_info"), &Cred::None, None).await;
+    let (status, _) = send(
+        Method::GET,
+        &format!("{url}/server_info"),
+        &Cred::None,
+        None,
+    )
+    .await;
     assert_eq!(status, 401, "{backend}");
 
     // A paused sandbox: 409 for everyone, probes included.
@@ -243,7 +324,11 @@ async fn http_streams_both_ways(backend: Backend) {
         .await
         .unwrap();
     assert_eq!(res.status().as_u16(), 200, "{backend}");
-    assert_eq!(res.content_length(), Some(size), "{backend}: the length is kept");
+    assert_eq!(
+        res.content_length(),
+        Some(size),
+        "{backend}: the length is kept"
+    );
     let mut stream = res.bytes_stream();
     let mut got: u64 = 0;
     let mut chunks = 0u64;
@@ -290,7 +375,9 @@ async fn http_streams_both_ways(backend: Backend) {
         client
             .post(format!("{url}/api/standin/echo"))
             .header("X-Session-API-Key", &session)
-            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(chunks)))
+            .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
+                chunks,
+            )))
             .send()
             .await
             .unwrap(),
@@ -439,7 +526,11 @@ async fn websockets_relay(backend: Backend) {
     assert_eq!(status, 200, "{backend}: {body}");
     match next(&mut c, Duration::from_secs(10)).await {
         Some(Message::Close(Some(f))) => {
-            assert_eq!((u16::from(f.code), f.reason.as_str()), (4455, "done"), "{backend}")
+            assert_eq!(
+                (u16::from(f.code), f.reason.as_str()),
+                (4455, "done"),
+                "{backend}"
+            )
         }
         other => panic!("{backend}: {other:?}"),
     }
@@ -450,7 +541,9 @@ async fn websockets_relay(backend: Backend) {
         let auth = json!({"type": "auth", "session_api_key": key}).to_string();
         c.send(Message::text(auth)).await.unwrap();
         c.send(Message::text("echo:hi")).await.unwrap();
-        let msg = next(&mut c, Duration::from_secs(10)).await.expect("the echo");
+        let msg = next(&mut c, Duration::from_secs(10))
+            .await
+            .expect("the echo");
         assert_eq!(msg.to_text().unwrap(), "echo:hi", "{backend}");
     }
     for frame in [
@@ -480,7 +573,9 @@ async fn websockets_relay(backend: Backend) {
     let slow = open(&url, &conv, Some(&session)).await.unwrap();
     // 1,000 frames of 15 kB, then the message joining them (15 MB, under the proxy's 16 MiB):
     // far more than the socket buffers, the session's channel and the queue of 64 hold.
-    let deltas: Vec<String> = (0..1000).map(|i| format!("{i:05}{}", "x".repeat(15_000))).collect();
+    let deltas: Vec<String> = (0..1000)
+        .map(|i| format!("{i:05}{}", "x".repeat(15_000)))
+        .collect();
     let readers: Vec<_> = fast
         .into_iter()
         .map(|mut c| {
@@ -499,15 +594,25 @@ async fn websockets_relay(backend: Backend) {
         .collect();
     let began = Instant::now();
     // Sent by the sandbox itself (the request is over the proxy's body limit).
-    let sent = tokio::time::timeout(Duration::from_secs(120), stream_to(&direct, &session, &conv, deltas))
-        .await
-        .expect("the sandbox was held up by a client that does not read");
+    let sent = tokio::time::timeout(
+        Duration::from_secs(120),
+        stream_to(&direct, &session, &conv, deltas),
+    )
+    .await
+    .expect("the sandbox was held up by a client that does not read");
     // (Sockets of earlier clients may still be closing at the stand-in.)
     assert!(sent["sockets"].as_u64() >= Some(4), "{backend}: {sent}");
     for r in readers {
-        assert_eq!(r.await.unwrap(), 1001, "{backend}: a reading client missed frames");
+        assert_eq!(
+            r.await.unwrap(),
+            1001,
+            "{backend}: a reading client missed frames"
+        );
     }
-    eprintln!("{backend}: 1001 frames (30 MB) to 4 clients in {:?}", began.elapsed());
+    eprintln!(
+        "{backend}: 1001 frames (30 MB) to 4 clients in {:?}",
+        began.elapsed()
+    );
     // The slow client, reading at last, finds its socket closed before the end.
     let mut slow = slow;
     let mut n = 0;
@@ -537,8 +642,10 @@ async fn urls_point_at_the_proxy(backend: Backend) {
             Method::POST,
             "/api/v1/app-conversations",
             Some(&key),
-            Some(json!({"llm_model": "openai/fake-model", "initial_message": {"role": "user",
-                "content": [{"type": "text", "text": "hi"}]}})),
+            Some(
+                json!({"llm_model": "openai/fake-model", "initial_message": {"role": "user",
+                "content": [{"type": "text", "text": "hi"}]}}),
+            ),
         )
         .await;
     assert_eq!(status, 200, "{backend}: {task}");
@@ -581,7 +688,11 @@ async fn urls_point_at_the_proxy(backend: Backend) {
     assert!(conv.len() == 32 && !conv.contains('-'), "{backend}: {done}");
     let sandbox = done["sandbox_id"].as_str().unwrap();
     let agent = format!("{}/sandboxes/{sandbox}/agent_server", app.base);
-    assert_eq!(done["agent_server_url"], agent.as_str(), "{backend}: {done}");
+    assert_eq!(
+        done["agent_server_url"],
+        agent.as_str(),
+        "{backend}: {done}"
+    );
     let (_, got) = app
         .call(
             Method::GET,
@@ -618,4 +729,47 @@ async fn urls_point_at_the_proxy(backend: Backend) {
         !record.agent_server_url.unwrap().contains("/sandboxes/"),
         "{backend}"
     );
+}
+
+/// `--sandbox-host-pattern`: the URL shown is the sandbox's own host under the public URL's
+/// scheme and port, and a request with that `Host` reaches the service with its whole path,
+/// under the same rules as the path form.
+async fn routes_by_host(backend: Backend) {
+    use switchboard_api::sandbox_proxy::hosts::HostPattern;
+    let app = spawn_sandbox_app(
+        backend,
+        SandboxOptions {
+            proxy: Some(ProxyConfig {
+                host_pattern: Some(HostPattern::parse("{id}-{service}.sb.test").unwrap()),
+                ..proxy_config()
+            }),
+            ..SandboxOptions::default()
+        },
+    )
+    .await;
+    let (id, session, url) = running(&app, &app.owner.key).await;
+    let port = app.base.rsplit(':').next().unwrap().to_owned();
+    let host = format!("{id}-agent-server.sb.test:{port}");
+    assert_eq!(url, format!("http://{host}"), "{backend}");
+    let client = reqwest::Client::new();
+    let call = |key: Option<&str>, path: &str| {
+        let mut r = client
+            .post(format!("{}{path}", app.base))
+            .header("Host", host.clone())
+            .json(&json!({}));
+        if let Some(k) = key {
+            r = r.header("X-Session-API-Key", k.to_owned());
+        }
+        r.send()
+    };
+    let (status, echo) =
+        common::status_json(call(Some(&session), "/api/standin/echo").await.unwrap()).await;
+    assert_eq!(status, 200, "{backend}: {echo}");
+    assert_eq!(echo["path"], "/api/standin/echo", "{backend}");
+    let (status, _) = common::status_json(call(None, "/api/standin/echo").await.unwrap()).await;
+    assert_eq!(status, 401, "{backend}");
+    // The API's own routes on its own host are untouched.
+    let (status, _) =
+        common::status_json(app.get("/api/v1/users/me", Some(&app.owner.key)).await).await;
+    assert_eq!(status, 200, "{backend}");
 }

@@ -524,7 +524,10 @@ pub fn sandbox_agent(id: &str) -> Option<(u64, u16)> {
             let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
             let text = String::from_utf8_lossy(&cmdline);
             let args: Vec<&str> = text.trim_end_matches('\0').split('\0').collect();
-            if args.first()?.ends_with("bwrap") || args.len() < 2 || args[args.len() - 2] != "--port" {
+            if args.first()?.ends_with("bwrap")
+                || args.len() < 2
+                || args[args.len() - 2] != "--port"
+            {
                 return None;
             }
             Some((pid, args[args.len() - 1].parse().ok()?))
@@ -539,7 +542,8 @@ pub fn direct_agent_url(url: &str) -> String {
     let Some(id) = proxied_sandbox(url) else {
         return url.to_owned();
     };
-    let (_, port) = sandbox_agent(&id).unwrap_or_else(|| panic!("no agent server process for {url}"));
+    let (_, port) =
+        sandbox_agent(&id).unwrap_or_else(|| panic!("no agent server process for {url}"));
     let rest = url
         .split_once(&format!("/sandboxes/{id}/"))
         .and_then(|(_, r)| r.split_once('/'))

@@ -226,7 +226,10 @@ pub fn alive(url: &str) -> bool {
 pub fn agent_url(sandbox: &Value) -> String {
     let shown = shown_url(sandbox);
     let id = sandbox["id"].as_str().unwrap();
-    assert!(shown.contains(&format!("/sandboxes/{id}/agent_server")), "{shown}");
+    assert!(
+        shown.contains(&format!("/sandboxes/{id}/agent_server")),
+        "{shown}"
+    );
     let c = inspect(&container_of(id)).unwrap_or_else(|| panic!("no container for {id}"));
     let port = c["NetworkSettings"]["Ports"]["8000/tcp"][0]["HostPort"]
         .as_str()

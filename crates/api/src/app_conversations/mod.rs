@@ -227,7 +227,8 @@ pub async fn search_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<AppConversationPage>> {
-    let page = reads::search::<AppConversations>(state.clone(), caller, query, String::new()).await?;
+    let page =
+        reads::search::<AppConversations>(state.clone(), caller, query, String::new()).await?;
     Ok(web::Json(AppConversationPage::present(
         page,
         state.proxy.public(),

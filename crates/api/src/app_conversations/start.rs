@@ -111,7 +111,7 @@ pub async fn stream_start(
         &task,
         state.proxy.public(),
     ))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     let head = futures_util::stream::iter([Ok::<Bytes, actix_web::Error>(Bytes::from(format!(
         "[\n{first}"
     )))]);
@@ -119,22 +119,23 @@ pub async fn stream_start(
     let rest = futures_util::stream::unfold(Some(follower), move |follower| {
         let proxy = proxy.clone();
         async move {
-        let next = next_snapshots(follower?).await;
-        let mut chunk = String::new();
-        // The array closes after READY or ERROR, or when the task can no longer be read.
-        let mut done = next.is_none();
-        let (follower, snapshots) = next.map_or((None, Vec::new()), |(f, s)| (Some(f), s));
-        for t in snapshots {
-            let text = serde_json::to_string(&AppConversationStartTask::present(&t, proxy.public()))
-                .unwrap_or_else(|_| "null".into());
-            chunk.push_str(",\n");
-            chunk.push_str(&text);
-            done |= t.status.is_final();
-        }
-        if done {
-            chunk.push_str("\n]");
-        }
-        Some((Ok(Bytes::from(chunk)), follower.filter(|_| !done)))
+            let next = next_snapshots(follower?).await;
+            let mut chunk = String::new();
+            // The array closes after READY or ERROR, or when the task can no longer be read.
+            let mut done = next.is_none();
+            let (follower, snapshots) = next.map_or((None, Vec::new()), |(f, s)| (Some(f), s));
+            for t in snapshots {
+                let text =
+                    serde_json::to_string(&AppConversationStartTask::present(&t, proxy.public()))
+                        .unwrap_or_else(|_| "null".into());
+                chunk.push_str(",\n");
+                chunk.push_str(&text);
+                done |= t.status.is_final();
+            }
+            if done {
+                chunk.push_str("\n]");
+            }
+            Some((Ok(Bytes::from(chunk)), follower.filter(|_| !done)))
         }
     });
     Ok(HttpResponse::Ok()

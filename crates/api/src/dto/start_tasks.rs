@@ -84,9 +84,7 @@ impl AppConversationStartTask {
                 S::Error => StartTaskStatusName::Error,
             },
             detail: t.detail.clone(),
-            app_conversation_id: t
-                .app_conversation_id()
-                .map(|c| c.0.simple().to_string()),
+            app_conversation_id: t.app_conversation_id().map(|c| c.0.simple().to_string()),
             sandbox_id: t.sandbox_id.map(|s| s.to_string()),
             agent_server_url: match (&t.agent_server_url, t.sandbox_id) {
                 (Some(url), Some(sandbox)) => Some(public.agent_server(url, sandbox)),

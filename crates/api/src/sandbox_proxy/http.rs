@@ -70,7 +70,11 @@ pub fn upstream_url(base: &str, route: &Route, query: &str) -> String {
 }
 
 /// The headers sent upstream for `req`.
-pub(super) fn upstream_headers(req: &HttpRequest, route: &Route, target: &ProxyTarget) -> HeaderMap {
+pub(super) fn upstream_headers(
+    req: &HttpRequest,
+    route: &Route,
+    target: &ProxyTarget,
+) -> HeaderMap {
     let mut out = HeaderMap::new();
     for (name, value) in req.headers() {
         if !dropped_request_header(name) {
@@ -174,7 +178,9 @@ fn stream_body(mut payload: web::Payload, limit: usize, over: Arc<AtomicBool>) -
                     seen += bytes.len();
                     if seen > limit {
                         over.store(true, Ordering::SeqCst);
-                        let _ = tx.send(Err(std::io::Error::other("body over the limit"))).await;
+                        let _ = tx
+                            .send(Err(std::io::Error::other("body over the limit")))
+                            .await;
                         return;
                     }
                     Ok(bytes)
@@ -210,8 +216,7 @@ fn convert_headers(from: &HeaderMap) -> reqwest::header::HeaderMap {
 /// The client's answer: the service's status and headers (hop-by-hop dropped), its body
 /// streamed; the length kept when the service declared one.
 fn respond(req: &HttpRequest, answer: reqwest::Response) -> HttpResponse {
-    let status =
-        StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
+    let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut out = HttpResponse::build(status);
     let mut length = None;
     for (name, value) in answer.headers() {

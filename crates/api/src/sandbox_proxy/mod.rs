@@ -14,6 +14,7 @@
 //! by Switchboard from the sandbox's last reconciled status (the SDK probes them without a
 //! key); everything else is 401.
 
+pub mod hosts;
 pub mod http;
 pub mod public;
 pub mod ws;
@@ -43,6 +44,9 @@ pub struct ProxyConfig {
     /// `exposed_urls`, `conversation_url` and `agent_server_url` point under it. `None`
     /// shows the sandboxes' own URLs (the app as tests build it in-process).
     pub public_url: Option<String>,
+    /// Host-based routing (`--sandbox-host-pattern`): services at the root of their own host
+    /// under the public URL's scheme and port, for clients that need a bare host.
+    pub host_pattern: Option<hosts::HostPattern>,
     /// The largest request body forwarded, bytes (as the API's routes: 1 MiB); a larger
     /// declared one is 413 before the sandbox is called, and one that grows past it is cut.
     pub max_body: usize,
@@ -64,6 +68,7 @@ impl Default for ProxyConfig {
     fn default() -> Self {
         ProxyConfig {
             public_url: None,
+            host_pattern: None,
             max_body: DEFAULT_BODY_LIMIT,
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(600),
@@ -119,6 +124,7 @@ impl Proxy {
     /// The public URLs the API shows.
     pub fn public(&self) -> public::PublicUrls<'_> {
         public::PublicUrls::new(self.config.public_url.as_deref())
+            .with_hosts(self.config.host_pattern.as_ref())
     }
 }
 
@@ -192,7 +198,9 @@ impl Route {
 /// `session_api_key`, an API key. `None` without any.
 pub fn credential(req: &HttpRequest) -> Option<Credential> {
     if let Some(v) = req.headers().get(SESSION_KEY_HEADER) {
-        return Some(Credential::Session(v.to_str().unwrap_or("").trim().to_owned()));
+        return Some(Credential::Session(
+            v.to_str().unwrap_or("").trim().to_owned(),
+        ));
     }
     let query = QueryPairs::parse(req.query_string());
     if let Some(k) = query.all(SESSION_KEY_QUERY).into_iter().next() {
@@ -258,6 +266,16 @@ async fn proxy(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let route = Route::parse(req.uri().path()).ok_or(DomainError::SandboxNotFound)?;
+    proxy_route(req, payload, state, route).await
+}
+
+/// A request to `route` (from its path, or its host: [`hosts`]), authenticated and forwarded.
+pub(crate) async fn proxy_route(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+    route: Route,
+) -> Result<HttpResponse, ApiError> {
     if ws::is_upgrade(&req) {
         return ws::relay(req, payload, state, route).await;
     }
@@ -285,7 +303,10 @@ async fn probe(
     route: &Route,
 ) -> Result<Option<HttpResponse>, ApiError> {
     let probe = matches!(route.tail.as_str(), "/alive" | "/health" | "/ready");
-    let agent = route.service.replace('-', "_").eq_ignore_ascii_case("agent_server");
+    let agent = route
+        .service
+        .replace('-', "_")
+        .eq_ignore_ascii_case("agent_server");
     if !(probe && agent && (req.method() == Method::GET || req.method() == Method::HEAD)) {
         return Ok(None);
     }
@@ -297,7 +318,11 @@ async fn probe(
     if status != SandboxStatus::Running {
         return Err(DomainError::SandboxNotReachable(status).into());
     }
-    let word = if route.tail == "/ready" { "ready" } else { "ok" };
+    let word = if route.tail == "/ready" {
+        "ready"
+    } else {
+        "ok"
+    };
     Ok(Some(HttpResponse::Ok().json(Status {
         status: word.into(),
     })))
@@ -307,7 +332,8 @@ async fn probe(
 /// answer whatever the sandbox's service answers, so their bodies have no schema).
 pub fn document(doc: &mut serde_json::Value) {
     use serde_json::json;
-    let error = json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorDetail"}}});
+    let error =
+        json!({"application/json": {"schema": {"$ref": "#/components/schemas/ErrorDetail"}}});
     let op = |method: &str| {
         json!({
             "tags": ["Sandbox proxy"],
@@ -355,7 +381,10 @@ mod tests {
         let id = "0b9f3c4e-7d2a-4c1e-9a8b-5f6e7d8c9a0b";
         let r = Route::parse(&format!("/sandboxes/{id}/agent_server/api/x%2Fy")).unwrap();
         assert_eq!(r.sandbox_id.unwrap().to_string(), id);
-        assert_eq!((r.service.as_str(), r.tail.as_str()), ("agent_server", "/api/x%2Fy"));
+        assert_eq!(
+            (r.service.as_str(), r.tail.as_str()),
+            ("agent_server", "/api/x%2Fy")
+        );
         let r = Route::parse(&format!("/sandboxes/{id}/agent_server")).unwrap();
         assert_eq!(r.tail, "");
         let r = Route::parse("/sandboxes/nope/agent_server/").unwrap();

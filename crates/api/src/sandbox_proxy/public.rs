@@ -13,12 +13,20 @@ pub const AGENT_SERVER_SERVICE: &str = "agent_server";
 #[derive(Debug, Clone, Copy)]
 pub struct PublicUrls<'a> {
     base: Option<&'a str>,
+    hosts: Option<&'a super::hosts::HostPattern>,
 }
 
 impl<'a> PublicUrls<'a> {
     /// Under `base` (no trailing `/`); `None` leaves URLs as they are.
     pub fn new(base: Option<&'a str>) -> Self {
-        PublicUrls { base }
+        PublicUrls { base, hosts: None }
+    }
+
+    /// With host-based routing: `<scheme>://<host from the pattern>[:<port>]`, the scheme and
+    /// port of the public URL.
+    pub fn with_hosts(mut self, hosts: Option<&'a super::hosts::HostPattern>) -> Self {
+        self.hosts = hosts;
+        self
     }
 
     /// The public form of `url`, a URL of service `service` (as OpenHands names it, e.g.
@@ -31,6 +39,15 @@ impl<'a> PublicUrls<'a> {
         };
         let rest = path_and_query(url);
         let rest = if rest == "/" { "" } else { rest };
+        if let Some(hosts) = self.hosts {
+            let (scheme, authority) = base.split_once("://").unwrap_or(("http", base));
+            let authority = authority.split('/').next().unwrap_or(authority);
+            let port = authority
+                .rsplit_once(':')
+                .filter(|(_, p)| p.bytes().all(|b| b.is_ascii_digit()))
+                .map_or(String::new(), |(_, p)| format!(":{p}"));
+            return format!("{scheme}://{}{port}{rest}", hosts.host(sandbox, service));
+        }
         format!(
             "{base}{}/{sandbox}/{}{rest}",
             super::PREFIX,
@@ -73,6 +90,13 @@ mod tests {
         assert_eq!(
             PublicUrls::new(None).agent_server("http://127.0.0.1:1", id),
             "http://127.0.0.1:1"
+        );
+        let hosts = super::super::hosts::HostPattern::parse("{id}-{service}.sb.test").unwrap();
+        assert_eq!(
+            PublicUrls::new(Some("http://10.0.0.1:3000"))
+                .with_hosts(Some(&hosts))
+                .agent_server("http://127.0.0.1:4242/api/x", id),
+            "http://0b9f3c4e-7d2a-4c1e-9a8b-5f6e7d8c9a0b-agent-server.sb.test:3000/api/x"
         );
     }
 }

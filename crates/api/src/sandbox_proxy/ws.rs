@@ -152,7 +152,10 @@ fn close_for(e: &ApiError) -> (u16, &'static str) {
 
 /// The key of a first `{"type": "auth", "session_api_key": …}` text frame, awaited up to
 /// `timeout`; `None` for anything else.
-async fn first_frame_key(stream: &mut AggregatedMessageStream, timeout: Duration) -> Option<String> {
+async fn first_frame_key(
+    stream: &mut AggregatedMessageStream,
+    timeout: Duration,
+) -> Option<String> {
     loop {
         let msg = tokio::time::timeout(timeout, stream.next()).await.ok()??;
         match msg.ok()? {
@@ -203,8 +206,7 @@ async fn connect(
         .max_message_size(Some(config.ws_max_message))
         .max_frame_size(Some(config.ws_max_message));
     let connecting = tokio_tungstenite::connect_async_with_config(request, Some(ws_config), true);
-    match tokio::time::timeout(config.connect_timeout + config.connect_timeout, connecting).await
-    {
+    match tokio::time::timeout(config.connect_timeout + config.connect_timeout, connecting).await {
         Err(_) => Err(ApiError::UpstreamTimeout),
         Ok(Ok((socket, answer))) => {
             let protocol = answer
@@ -404,7 +406,10 @@ mod tests {
             Some("k".into())
         );
         assert_eq!(auth_key(r#"{"type":"auth","session_api_key":""}"#), None);
-        assert_eq!(auth_key(r#"{"type":"auth","session_api_key":"k","x":1}"#), None);
+        assert_eq!(
+            auth_key(r#"{"type":"auth","session_api_key":"k","x":1}"#),
+            None
+        );
         assert_eq!(auth_key(r#"{"type":"message"}"#), None);
         assert_eq!(auth_key("not json"), None);
     }

@@ -176,7 +176,8 @@ pub async fn spawn_sandbox_app_with(
     };
     let kept = managed.clone();
     let proxy = options.proxy.clone().map(|mut p| {
-        p.public_url.get_or_insert(format!("http://127.0.0.1:{port}"));
+        p.public_url
+            .get_or_insert(format!("http://127.0.0.1:{port}"));
         p
     });
     let app = spawn_app_on_with_state(
