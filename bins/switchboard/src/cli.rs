@@ -232,7 +232,7 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub max_sockets_per_key: usize,
-    /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. https://app.example.com; none by default).
+    /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. `https://app.example.com`; none by default).
     #[arg(
         long = "cors-allowed-origin",
         value_name = "ORIGIN",
@@ -240,7 +240,7 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub cors_allowed_origin: Vec<String>,
-    /// Host-based routing of the sandbox proxy, for clients that need a service at the root of a host (the SDK's OpenHandsCloudWorkspace): a host name with {id} and {service}, e.g. {id}-{service}.sandboxes.example.com (a wildcard DNS record must point at Switchboard); URLs are then shown as <scheme>://<host>[:<port>] of the public URL. Default: path-based only (<public-url>/sandboxes/{id}/{service}).
+    /// Host-based routing of the sandbox proxy, for clients that need a service at the root of a host (the SDK's OpenHandsCloudWorkspace): a host name with {id} and {service}, e.g. `{id}-{service}.sandboxes.example.com` (a wildcard DNS record must point at Switchboard); URLs are then shown as `<scheme>://<host>[:<port>]` of the public URL. Default: path-based only (`<public-url>/sandboxes/{id}/{service}`).
     #[arg(long, env = "SWITCHBOARD_SANDBOX_HOST_PATTERN", value_name = "PATTERN", value_parser = parse_host_pattern)]
     pub sandbox_host_pattern: Option<switchboard_api::sandbox_proxy::hosts::HostPattern>,
     /// The largest request body the sandbox proxy forwards, bytes (as the API's routes: 1 MiB); larger is 413.
@@ -367,7 +367,7 @@ pub struct SandboxArgs {
     /// Switchboard's URL as clients and sandboxes reach it: sandboxes post webhooks to it + /api/v1/webhooks, and the API shows every sandbox's services under it + /sandboxes/{id}/{service} (exposed_urls, conversation_url, agent_server_url; default: the bound address).
     #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use https://switchboard.example.com through a TLS proxy, sandboxes on this host http://127.0.0.1:3000); they post webhooks to it + /api/v1/webhooks (default: --public-url).
+    /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
     #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL")]
     pub webhook_url: Option<String>,
     /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).

@@ -337,7 +337,7 @@ async fn http_streams_both_ways(backend: Backend) {
         assert!(chunk.iter().all(|b| *b == 0xAB));
         got += chunk.len() as u64;
         chunks += 1;
-        if chunks % 64 == 0 {
+        if chunks.is_multiple_of(64) {
             peak = peak.max(rss_kib());
         }
     }

@@ -2,7 +2,7 @@
 //! proxy): every service a sandbox exposes is reached at
 //! `/sandboxes/{sandbox_id}/{service}/{path…}` on Switchboard's own address, HTTP and
 //! websockets, so clients need no route to the sandboxes. This module routes and
-//! authenticates ([`proxy`]); [`http`] forwards HTTP with both bodies streamed; [`ws`] relays
+//! authenticates ([`register`], [`resolve`]); [`http`] forwards HTTP with both bodies streamed; [`ws`] relays
 //! websockets; [`public`] writes the public URLs the API shows.
 //!
 //! Authentication happens here, before a byte reaches the sandbox: the sandbox's session key
