@@ -502,8 +502,13 @@ pub fn agent_host_pid(url: &str) -> Option<u64> {
 /// The sandbox id of a URL Switchboard shows for a sandbox's service
 /// (`<public-url>/sandboxes/{id}/{service}[/…]`, issue 22); `None` for another URL.
 pub fn proxied_sandbox(url: &str) -> Option<String> {
-    let (_, rest) = url.split_once("/sandboxes/")?;
-    rest.split('/').next().map(str::to_owned)
+    if let Some((_, rest)) = url.split_once("/sandboxes/") {
+        return rest.split('/').next().map(str::to_owned);
+    }
+    // Host-based (`--sandbox-host-pattern {id}-…`): the host starts with the id.
+    let host = url.split_once("://")?.1;
+    let id = host.get(..36)?;
+    uuid::Uuid::parse_str(id).ok().map(|_| id.to_owned())
 }
 
 /// The agent server of process sandbox `id`: its pid and port, found from its process (the
@@ -544,10 +549,13 @@ pub fn direct_agent_url(url: &str) -> String {
     };
     let (_, port) =
         sandbox_agent(&id).unwrap_or_else(|| panic!("no agent server process for {url}"));
-    let rest = url
-        .split_once(&format!("/sandboxes/{id}/"))
-        .and_then(|(_, r)| r.split_once('/'))
-        .map_or(String::new(), |(_, r)| format!("/{r}"));
+    let rest = match url.split_once(&format!("/sandboxes/{id}/")) {
+        Some((_, r)) => r.split_once('/').map_or(String::new(), |(_, r)| format!("/{r}")),
+        None => url
+            .split_once("://")
+            .and_then(|(_, r)| r.find('/').map(|i| r[i..].to_owned()))
+            .unwrap_or_default(),
+    };
     format!("http://127.0.0.1:{port}{rest}")
 }
 
