@@ -617,3 +617,52 @@ impl Drop for EndProcessesUnder {
         }
     }
 }
+
+/// Runs `python script args…` in a mount namespace of its own whose `/etc/hosts` names every
+/// sandbox of `key`'s at `127.0.0.1` as `{id}-agent-server.sandboxes.test`, written as each
+/// appears: the wildcard DNS record of a deployment with `--sandbox-host-pattern
+/// {id}-{service}.sandboxes.test`, which the SDK's `OpenHandsCloudWorkspace` needs (its agent
+/// server at a host's root). Returns its output once it exits.
+pub fn run_with_sandbox_hosts(
+    python: &Path,
+    script: &Path,
+    args: &[&str],
+    server: &str,
+    key: &str,
+) -> std::process::Output {
+    let hosts = TempDir::new();
+    let file = hosts.path().join("hosts");
+    std::fs::write(&file, "127.0.0.1 localhost\n").unwrap();
+    let child = Command::new("unshare")
+        .args(["--mount", "--", "sh", "-c"])
+        .arg(format!(
+            "mount --bind '{}' /etc/hosts && exec \"$0\" \"$@\"",
+            file.display()
+        ))
+        .arg(python)
+        .arg(script)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiter = thread::spawn(move || child.wait_with_output().unwrap());
+    let mut named = std::collections::HashSet::new();
+    while !waiter.is_finished() {
+        let (_, page) = send_json(
+            client()
+                .get(format!("{server}/api/v1/sandboxes/search"))
+                .header("X-Access-Token", key),
+        );
+        for s in page["items"].as_array().into_iter().flatten() {
+            let id = s["id"].as_str().unwrap_or_default().to_owned();
+            if named.insert(id.clone()) {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+                writeln!(f, "127.0.0.1 {id}-agent-server.sandboxes.test").unwrap();
+            }
+        }
+        thread::sleep(Duration::from_millis(100));
+    }
+    waiter.join().unwrap()
+}

@@ -264,11 +264,8 @@ fn sdk_flow(rig: &Rig) -> Option<thread::JoinHandle<SdkRun>> {
         rig.llm_base.clone(),
     );
     Some(thread::spawn(move || {
-        let out = Command::new(python)
-            .arg(script)
-            .args([&url, &key, &llm])
-            .output()
-            .expect("running the SDK flow");
+        // By host: OpenHandsCloudWorkspace needs its agent server at a host's root.
+        let out = run_with_sandbox_hosts(&python, &script, &[&url, &key, &llm], &url, &key);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

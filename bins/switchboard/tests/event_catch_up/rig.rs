@@ -318,6 +318,8 @@ fn serve(
         "openai/fake-model",
         "--llm-base-url",
         llm_base,
+        "--sandbox-host-pattern",
+        "{id}-{service}.sandboxes.test",
     ];
     if let Some(url) = webhook_url {
         args.extend(["--webhook-url", url]);
