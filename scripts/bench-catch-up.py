@@ -146,12 +146,31 @@ def start_conversation(sb, client):
         t = sb.get(client, f"/api/v1/app-conversations/start-tasks?ids={task_id}")[0]
         if t["status"] == "READY":
             s = sb.get(client, f"/api/v1/sandboxes?id={t['sandbox_id']}")[0]
-            return (t["app_conversation_id"], t["sandbox_id"], s["exposed_urls"][0]["url"],
-                    s["session_api_key"])
+            return (t["app_conversation_id"], t["sandbox_id"],
+                    direct_url(t["sandbox_id"], s["exposed_urls"][0]["url"]), s["session_api_key"])
         if t["status"] == "ERROR":
             raise SystemExit(f"start failed: {t}")
         time.sleep(0.2)
     raise SystemExit("start timed out")
+
+
+def direct_url(sandbox_id, shown):
+    """The agent server's own address: the API shows Switchboard's proxy
+    (`…/sandboxes/{id}/agent_server`, issue 22), which is gone while Switchboard is killed; its
+    process (working in the sandbox's folder, command line ending `--port N`) names the port."""
+    if "/sandboxes/" not in shown:
+        return shown
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().rstrip(b"\0").split(b"\0")
+        except OSError:
+            continue
+        if f"/{sandbox_id}" in cwd and len(args) >= 2 and args[-2] == b"--port" \
+                and not args[0].endswith(b"bwrap"):
+            return f"http://127.0.0.1:{args[-1].decode()}"
+    raise SystemExit(f"no agent server process for sandbox {sandbox_id}")
 
 
 class Agent:

@@ -232,6 +232,40 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub max_sockets_per_key: usize,
+    /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. `https://app.example.com`; none by default).
+    #[arg(
+        long = "cors-allowed-origin",
+        value_name = "ORIGIN",
+        env = "SWITCHBOARD_CORS_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub cors_allowed_origin: Vec<String>,
+    /// Host-based routing of the sandbox proxy, for clients that need a service at the root of a host (the SDK's OpenHandsCloudWorkspace): a host name with {id} and {service}, e.g. `{id}-{service}.sandboxes.example.com` (a wildcard DNS record must point at Switchboard); URLs are then shown as `<scheme>://<host>[:<port>]` of the public URL. Default: path-based only (`<public-url>/sandboxes/{id}/{service}`).
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_HOST_PATTERN", value_name = "PATTERN", value_parser = parse_host_pattern)]
+    pub sandbox_host_pattern: Option<switchboard_api::sandbox_proxy::hosts::HostPattern>,
+    /// The largest request body the sandbox proxy forwards, bytes (as the API's routes: 1 MiB); larger is 413.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROXY_MAX_BODY_BYTES",
+        default_value_t = switchboard_api::extract::DEFAULT_BODY_LIMIT
+    )]
+    pub proxy_max_body_bytes: usize,
+    /// Seconds the sandbox proxy waits for a sandbox's service to send the next bytes of an answer (then 504, or the answer ends).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROXY_READ_TIMEOUT",
+        default_value = "600",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub proxy_read_timeout: u64,
+    /// Frames from a sandbox queued for one proxied websocket client; a client further behind is closed (1008).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROXY_WS_QUEUE",
+        default_value = "1024",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub proxy_ws_queue: usize,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
@@ -330,9 +364,12 @@ fn parse_in_flight(s: &str) -> Result<usize, String> {
 pub struct SandboxArgs {
     #[command(flatten)]
     pub specs: SpecArgs,
-    /// Switchboard's URL as sandboxes reach it; they post webhooks to it + /api/v1/webhooks (default: the bound address).
+    /// Switchboard's URL as clients and sandboxes reach it: sandboxes post webhooks to it + /api/v1/webhooks, and the API shows every sandbox's services under it + /sandboxes/{id}/{service} (exposed_urls, conversation_url, agent_server_url; default: the bound address).
     #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
     pub public_url: Option<String>,
+    /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL")]
+    pub webhook_url: Option<String>,
     /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
     #[arg(long = "sandbox-env", value_name = "NAME")]
     pub sandbox_env: Vec<String>,
@@ -500,4 +537,11 @@ pub enum ProcessIsolation {
     Bwrap,
     /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
     None,
+}
+
+/// `--sandbox-host-pattern`.
+fn parse_host_pattern(
+    s: &str,
+) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
+    switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
 }

@@ -55,9 +55,9 @@ pub struct LogCap {
     pub max_bytes: u64,
 }
 
-/// Switchboard's URL as sandboxes reach it: `--public-url` without a trailing `/`, else the
-/// listening address (`0.0.0.0`/`::` read as 127.0.0.1) over `http`.
-fn public_url(args: &SandboxArgs, bound: SocketAddr) -> String {
+/// Switchboard's URL as clients and sandboxes reach it: `--public-url`, else the bound
+/// address (loopback for an unspecified one) as `http://host:port`.
+pub fn public_url(args: &SandboxArgs, bound: SocketAddr) -> String {
     match &args.public_url {
         Some(url) => url.trim_end_matches('/').to_owned(),
         None => {
@@ -113,7 +113,11 @@ pub fn configure(
 ) -> Result<Configured> {
     let (specs, source) = load_specs(&args.specs)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
-    let public_url = public_url(args, bound);
+    // Where sandboxes post their webhooks: --webhook-url, else the public URL.
+    let public_url = match &args.webhook_url {
+        Some(url) => url.trim_end_matches('/').to_owned(),
+        None => public_url(args, bound),
+    };
     let passthrough_env = passthrough_env(args);
     let key_file = args
         .secret_key_file

@@ -75,7 +75,16 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let files = crate::open_files::budget(&open_files, &store, workers, &args)?;
-    let mut state = app_state(&args, &store, built.services.clone(), &files);
+    let mut state = app_state(&args, &store, built.services.clone(), &files)
+        .with_proxy(switchboard_api::sandbox_proxy::ProxyConfig {
+            public_url: Some(crate::sandboxes::public_url(&args.sandboxes, addr)),
+            host_pattern: args.sandbox_host_pattern.clone(),
+            max_body: args.proxy_max_body_bytes,
+            read_timeout: Duration::from_secs(args.proxy_read_timeout),
+            ws_queue: args.proxy_ws_queue,
+            ..Default::default()
+        })
+        .with_cors_origins(args.cors_allowed_origin.clone());
     state.metrics = metrics;
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());

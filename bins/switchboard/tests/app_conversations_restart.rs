@@ -110,7 +110,7 @@ fn restart_mid_start(backend: Backend) {
     let t = wait_task(&server, &key, &id, |s| s == "STARTING_CONVERSATION");
     let url = t["agent_server_url"].as_str().unwrap().to_owned();
     let sandbox = t["sandbox_id"].as_str().unwrap().to_owned();
-    agent_pid(&url).expect("the stand-in answers");
+    agent_pid(&direct_agent_url(&url)).expect("the stand-in answers");
     let pid = agent_host_pid(&url).expect("the stand-in's process");
 
     drop(server); // SIGKILL in the middle of the create call

@@ -62,7 +62,7 @@ fn start(server: &Server, key: &str) -> (String, String, u64) {
         .as_str()
         .unwrap()
         .to_owned();
-    agent_pid(&url).expect("the stand-in answers");
+    agent_pid(&direct_agent_url(&url)).expect("the stand-in answers");
     let pid = agent_host_pid(&url).expect("the stand-in's process");
     (id, url, pid)
 }
@@ -89,9 +89,11 @@ fn restart_reconciles(backend: Backend) {
     let server = serve(db.url(), &data_dir, &specs);
     assert!(server.bootstrapped.is_none());
     let info = wait_sandbox_status(&server, &key, &kept, "RUNNING");
+    // The same agent server, at the same address behind the proxy's URL.
+    let url = info["exposed_urls"][0]["url"].as_str().unwrap();
     assert_eq!(
-        info["exposed_urls"][0]["url"].as_str(),
-        Some(kept_url.as_str()),
+        (proxied_sandbox(url), direct_agent_url(url)),
+        (Some(kept.clone()), direct_agent_url(&kept_url)),
         "{backend}"
     );
     assert_eq!(
@@ -110,6 +112,8 @@ fn restart_reconciles(backend: Backend) {
         assert_eq!(code, 200, "{backend}: {action}: {body}");
     }
     wait_sandbox_status(&server, &key, &kept, "RUNNING");
+    // The agent server itself, not the proxy (which answers nothing for a deleted sandbox).
+    let kept_url = direct_agent_url(&kept_url);
     let (code, _) = send_json(
         client()
             .delete(server.url(&format!("/api/v1/sandboxes/{kept}")))

@@ -43,6 +43,13 @@ pub enum ApiError {
         /// Seconds until a request would be admitted (at least 1).
         retry_after_secs: u64,
     },
+    /// A sandbox's service could not be reached through the proxy, or broke off (API.md,
+    /// Sandbox proxy): 502.
+    #[error("The sandbox's service did not answer")]
+    UpstreamUnreachable,
+    /// A sandbox's service did not answer within the proxy's read timeout: 504.
+    #[error("The sandbox's service did not answer in time")]
+    UpstreamTimeout,
     /// Something that should not happen; logged, never shown.
     #[error("internal error: {0}")]
     Internal(String),
@@ -91,6 +98,7 @@ impl ApiError {
                     D::TooManyIds { .. } | D::SandboxSpecNotFound(_) => StatusCode::BAD_REQUEST,
                     D::SandboxNotManaged
                     | D::SandboxNotRunnable(_)
+                    | D::SandboxNotReachable(_)
                     | D::SandboxQuotaExceeded(_) => StatusCode::CONFLICT,
                     D::SandboxesDisabled | D::SecretsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
@@ -129,6 +137,8 @@ impl ApiError {
             ApiError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, self.to_string()),
             ApiError::BodiesInFlight => (StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string()),
+            ApiError::UpstreamUnreachable => (StatusCode::BAD_GATEWAY, self.to_string()),
+            ApiError::UpstreamTimeout => (StatusCode::GATEWAY_TIMEOUT, self.to_string()),
             ApiError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "Internal server error".to_owned(),

@@ -4,7 +4,8 @@
 //! services, metrics, pool statistics), so tests and the binary run the same app. One handler
 //! module per resource ([`health`], [`org_settings`], [`keys`], [`users`], [`events`],
 //! [`webhooks`], [`sandbox_specs`], [`sandboxes`]) registers its routes and their OpenAPI paths in one declaration, collected by
-//! [`routes`]. Handlers authenticate from the headers first ([`extract::Caller`]:
+//! [`routes`]. Sandbox traffic is proxied by [`sandbox_proxy`] under `/sandboxes/…`; browsers
+//! of other origins are answered by [`cors`]. Handlers authenticate from the headers first ([`extract::Caller`]:
 //! `X-Access-Token` or `Authorization: Bearer`; [`extract::SandboxCaller`]:
 //! `X-Session-API-Key`) and resolve the effective organization, and only then read bodies
 //! (under [`extract::BodyLimits`]) and validate them; failures map to statuses in one
@@ -22,6 +23,7 @@ use switchboard_domain::Switchboard;
 use tokio::sync::Semaphore;
 
 pub mod app_conversations;
+pub mod cors;
 pub mod dto;
 pub mod error;
 pub mod events;
@@ -38,9 +40,11 @@ pub mod rate_limit;
 pub mod reads;
 pub mod responses;
 pub mod routes;
+pub mod sandbox_proxy;
 pub mod sandbox_secrets;
 pub mod sandbox_specs;
 pub mod sandboxes;
+pub mod server_details;
 pub mod user_secrets;
 pub mod user_settings;
 pub mod users;
@@ -69,6 +73,12 @@ pub struct AppState {
     pub rate_limits: Option<Arc<rate_limit::RateLimits>>,
     /// Live delivery: the subscribers' hub, limits and shutdown (API.md, Live delivery).
     pub live: Arc<live::Live>,
+    /// The sandbox proxy and the public URLs it gives the API (API.md, Sandbox proxy).
+    pub proxy: Arc<sandbox_proxy::Proxy>,
+    /// Browser origins allowed to call the API (`--cors-allowed-origin`; none by default).
+    pub cors: Arc<cors::CorsConfig>,
+    /// When this server started (`/server_info`, the web client config's `updated_at`).
+    pub started: std::time::SystemTime,
 }
 
 /// The OpenAPI document as served at `/openapi.json` ([`openapi::document_json`], built once
@@ -104,7 +114,23 @@ impl AppState {
             bodies: Arc::new(extract::BodyGate::default()),
             rate_limits: None,
             live: Arc::new(live::Live::default()),
+            proxy: Arc::new(sandbox_proxy::Proxy::default()),
+            cors: Arc::new(cors::CorsConfig::default()),
+            started: std::time::SystemTime::now(),
         }
+    }
+
+    /// The same state proxying sandbox traffic under `config` (its public URL rewrites the
+    /// URLs the API shows).
+    pub fn with_proxy(mut self, config: sandbox_proxy::ProxyConfig) -> Self {
+        self.proxy = Arc::new(sandbox_proxy::Proxy::new(config));
+        self
+    }
+
+    /// The same state allowing cross-origin requests from `origins`.
+    pub fn with_cors_origins(mut self, origins: Vec<String>) -> Self {
+        self.cors = Arc::new(cors::CorsConfig::new(origins));
+        self
     }
 
     /// The same state reading bodies under `limits` instead of the defaults.
@@ -166,7 +192,9 @@ pub fn create_app(
         .paths
         .iter()
         .map(|(path, item)| (path.clone(), routes::allowed_methods(item)));
-    routes::fallbacks(app, paths)
+    routes::fallbacks(sandbox_proxy::register(app), paths)
+        .wrap(from_fn(sandbox_proxy::hosts::route_by_host))
         .wrap(from_fn(rate_limit::limit))
+        .wrap(from_fn(cors::cors))
         .wrap(from_fn(metrics::observe))
 }

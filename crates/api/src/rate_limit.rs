@@ -10,7 +10,7 @@
 //! and answered 429 like any other request, never dropped silently (the agent server retries).
 //! Buckets are keyed by the SHA-256 of the credential, so the limiter holds no secret; an
 //! unknown or garbage credential gets a bucket of its own (the per-address limit bounds those).
-//! The health routes (`/health`, `/ready`, `/metrics`) are never limited: probes must see the
+//! The health routes (`/health`, `/ready`, `/metrics`, `/alive`) are never limited: probes must see the
 //! server as it is. The client address is the TCP peer (no proxy header is trusted).
 
 use std::net::IpAddr;
@@ -30,7 +30,7 @@ use crate::error::ApiError;
 use crate::extract::{SESSION_KEY_HEADER, presented_key};
 
 /// Routes never limited (operational probes).
-const EXEMPT: [&str; 3] = ["/health", "/ready", "/metrics"];
+const EXEMPT: [&str; 4] = ["/health", "/ready", "/metrics", "/alive"];
 
 /// Checks between two purges of idle buckets.
 const PURGE_EVERY: u64 = 4096;

@@ -13,12 +13,14 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::dto::ErrorDetail;
 use crate::{
     app_conversations, events, health, keys, live, llm_profiles, org_settings, organizations,
-    sandbox_secrets, sandbox_specs, sandboxes, user_secrets, user_settings, users, webhooks,
+    sandbox_secrets, sandbox_specs, sandboxes, server_details, user_secrets, user_settings, users,
+    webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     health::configure(cfg);
+    server_details::configure(cfg);
     org_settings::configure(cfg);
     keys::configure(cfg);
     users::configure(cfg);

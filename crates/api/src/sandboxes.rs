@@ -71,7 +71,7 @@ pub async fn start_sandbox(
                 .start_sandbox(&ctx, spec.as_deref())?)
         })
         .await?;
-    Ok(web::Json(view.into()))
+    Ok(web::Json(SandboxInfo::present(view, state.proxy.public())))
 }
 
 /// The optional body of a start: empty, JSON `null` (the document's `oneOf [null, …]`, as
@@ -149,8 +149,8 @@ pub async fn search_sandboxes(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<SandboxPage>> {
-    let page = reads::search::<Sandboxes>(state, caller, query, String::new()).await?;
-    Ok(web::Json(page.into()))
+    let page = reads::search::<Sandboxes>(state.clone(), caller, query, String::new()).await?;
+    Ok(web::Json(SandboxPage::present(page, state.proxy.public())))
 }
 
 /// Sandboxes by id (`?id=…&id=…`, at most 100), in request order: `null` for an unknown one
@@ -172,11 +172,11 @@ pub async fn get_sandboxes(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<SandboxInfo>>>> {
-    let found = reads::get::<Sandboxes>(state, caller, query, String::new()).await?;
+    let found = reads::get::<Sandboxes>(state.clone(), caller, query, String::new()).await?;
     Ok(web::Json(
         found
             .into_iter()
-            .map(|v| v.map(SandboxInfo::from))
+            .map(|v| v.map(|v| SandboxInfo::present(v, state.proxy.public())))
             .collect(),
     ))
 }

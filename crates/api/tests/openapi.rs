@@ -12,7 +12,17 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 /// Routes that need no key and so declare no 401/422.
-const OPERATIONAL: [&str; 4] = ["/health", "/ready", "/metrics", "/openapi.json"];
+const OPERATIONAL: [&str; 7] = [
+    "/health",
+    "/ready",
+    "/metrics",
+    "/openapi.json",
+    "/alive",
+    "/server_info",
+    "/api/v1/web-client/config",
+];
+/// The sandbox proxy's path (issue 22): any method, any body, the service's answers.
+const PROXY: &str = "/sandboxes/{sandbox_id}/{service}/{path}";
 
 async fn fetch_document(app: &TestApp) -> Value {
     let resp = app.get("/openapi.json", None).await;
@@ -89,6 +99,18 @@ async fn document_matches_routes(backend: Backend) {
     for (method, path, op) in &ops {
         let responses = op["responses"].as_object().unwrap();
         let operational = OPERATIONAL.contains(&path.as_str());
+        if path == PROXY {
+            // The proxy: the session key or an API key; its own refusals documented.
+            for status in ["200", "401", "404", "409", "413", "502", "504"] {
+                assert!(responses.contains_key(status), "{method} {path}: {status}");
+            }
+            assert_eq!(
+                op["security"],
+                json!([{"SessionKeyHeader": []}, {"APIKeyHeader": []}, {"BearerAuth": []}]),
+                "{method} {path}"
+            );
+            continue;
+        }
         // A websocket: 101 or a refused handshake; errors after it are close codes.
         let socket = path.starts_with("/sockets/");
         if socket {
@@ -165,6 +187,19 @@ async fn every_route_is_served(backend: Backend) {
     let app = spawn_app(backend).await;
     let default_404 = detail("Not Found");
     for (method, path) in switchboard_api::routes::table() {
+        if path == PROXY {
+            // Told from the router's 404 by its 401 without credentials.
+            let url = format!("/sandboxes/{}/agent_server/api/x", uuid::Uuid::new_v4());
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let (status, body) =
+                status_json(app.req(method.clone(), &url, None).send().await.unwrap()).await;
+            assert_eq!(
+                (status, body),
+                (401, detail("Not authenticated")),
+                "{backend}: {method} {url}"
+            );
+            continue;
+        }
         // A sandbox route is told from the router's 404 by its 422 for a malformed id.
         let sandbox_route = path.starts_with("/api/v1/sandboxes/{");
         // Issue 21's routes: what each answers the owner with an empty body.

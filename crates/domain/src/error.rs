@@ -177,6 +177,12 @@ pub enum DomainError {
     /// §3.2: 403).
     #[error("Session API key does not match sandbox")]
     SessionKeyMismatch,
+    /// A request to a sandbox's services through Switchboard while the sandbox is not
+    /// `RUNNING` (issue 22; API.md, Sandbox proxy: 409, resume it first).
+    #[error(
+        "Sandbox is {0}: its services are reachable only while it is RUNNING (resume it with POST /api/v1/sandboxes/{{id}}/resume)"
+    )]
+    SandboxNotReachable(crate::sandboxes::runtime::SandboxStatus),
     /// The agent server failed a call (reference app-server §5.2: 502); the text names what
     /// failed, never a key.
     #[error("The agent server failed: {0}")]

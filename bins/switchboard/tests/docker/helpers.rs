@@ -220,8 +220,26 @@ pub fn alive(url: &str) -> bool {
         .is_ok_and(|r| r.status().is_success())
 }
 
-/// The agent server URL of a `RUNNING` sandbox.
+/// The agent server's own address of a `RUNNING` sandbox, as Switchboard reaches it: its
+/// container's published port (`docker inspect`). The API shows the proxy's URL instead
+/// ([`shown_url`], issue 22); these tests are about the container itself.
 pub fn agent_url(sandbox: &Value) -> String {
+    let shown = shown_url(sandbox);
+    let id = sandbox["id"].as_str().unwrap();
+    assert!(
+        shown.contains(&format!("/sandboxes/{id}/agent_server")),
+        "{shown}"
+    );
+    let c = inspect(&container_of(id)).unwrap_or_else(|| panic!("no container for {id}"));
+    let port = c["NetworkSettings"]["Ports"]["8000/tcp"][0]["HostPort"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no published port: {c}"))
+        .to_owned();
+    format!("http://127.0.0.1:{port}")
+}
+
+/// The agent server URL the API shows for a `RUNNING` sandbox: Switchboard's proxy.
+pub fn shown_url(sandbox: &Value) -> String {
     sandbox["exposed_urls"][0]["url"]
         .as_str()
         .unwrap_or_else(|| panic!("no agent server URL: {sandbox}"))

@@ -71,6 +71,21 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
     let url = agent_url(&running);
     let session_key = running["session_api_key"].as_str().unwrap().to_owned();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    // Clients reach it through Switchboard (issue 22): the URL shown is the proxy's, and it
+    // answers with the session key, and not without.
+    let shown = shown_url(&running);
+    assert!(shown.starts_with(&server.address), "{shown}");
+    let info = reqwest::blocking::Client::new()
+        .get(format!("{shown}/server_info"))
+        .header("X-Session-API-Key", &session_key)
+        .send()
+        .unwrap();
+    assert_eq!(info.status().as_u16(), 200);
+    let refused = reqwest::blocking::Client::new()
+        .get(format!("{shown}/server_info"))
+        .send()
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 401);
     assert_eq!(running["exposed_urls"][0]["port"], 8000);
     assert!(alive(&url));
 

@@ -18,7 +18,7 @@
 //!   (nothing twice). The outage, 8 s, puts the agent server's retries (3, 5 s apart:
 //!   reference agent-server-webhooks §2) on both sides of the restart; the 60 s would
 //!   exercise nothing more and cost 52 s.
-//! - PostgreSQL with the webhooks lost (sent to a port where nothing listens, `--public-url`)
+//! - PostgreSQL with the webhooks lost (sent to a port where nothing listens, `--webhook-url`)
 //!   and the stream path off (`--no-event-streams`): only the pull path stores anything, so
 //!   every check above proves it (the periodic pass, the drain before a pause and before a
 //!   delete, the pass at `serve` start and after the database was away; outages of 5 s, the
@@ -264,11 +264,8 @@ fn sdk_flow(rig: &Rig) -> Option<thread::JoinHandle<SdkRun>> {
         rig.llm_base.clone(),
     );
     Some(thread::spawn(move || {
-        let out = Command::new(python)
-            .arg(script)
-            .args([&url, &key, &llm])
-            .output()
-            .expect("running the SDK flow");
+        // By host: OpenHandsCloudWorkspace needs its agent server at a host's root.
+        let out = run_with_sandbox_hosts(&python, &script, &[&url, &key, &llm], &url, &key);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),

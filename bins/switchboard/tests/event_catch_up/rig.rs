@@ -63,9 +63,9 @@ pub fn free_port() -> u16 {
 /// Switchboard with the real agent server as its only spec, restartable on one port.
 pub struct Rig {
     pub db: String,
-    /// `--public-url` when the sandboxes' webhooks must reach nothing (only the pull path
-    /// then stores their events).
-    pub public_url: Option<String>,
+    /// `--webhook-url` when the sandboxes' webhooks must reach nothing (only the pull path
+    /// then stores their events; clients still reach the sandboxes through Switchboard).
+    pub webhook_url: Option<String>,
     /// Whether the stream path runs (else `--no-event-streams`).
     pub streams: bool,
     pub bind: String,
@@ -85,7 +85,7 @@ pub struct Rig {
 
 impl Rig {
     /// Serves `db` with the real agent server at `agent`; with `webhooks_lost`, the
-    /// sandboxes' webhooks go to a port where nothing listens (`--public-url`); without
+    /// sandboxes' webhooks go to a port where nothing listens (`--webhook-url`); without
     /// `streams`, the stream path is off (`--no-event-streams`).
     pub fn start(db: &str, agent: &Path, webhooks_lost: bool, streams: bool) -> Rig {
         let data = TempDir::new();
@@ -112,19 +112,19 @@ impl Rig {
         .unwrap();
         let bind = format!("127.0.0.1:{}", free_port());
         let specs = specs.display().to_string();
-        let public_url = webhooks_lost.then(|| format!("http://127.0.0.1:{}", free_port()));
+        let webhook_url = webhooks_lost.then(|| format!("http://127.0.0.1:{}", free_port()));
         let server = serve(
             db,
             &bind,
             &data_dir,
             &specs,
             &llm_base,
-            public_url.as_deref(),
+            webhook_url.as_deref(),
             streams,
         );
         Rig {
             db: db.to_owned(),
-            public_url,
+            webhook_url,
             streams,
             bind,
             data_dir,
@@ -147,7 +147,7 @@ impl Rig {
             &self.data_dir,
             &self.specs,
             &self.llm_base,
-            self.public_url.as_deref(),
+            self.webhook_url.as_deref(),
             self.streams,
         )
     }
@@ -201,7 +201,8 @@ impl Rig {
         let s = wait_sandbox_status(&self.server, &self.key, sandbox, "RUNNING");
         Agent {
             sandbox: sandbox.to_owned(),
-            url: s["exposed_urls"][0]["url"].as_str().unwrap().to_owned(),
+            // The agent server itself (the tests talk to it while Switchboard is down).
+            url: direct_agent_url(s["exposed_urls"][0]["url"].as_str().unwrap()),
             key: s["session_api_key"].as_str().unwrap().to_owned(),
         }
     }
@@ -311,7 +312,7 @@ fn serve(
     data_dir: &str,
     specs: &str,
     llm_base: &str,
-    public_url: Option<&str>,
+    webhook_url: Option<&str>,
     streams: bool,
 ) -> Server {
     let mut args = vec![
@@ -325,9 +326,11 @@ fn serve(
         "openai/fake-model",
         "--llm-base-url",
         llm_base,
+        "--sandbox-host-pattern",
+        "{id}-{service}.sandboxes.test",
     ];
-    if let Some(url) = public_url {
-        args.extend(["--public-url", url]);
+    if let Some(url) = webhook_url {
+        args.extend(["--webhook-url", url]);
     }
     if !streams {
         args.push("--no-event-streams");

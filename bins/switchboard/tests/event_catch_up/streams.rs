@@ -1,4 +1,4 @@
-//! The stream path (issue 19): with the sandboxes' webhooks lost (`--public-url` at a port
+//! The stream path (issue 19): with the sandboxes' webhooks lost (`--webhook-url` at a port
 //! where nothing listens), Switchboard stores every event of a run from the agent server's own
 //! event socket as it happens (the server's debug lines name the path that stored each event:
 //! the stream's, never the pull path's), and a stream dropped in the middle of a run (its

@@ -214,11 +214,41 @@ pub fn sdk_reads_the_members_settings(r: &Rig, backend: Backend) {
     };
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../scripts/e2e/sdk_user_settings.py");
-    let out = std::process::Command::new(python)
+    // The sandboxes' hosts resolve through a private /etc/hosts (a mount namespace of the SDK's
+    // own), written as each sandbox appears: the wildcard DNS record of a deployment.
+    let hosts = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(hosts.path(), "127.0.0.1 localhost\n").unwrap();
+    let child = std::process::Command::new("unshare")
+        .args(["--mount", "--", "sh", "-c"])
+        .arg(format!(
+            "mount --bind '{}' /etc/hosts && exec \"$0\" \"$@\"",
+            hosts.path().display()
+        ))
+        .arg(python)
         .arg(script)
         .args([&r.server.address, &r.owner])
-        .output()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    let mut named = std::collections::HashSet::new();
+    while !waiter.is_finished() {
+        let (_, page) = r.get("/api/v1/sandboxes/search", &r.owner);
+        for s in page["items"].as_array().into_iter().flatten() {
+            let id = s["id"].as_str().unwrap().to_owned();
+            if named.insert(id.clone()) {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(hosts.path())
+                    .unwrap();
+                writeln!(f, "127.0.0.1 {id}-agent-server.sandboxes.test").unwrap();
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let out = waiter.join().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

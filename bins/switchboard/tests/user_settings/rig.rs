@@ -66,6 +66,9 @@ pub fn rig(backend: Backend) -> Rig {
                 "openai/operator-model",
                 "--llm-base-url",
                 "http://127.0.0.1:9/v1",
+                // The SDK's OpenHandsCloudWorkspace needs its agent server at a host's root.
+                "--sandbox-host-pattern",
+                "{id}-{service}.sandboxes.test",
             ],
             env: vec![
                 ("SWITCHBOARD_LOG", "debug,switchboard=trace"),

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::common::client;
+use crate::common::{client, direct_agent_url};
 use crate::rig::{GITHUB_TOKEN, LLM_KEY, MCP_KEY, OPERATOR_KEY, PROFILE_KEY, Rig, SECRET_VALUE};
 
 /// Starts a conversation in `sandbox` and waits for READY; the create body the stand-in got.
@@ -34,7 +34,7 @@ pub fn start(r: &Rig, key: &str, sandbox: &str, url: &str, extra: Value) -> Valu
         std::thread::sleep(Duration::from_millis(50));
     }
     let creates: Value = client()
-        .get(format!("{url}/standin/creates"))
+        .get(format!("{}/standin/creates", direct_agent_url(url)))
         .send()
         .unwrap()
         .json()

@@ -60,7 +60,7 @@ pub async fn download(
         })
         .await?;
     let id = conversation.info.id;
-    let mut meta = AppConversationOut::from(conversation);
+    let mut meta = AppConversationOut::present(conversation, state.proxy.public());
     // The archive is a file that travels: no key in it.
     meta.session_api_key = None;
     let meta = serde_json::to_vec_pretty(&meta).map_err(|e| ApiError::Internal(e.to_string()))?;

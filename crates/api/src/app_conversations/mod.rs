@@ -234,8 +234,12 @@ pub async fn search_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<AppConversationPage>> {
-    let page = reads::search::<AppConversations>(state, caller, query, String::new()).await?;
-    Ok(web::Json(page.into()))
+    let page =
+        reads::search::<AppConversations>(state.clone(), caller, query, String::new()).await?;
+    Ok(web::Json(AppConversationPage::present(
+        page,
+        state.proxy.public(),
+    )))
 }
 
 /// How many conversations the caller sees match the filters of the search.
@@ -281,9 +285,12 @@ pub async fn get_app_conversations(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<AppConversationOut>>>> {
-    let found = reads::get::<AppConversations>(state, caller, query, String::new()).await?;
+    let found = reads::get::<AppConversations>(state.clone(), caller, query, String::new()).await?;
     Ok(web::Json(
-        found.into_iter().map(|c| c.map(Into::into)).collect(),
+        found
+            .into_iter()
+            .map(|c| c.map(|c| AppConversationOut::present(c, state.proxy.public())))
+            .collect(),
     ))
 }
 
@@ -320,7 +327,10 @@ pub async fn patch_app_conversation(
             Ok(s.services.app_conversations().patch(&ctx, id, &patch)?)
         })
         .await?;
-    Ok(web::Json(updated.into()))
+    Ok(web::Json(AppConversationOut::present(
+        updated,
+        state.proxy.public(),
+    )))
 }
 
 /// Deletes a conversation: on its agent server first when its sandbox is `RUNNING`, then its

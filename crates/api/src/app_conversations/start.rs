@@ -77,7 +77,10 @@ pub async fn start_conversation(
         s.conversation_start().begin(ctx, json)
     })
     .await?;
-    Ok(web::Json(AppConversationStartTask::from(&task)))
+    Ok(web::Json(AppConversationStartTask::present(
+        &task,
+        state.proxy.public(),
+    )))
 }
 
 /// Starts a conversation and streams its start task as a JSON array (`[`, the `WORKING`
@@ -104,28 +107,36 @@ pub async fn stream_start(
         s.conversation_start().begin_followed(ctx, json)
     })
     .await?;
-    let first = serde_json::to_string(&AppConversationStartTask::from(&task))
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let first = serde_json::to_string(&AppConversationStartTask::present(
+        &task,
+        state.proxy.public(),
+    ))
+    .map_err(|e| ApiError::Internal(e.to_string()))?;
     let head = futures_util::stream::iter([Ok::<Bytes, actix_web::Error>(Bytes::from(format!(
         "[\n{first}"
     )))]);
-    let rest = futures_util::stream::unfold(Some(follower), |follower| async move {
-        let next = next_snapshots(follower?).await;
-        let mut chunk = String::new();
-        // The array closes after READY or ERROR, or when the task can no longer be read.
-        let mut done = next.is_none();
-        let (follower, snapshots) = next.map_or((None, Vec::new()), |(f, s)| (Some(f), s));
-        for t in snapshots {
-            let text = serde_json::to_string(&AppConversationStartTask::from(&t))
-                .unwrap_or_else(|_| "null".into());
-            chunk.push_str(",\n");
-            chunk.push_str(&text);
-            done |= t.status.is_final();
+    let proxy = state.proxy.clone();
+    let rest = futures_util::stream::unfold(Some(follower), move |follower| {
+        let proxy = proxy.clone();
+        async move {
+            let next = next_snapshots(follower?).await;
+            let mut chunk = String::new();
+            // The array closes after READY or ERROR, or when the task can no longer be read.
+            let mut done = next.is_none();
+            let (follower, snapshots) = next.map_or((None, Vec::new()), |(f, s)| (Some(f), s));
+            for t in snapshots {
+                let text =
+                    serde_json::to_string(&AppConversationStartTask::present(&t, proxy.public()))
+                        .unwrap_or_else(|_| "null".into());
+                chunk.push_str(",\n");
+                chunk.push_str(&text);
+                done |= t.status.is_final();
+            }
+            if done {
+                chunk.push_str("\n]");
+            }
+            Some((Ok(Bytes::from(chunk)), follower.filter(|_| !done)))
         }
-        if done {
-            chunk.push_str("\n]");
-        }
-        Some((Ok(Bytes::from(chunk)), follower.filter(|_| !done)))
     });
     Ok(HttpResponse::Ok()
         .content_type("application/json")

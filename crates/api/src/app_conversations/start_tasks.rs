@@ -166,8 +166,11 @@ pub async fn search_start_tasks(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<AppConversationStartTaskPage>> {
-    let page = reads::search::<StartTasks>(state, caller, query, String::new()).await?;
-    Ok(web::Json(page.into()))
+    let page = reads::search::<StartTasks>(state.clone(), caller, query, String::new()).await?;
+    Ok(web::Json(AppConversationStartTaskPage::present(
+        page,
+        state.proxy.public(),
+    )))
 }
 
 /// How many start tasks the caller sees match the filters.
@@ -208,11 +211,14 @@ pub async fn get_start_tasks(
     caller: Caller,
     query: QueryPairs,
 ) -> ApiResult<web::Json<Vec<Option<AppConversationStartTask>>>> {
-    let found = reads::get::<StartTasks>(state, caller, query, String::new()).await?;
+    let found = reads::get::<StartTasks>(state.clone(), caller, query, String::new()).await?;
     Ok(web::Json(
         found
             .iter()
-            .map(|t| t.as_ref().map(AppConversationStartTask::from))
+            .map(|t| {
+                t.as_ref()
+                    .map(|t| AppConversationStartTask::present(t, state.proxy.public()))
+            })
             .collect(),
     ))
 }

@@ -10,6 +10,8 @@ use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;
 
+use crate::sandbox_proxy::public::PublicUrls;
+
 use super::SandboxStatusName;
 
 /// An app conversation (OpenHands' `AppConversation`: the `AppConversationInfo` fields and
@@ -70,15 +72,17 @@ pub struct AppConversationOut {
     /// `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`); `null` unless the
     /// sandbox is `RUNNING`. No agent server is called.
     pub execution_status: Option<String>,
-    /// `{agent server}/api/conversations/{id}` while the sandbox is `RUNNING`.
+    /// `{agent server}/api/conversations/{id}` while the sandbox is `RUNNING`, the agent
+    /// server under Switchboard's public URL (API.md, Sandbox proxy).
     pub conversation_url: Option<String>,
     /// The sandbox's `X-Session-API-Key` while `RUNNING`, to the conversation's creator and
     /// the organization's admins and owners only; `null` otherwise.
     pub session_api_key: Option<String>,
 }
 
-impl From<AppConversation> for AppConversationOut {
-    fn from(c: AppConversation) -> Self {
+impl AppConversationOut {
+    /// The conversation as shown, its `conversation_url` written under `public`.
+    pub fn present(c: AppConversation, public: PublicUrls<'_>) -> Self {
         let i = c.info;
         let tag = |k: &str| i.tags.get(k).and_then(Value::as_str).map(str::to_owned);
         let acp_server = (i.agent_kind == "acp").then(|| tag("acpserver")).flatten();
@@ -111,7 +115,10 @@ impl From<AppConversation> for AppConversationOut {
             launched_agent_profile,
             sandbox_status: c.sandbox_status.into(),
             execution_status: c.execution_status.map(|s| s.as_str().to_owned()),
-            conversation_url: c.conversation_url,
+            conversation_url: match (c.conversation_url, i.sandbox_id) {
+                (Some(url), Some(sandbox)) => Some(public.agent_server(&url, sandbox)),
+                (url, _) => url,
+            },
             session_api_key: c.session_api_key.map(|k| k.expose().to_owned()),
         }
     }
@@ -126,10 +133,15 @@ pub struct AppConversationPage {
     pub next_page_id: Option<String>,
 }
 
-impl From<Page<AppConversation>> for AppConversationPage {
-    fn from(p: Page<AppConversation>) -> Self {
+impl AppConversationPage {
+    /// The page as shown (see [`AppConversationOut::present`]).
+    pub fn present(p: Page<AppConversation>, public: PublicUrls<'_>) -> Self {
         AppConversationPage {
-            items: p.items.into_iter().map(Into::into).collect(),
+            items: p
+                .items
+                .into_iter()
+                .map(|c| AppConversationOut::present(c, public))
+                .collect(),
             next_page_id: p.next_page_id,
         }
     }

@@ -11,6 +11,8 @@ use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;
 
+use crate::sandbox_proxy::public::PublicUrls;
+
 /// A sandbox's status (reference app-server §3.1).
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -44,7 +46,8 @@ impl From<SandboxStatus> for SandboxStatusName {
 pub struct ExposedUrl {
     /// `AGENT_SERVER`.
     pub name: String,
-    /// Where the agent server answers.
+    /// Where the service answers: under Switchboard's public URL
+    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`; API.md, Sandbox proxy).
     pub url: String,
     /// The port inside the sandbox.
     pub port: u16,
@@ -73,8 +76,9 @@ pub struct SandboxInfo {
     pub created_at: String,
 }
 
-impl From<SandboxView> for SandboxInfo {
-    fn from(v: SandboxView) -> Self {
+impl SandboxInfo {
+    /// The sandbox as shown, its URLs written under `public`.
+    pub fn present(v: SandboxView, public: PublicUrls<'_>) -> Self {
         SandboxInfo {
             id: v.id.to_string(),
             created_by_user_id: v.created_by_user_id.map(|u| u.to_string()),
@@ -84,8 +88,8 @@ impl From<SandboxView> for SandboxInfo {
             exposed_urls: v.exposed_urls.map(|urls| {
                 urls.into_iter()
                     .map(|u| ExposedUrl {
+                        url: public.rewrite(&u.url, v.id, &u.name),
                         name: u.name,
-                        url: u.url,
                         port: u.port,
                     })
                     .collect()
@@ -104,10 +108,15 @@ pub struct SandboxPage {
     pub next_page_id: Option<String>,
 }
 
-impl From<Page<SandboxView>> for SandboxPage {
-    fn from(p: Page<SandboxView>) -> Self {
+impl SandboxPage {
+    /// The page as shown (see [`SandboxInfo::present`]).
+    pub fn present(p: Page<SandboxView>, public: PublicUrls<'_>) -> Self {
         SandboxPage {
-            items: p.items.into_iter().map(SandboxInfo::from).collect(),
+            items: p
+                .items
+                .into_iter()
+                .map(|v| SandboxInfo::present(v, public))
+                .collect(),
             next_page_id: p.next_page_id,
         }
     }

@@ -8,6 +8,8 @@ use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;
 
+use crate::sandbox_proxy::public::PublicUrls;
+
 /// Where a start is.
 #[derive(Debug, Clone, Copy, Serialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -35,8 +37,7 @@ pub enum StartTaskStatusName {
 /// A start task (OpenHands' `AppConversationStartTask`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AppConversationStartTask {
-    /// Task id (UUID).
-    #[schema(format = Uuid)]
+    /// Task id: 32 hex digits (OpenHands' `OpenHandsUUID`); accepted in either form on input.
     pub id: String,
     /// Who started it (user UUID).
     #[schema(format = Uuid)]
@@ -45,13 +46,13 @@ pub struct AppConversationStartTask {
     pub status: StartTaskStatusName,
     /// Why it failed (`ERROR`); secrets are masked.
     pub detail: Option<String>,
-    /// The conversation, once `READY`.
-    #[schema(format = Uuid)]
+    /// The conversation, once `READY`: 32 hex digits, as the app conversation's `id`.
     pub app_conversation_id: Option<String>,
     /// The sandbox, once chosen.
     #[schema(format = Uuid)]
     pub sandbox_id: Option<String>,
-    /// The sandbox's agent server, once running.
+    /// The sandbox's agent server, once running: under Switchboard's public URL
+    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`; API.md, Sandbox proxy).
     pub agent_server_url: Option<String>,
     /// The start request as received (`secrets` values masked).
     #[schema(value_type = Object)]
@@ -64,11 +65,12 @@ pub struct AppConversationStartTask {
     pub updated_at: String,
 }
 
-impl From<&StartTask> for AppConversationStartTask {
-    fn from(t: &StartTask) -> Self {
+impl AppConversationStartTask {
+    /// The task as shown, its agent server URL written under `public`.
+    pub fn present(t: &StartTask, public: PublicUrls<'_>) -> Self {
         use switchboard_domain::conversations::start_tasks::StartTaskStatus as S;
         AppConversationStartTask {
-            id: t.id.to_string(),
+            id: t.id.0.simple().to_string(),
             created_by_user_id: t.created_by_user_id.to_string(),
             status: match t.status {
                 S::Working => StartTaskStatusName::Working,
@@ -82,9 +84,12 @@ impl From<&StartTask> for AppConversationStartTask {
                 S::Error => StartTaskStatusName::Error,
             },
             detail: t.detail.clone(),
-            app_conversation_id: t.app_conversation_id().map(|c| c.to_string()),
+            app_conversation_id: t.app_conversation_id().map(|c| c.0.simple().to_string()),
             sandbox_id: t.sandbox_id.map(|s| s.to_string()),
-            agent_server_url: t.agent_server_url.clone(),
+            agent_server_url: match (&t.agent_server_url, t.sandbox_id) {
+                (Some(url), Some(sandbox)) => Some(public.agent_server(url, sandbox)),
+                (url, _) => url.clone(),
+            },
             request: t.request.clone(),
             created_at: format_rfc3339_micros(t.created_at),
             updated_at: format_rfc3339_micros(t.updated_at),
@@ -101,10 +106,15 @@ pub struct AppConversationStartTaskPage {
     pub next_page_id: Option<String>,
 }
 
-impl From<Page<StartTask>> for AppConversationStartTaskPage {
-    fn from(p: Page<StartTask>) -> Self {
+impl AppConversationStartTaskPage {
+    /// The page as shown (see [`AppConversationStartTask::present`]).
+    pub fn present(p: Page<StartTask>, public: PublicUrls<'_>) -> Self {
         AppConversationStartTaskPage {
-            items: p.items.iter().map(AppConversationStartTask::from).collect(),
+            items: p
+                .items
+                .iter()
+                .map(|t| AppConversationStartTask::present(t, public))
+                .collect(),
             next_page_id: p.next_page_id,
         }
     }

@@ -63,6 +63,7 @@ impl Modify for SecuritySchemes {
         dto::GetHooksResponse, dto::PendingMessageResponse,
         dto::SandboxInfo, dto::SandboxPage, dto::ExposedUrl, dto::SandboxStatusName,
         dto::SandboxSpecInfo, dto::SandboxSpecInfoPage, dto::StartSandboxRequest, dto::Success,
+        crate::server_details::ServerInfo, crate::server_details::WebClientConfig,
     )),
     modifiers(&SecuritySchemes),
 )]
@@ -79,6 +80,7 @@ pub fn document() -> serde_json::Value {
     let mut doc = serde_json::to_value(generated).expect("the document serializes");
     requests::apply(&mut doc);
     events::apply(&mut doc);
+    crate::sandbox_proxy::document(&mut doc);
     doc
 }
 

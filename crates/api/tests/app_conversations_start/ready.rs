@@ -29,7 +29,11 @@ pub async fn start_to_ready(backend: Backend) {
     let id = t["id"].as_str().unwrap().to_owned();
     let done = finished(&app, &key, &id).await;
     assert_eq!(done["status"], "READY", "{backend}: {done}");
-    assert_eq!(done["app_conversation_id"], chosen.to_string(), "{done}");
+    assert_eq!(
+        done["app_conversation_id"],
+        chosen.0.simple().to_string(),
+        "{done}"
+    );
     assert!(done["sandbox_id"].is_string(), "{done}");
     assert!(
         done["agent_server_url"]

@@ -149,6 +149,19 @@ pub async fn spawn_app_on(
     listener: std::net::TcpListener,
     configure: impl FnOnce(Switchboard) -> Switchboard,
 ) -> TestApp {
+    spawn_app_on_with_state(backend, limits, listener, configure, |s| s).await
+}
+
+/// As [`spawn_app_on`], the app's state passed through `state` last (e.g. the sandbox proxy's
+/// configuration).
+pub async fn spawn_app_on_with_state(
+    backend: Backend,
+    limits: BodyLimits,
+    listener: std::net::TcpListener,
+    configure: impl FnOnce(Switchboard) -> Switchboard,
+    state: impl FnOnce(AppState) -> AppState,
+) -> TestApp {
+    let shape_state = state;
     let db = TestDatabase::new(backend);
     let db_url = db.url().to_owned();
     let url = db_url.clone();
@@ -256,7 +269,9 @@ pub async fn spawn_app_on(
     .unwrap();
     let (org, other_org, owner, admin, member, non_member, bound_owner, expired, revoked) = seeded;
 
-    let state = web::Data::new(AppState::new(services.clone(), None).with_body_limits(limits));
+    let state = web::Data::new(shape_state(
+        AppState::new(services.clone(), None).with_body_limits(limits),
+    ));
     let bodies = state.bodies.clone();
     // Live delivery: appends wake this app's subscribers; on PostgreSQL, through LISTEN too.
     store.observe_appends(state.live.hub());

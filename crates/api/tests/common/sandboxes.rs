@@ -24,7 +24,7 @@ use switchboard_domain::{SandboxId, Switchboard};
 use switchboard_sandbox::{HttpAgentServerClient, ProcessIdentity, ProcessRuntime};
 use switchboard_testkit::Backend;
 
-use super::{TestApp, spawn_app_on, status_json};
+use super::{TestApp, spawn_app_on_with_state, status_json};
 
 /// The default spec: the stand-in agent server.
 pub const STANDIN: &str = "standin";
@@ -46,6 +46,9 @@ pub struct SandboxOptions {
     pub max_per_org: Option<u32>,
     /// `--allow-local-repositories`.
     pub local_repositories: Vec<std::path::PathBuf>,
+    /// The sandbox proxy's configuration (issue 22); its public URL, when `None`, is the
+    /// app's own address. `None`: the defaults, URLs shown as the sandboxes' own.
+    pub proxy: Option<switchboard_api::sandbox_proxy::ProxyConfig>,
 }
 
 impl Default for SandboxOptions {
@@ -56,6 +59,7 @@ impl Default for SandboxOptions {
             max_per_user: switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER,
             max_per_org: None,
             local_repositories: Vec::new(),
+            proxy: None,
         }
     }
 }
@@ -171,11 +175,20 @@ pub async fn spawn_sandbox_app_with(
         event_streams: None,
     };
     let kept = managed.clone();
-    let app = spawn_app_on(
+    let proxy = options.proxy.clone().map(|mut p| {
+        p.public_url
+            .get_or_insert(format!("http://127.0.0.1:{port}"));
+        p
+    });
+    let app = spawn_app_on_with_state(
         backend,
         switchboard_api::extract::BodyLimits::default(),
         listener,
         move |s: Switchboard| configure(s.with_managed_sandboxes(managed)),
+        move |state| match proxy {
+            Some(p) => state.with_proxy(p),
+            None => state,
+        },
     )
     .await;
     let stop = Arc::new(AtomicBool::new(false));

@@ -123,6 +123,11 @@ impl SandboxService {
         self
     }
 
+    /// Whether this server runs sandboxes (else starts answer 503).
+    pub fn runs_sandboxes(&self) -> bool {
+        self.managed.is_some()
+    }
+
     pub(super) fn managed(&self) -> Result<&Managed, DomainError> {
         self.managed
             .as_deref()

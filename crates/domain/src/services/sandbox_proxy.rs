@@ -1,0 +1,148 @@
+//! Who may reach a sandbox's services through Switchboard, and where they are (issue 22,
+//! "Sandbox traffic through Switchboard"; API.md, Sandbox proxy): [`Switchboard::proxy_target`]
+//! checks a credential against one sandbox and answers its upstream URLs and session key, so
+//! the API crate's proxy forwards only what is allowed and adds the session key itself.
+
+use crate::error::DomainError;
+use crate::identity::session_keys::SessionKey;
+use crate::ids::SandboxId;
+use crate::sandboxes::records::{AGENT_SERVER_URL_NAME, ExposedUrl};
+use crate::sandboxes::runtime::{RuntimeHandle, SandboxStatus};
+
+use super::Switchboard;
+
+/// The credential of a proxied request, as presented (not yet checked).
+#[derive(Debug, Clone, Copy)]
+pub enum ProxyCredential<'a> {
+    /// The sandbox's own session key (`X-Session-API-Key`, the query `session_api_key`, or a
+    /// websocket's first `{"type": "auth"}` frame).
+    Session(&'a str),
+    /// An API key (`X-Access-Token` or `Authorization: Bearer`) of a user who sees the sandbox.
+    ApiKey(&'a str),
+}
+
+/// Where a proxied request goes: the sandbox's services as Switchboard reaches them, and the
+/// session key Switchboard presents to them.
+#[derive(Clone)]
+pub struct ProxyTarget {
+    /// The sandbox.
+    pub sandbox_id: SandboxId,
+    /// Its services (`AGENT_SERVER`, …) with their upstream URLs (never shown to clients).
+    pub services: Vec<ExposedUrl>,
+    /// The agent server's session key, added upstream as `X-Session-API-Key`.
+    pub session_key: SessionKey,
+}
+
+impl std::fmt::Debug for ProxyTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProxyTarget")
+            .field("sandbox_id", &self.sandbox_id)
+            .field("services", &self.services)
+            .field("session_key", &"***")
+            .finish()
+    }
+}
+
+impl ProxyTarget {
+    /// The upstream base URL of `service` (case-insensitive, `-` read as `_`: `agent-server`
+    /// is `AGENT_SERVER`); `None` when the sandbox does not expose it.
+    pub fn service_url(&self, service: &str) -> Option<&str> {
+        let wanted = service.replace('-', "_");
+        self.services
+            .iter()
+            .find(|s| s.name.eq_ignore_ascii_case(&wanted))
+            .map(|s| s.url.as_str())
+    }
+}
+
+impl Switchboard {
+    /// The target of a request to sandbox `id` with `credential`.
+    ///
+    /// Rules (API.md, Sandbox proxy): a session key must be this sandbox's (another
+    /// sandbox's is 404, an unknown one 401); an API key must be valid (401) and its user must
+    /// see the sandbox in the sandbox's own organization (its creator, or a member holding
+    /// `view_org_conversations`); anyone else gets 404, so ids do not leak. A sandbox that is
+    /// not `RUNNING` is 409 ([`DomainError::SandboxNotReachable`]); a registered agent server
+    /// (which Switchboard has no URL or key for) exposes nothing: 404.
+    ///
+    /// # Errors
+    /// Those above, and storage failures.
+    pub fn proxy_target(
+        &self,
+        id: SandboxId,
+        credential: ProxyCredential<'_>,
+    ) -> Result<ProxyTarget, DomainError> {
+        let sandboxes = &self.sandboxes;
+        let record = match credential {
+            ProxyCredential::Session(key) => {
+                let sandbox = sandboxes.authenticate_sandbox(Some(key))?;
+                if sandbox.id != id {
+                    return Err(DomainError::SandboxNotFound);
+                }
+                sandboxes
+                    .sandboxes
+                    .sandbox(id)?
+                    .ok_or(DomainError::SandboxNotFound)?
+            }
+            ProxyCredential::ApiKey(key) => {
+                // The key is checked before anything is said about the sandbox.
+                self.auth.authenticate(key)?;
+                let record = sandboxes
+                    .sandboxes
+                    .sandbox(id)?
+                    .ok_or(DomainError::SandboxNotFound)?;
+                let org = record.org_id.ok_or(DomainError::SandboxNotFound)?;
+                let ctx = self
+                    .auth
+                    .authenticate_in(key, Some(org))
+                    .map_err(|e| match e {
+                        DomainError::Storage(_) => e,
+                        _ => DomainError::SandboxNotFound,
+                    })?;
+                if !record.visible_to(&ctx) {
+                    return Err(DomainError::SandboxNotFound);
+                }
+                record
+            }
+        };
+        if !record.is_managed() {
+            return Err(DomainError::SandboxNotFound);
+        }
+        if record.status != SandboxStatus::Running {
+            return Err(DomainError::SandboxNotReachable(record.status));
+        }
+        let url = sandboxes
+            .agent_url(&record)
+            .ok_or(DomainError::SandboxNotReachable(record.status))?;
+        let port = record
+            .handle
+            .as_deref()
+            .and_then(|h| RuntimeHandle::from_json(h).ok())
+            .map_or(0, |h| h.sandbox_port);
+        let session_key = sandboxes
+            .session_key(&record)
+            .ok_or_else(|| DomainError::ConversationSandboxUnavailable("RUNNING".into()))?;
+        Ok(ProxyTarget {
+            sandbox_id: record.id,
+            services: vec![ExposedUrl {
+                name: AGENT_SERVER_URL_NAME.to_owned(),
+                url,
+                port,
+            }],
+            session_key,
+        })
+    }
+
+    /// The last reconciled status of sandbox `id`, for the liveness probes Switchboard answers
+    /// itself without a credential (`/alive`, `/health`, `/ready` of its agent server: the
+    /// SDK probes them without a key, and nothing unauthenticated reaches a sandbox).
+    ///
+    /// # Errors
+    /// [`DomainError::SandboxNotFound`] for an unknown, deleted or registered sandbox; storage.
+    pub fn proxy_probe(&self, id: SandboxId) -> Result<SandboxStatus, DomainError> {
+        match self.sandboxes.sandboxes.sandbox(id)? {
+            Some(r) if r.is_managed() && r.org_id.is_some() => Ok(r.status),
+            _ => Err(DomainError::SandboxNotFound),
+        }
+    }
+}
