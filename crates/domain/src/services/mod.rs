@@ -11,6 +11,7 @@ mod events;
 mod membership;
 mod operator;
 mod org_settings;
+mod sandbox_access;
 mod sandbox_catch_up;
 mod sandbox_proxy;
 mod sandbox_specs;
