@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod sandboxes;
+#[allow(unused_imports)]
+pub use sandboxes::*;
+
 /// The binary under test, built by cargo for this test target.
 pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -477,90 +481,6 @@ pub fn python() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// The pid, as this process sees it, of the agent server behind `url`: for a URL Switchboard
-/// shows (`…/sandboxes/{id}/…`), that sandbox's ([`sandbox_agent`]); else the one on `url`'s
-/// port: the process whose command line ends with `--port <port>`, `bwrap` left out. (A confined
-/// stand-in's `/server_info` reports its pid inside its own pid namespace.)
-pub fn agent_host_pid(url: &str) -> Option<u64> {
-    if let Some(id) = proxied_sandbox(url) {
-        return sandbox_agent(&id).map(|(pid, _)| pid);
-    }
-    let port = url.rsplit(':').next()?.trim_end_matches('/');
-    let tail = format!("--port\0{port}\0");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u64 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let text = String::from_utf8_lossy(&cmdline);
-            let program = text.split('\0').next().unwrap_or("");
-            (text.ends_with(&tail) && !program.ends_with("bwrap")).then_some(pid)
-        })
-}
-
-/// The sandbox id of a URL Switchboard shows for a sandbox's service
-/// (`<public-url>/sandboxes/{id}/{service}[/…]`, issue 22); `None` for another URL.
-pub fn proxied_sandbox(url: &str) -> Option<String> {
-    if let Some((_, rest)) = url.split_once("/sandboxes/") {
-        return rest.split('/').next().map(str::to_owned);
-    }
-    // Host-based (`--sandbox-host-pattern {id}-…`): the host starts with the id.
-    let host = url.split_once("://")?.1;
-    let id = host.get(..36)?;
-    uuid::Uuid::parse_str(id).ok().map(|_| id.to_owned())
-}
-
-/// The agent server of process sandbox `id`: its pid and port, found from its process (the
-/// one whose working directory is in the sandbox's folder, `…/sandboxes/{id}`, and whose
-/// command line ends with `--port PORT`; bubblewrap's own process left out).
-pub fn sandbox_agent(id: &str) -> Option<(u64, u16)> {
-    let folder = format!("/{id}");
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u64 = entry.file_name().to_str()?.parse().ok()?;
-            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
-            let cwd = cwd.to_string_lossy();
-            if !(cwd.ends_with(&folder) || cwd.contains(&format!("{folder}/"))) {
-                return None;
-            }
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let text = String::from_utf8_lossy(&cmdline);
-            let args: Vec<&str> = text.trim_end_matches('\0').split('\0').collect();
-            if args.first()?.ends_with("bwrap")
-                || args.len() < 2
-                || args[args.len() - 2] != "--port"
-            {
-                return None;
-            }
-            Some((pid, args[args.len() - 1].parse().ok()?))
-        })
-}
-
-/// The agent server's own address behind `url`: for a URL Switchboard shows
-/// (`…/sandboxes/{id}/agent_server…`), `http://127.0.0.1:PORT` of the sandbox's process
-/// ([`sandbox_agent`]) followed by the rest of the path; any other URL as it is. For tests
-/// about the agent server itself (its process, its own answers), not about clients.
-pub fn direct_agent_url(url: &str) -> String {
-    let Some(id) = proxied_sandbox(url) else {
-        return url.to_owned();
-    };
-    let (_, port) =
-        sandbox_agent(&id).unwrap_or_else(|| panic!("no agent server process for {url}"));
-    let rest = match url.split_once(&format!("/sandboxes/{id}/")) {
-        Some((_, r)) => r
-            .split_once('/')
-            .map_or(String::new(), |(_, r)| format!("/{r}")),
-        None => url
-            .split_once("://")
-            .and_then(|(_, r)| r.find('/').map(|i| r[i..].to_owned()))
-            .unwrap_or_default(),
-    };
-    format!("http://127.0.0.1:{port}{rest}")
-}
-
 /// Waits up to 30 s for sandbox `id` to show `status` through the batch get, and returns its
 /// info; on timeout, fails with the server's stderr.
 pub fn wait_sandbox_status(server: &Server, key: &str, id: &str, status: &str) -> Value {
@@ -583,91 +503,4 @@ pub fn wait_sandbox_status(server: &Server, key: &str, id: &str, status: &str) -
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// Pids of live processes (zombies left out) whose working directory is under `dir`: a
-/// sandbox's processes run in its folder of the data directory.
-pub fn processes_under(dir: &Path) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cwd) = std::fs::read_link(entry.path().join("cwd")) else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        let zombie = stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
-        if !zombie && cwd.starts_with(dir) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// Ends, when dropped, every process whose working directory is under its path. Sandboxes
-/// outlive the server by design, and a test's server is killed when the test ends, before its
-/// background cleanup has stopped the sandboxes it deleted: declare this before the server.
-pub struct EndProcessesUnder(pub PathBuf);
-
-impl Drop for EndProcessesUnder {
-    fn drop(&mut self) {
-        for pid in processes_under(&self.0) {
-            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
-        }
-    }
-}
-
-/// Runs `python script args…` in a mount namespace of its own whose `/etc/hosts` names every
-/// sandbox of `key`'s at `127.0.0.1` as `{id}-agent-server.sandboxes.test`, written as each
-/// appears: the wildcard DNS record of a deployment with `--sandbox-host-pattern
-/// {id}-{service}.sandboxes.test`, which the SDK's `OpenHandsCloudWorkspace` needs (its agent
-/// server at a host's root). Returns its output once it exits.
-pub fn run_with_sandbox_hosts(
-    python: &Path,
-    script: &Path,
-    args: &[&str],
-    server: &str,
-    key: &str,
-) -> std::process::Output {
-    let hosts = TempDir::new();
-    let file = hosts.path().join("hosts");
-    std::fs::write(&file, "127.0.0.1 localhost\n").unwrap();
-    let child = Command::new("unshare")
-        .args(["--mount", "--", "sh", "-c"])
-        .arg(format!(
-            "mount --bind '{}' /etc/hosts && exec \"$0\" \"$@\"",
-            file.display()
-        ))
-        .arg(python)
-        .arg(script)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let waiter = thread::spawn(move || child.wait_with_output().unwrap());
-    let mut named = std::collections::HashSet::new();
-    while !waiter.is_finished() {
-        let (_, page) = send_json(
-            client()
-                .get(format!("{server}/api/v1/sandboxes/search"))
-                .header("X-Access-Token", key),
-        );
-        for s in page["items"].as_array().into_iter().flatten() {
-            let id = s["id"].as_str().unwrap_or_default().to_owned();
-            if named.insert(id.clone()) {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new()
-                    .append(true)
-                    .open(&file)
-                    .unwrap();
-                writeln!(f, "127.0.0.1 {id}-agent-server.sandboxes.test").unwrap();
-            }
-        }
-        thread::sleep(Duration::from_millis(100));
-    }
-    waiter.join().unwrap()
 }
