@@ -9,8 +9,9 @@ use actix_web::web::Bytes;
 use actix_web::{HttpResponse, get, web};
 use futures_util::Stream;
 use serde_json::Value;
-use switchboard_domain::services::{FileRead, GitRead};
+use switchboard_domain::services::{FileRead, GitRead, WorkspaceService};
 use switchboard_domain::validation::{missing, refuse_nul};
+use switchboard_domain::{ConversationId, DomainError, OrgContext};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -228,14 +229,7 @@ pub async fn skills(
     caller: Caller,
     path: web::Path<String>,
 ) -> ApiResult<web::Json<Value>> {
-    let raw = path.into_inner();
-    let answer = caller
-        .run(state, move |s, ctx| {
-            let id = conversation_id(&raw)?;
-            Ok(s.services.workspaces().skills(&ctx, id)?)
-        })
-        .await?;
-    Ok(web::Json(answer))
+    workspace_json(state, caller, path.into_inner(), WorkspaceService::skills).await
 }
 
 /// The hooks of the workspace's `.openhands/hooks.json`, read now.
@@ -258,11 +252,21 @@ pub async fn hooks(
     caller: Caller,
     path: web::Path<String>,
 ) -> ApiResult<web::Json<Value>> {
-    let raw = path.into_inner();
+    workspace_json(state, caller, path.into_inner(), WorkspaceService::hooks).await
+}
+
+/// One JSON read of the conversation's workspace (`read`: its skills, its hooks) for a caller
+/// who sees the conversation.
+async fn workspace_json(
+    state: web::Data<AppState>,
+    caller: Caller,
+    raw: String,
+    read: fn(&WorkspaceService, &OrgContext, ConversationId) -> Result<Value, DomainError>,
+) -> ApiResult<web::Json<Value>> {
     let answer = caller
         .run(state, move |s, ctx| {
             let id = conversation_id(&raw)?;
-            Ok(s.services.workspaces().hooks(&ctx, id)?)
+            Ok(read(s.services.workspaces(), &ctx, id)?)
         })
         .await?;
     Ok(web::Json(answer))
