@@ -335,6 +335,12 @@ checks.positive_data_acceptance.expected-statuses = ["101", "400", "401", "403",
 include-path = "/api/organizations/app"
 checks.positive_data_acceptance.expected-statuses = ["2xx", "3xx", "400", "401", "403", "404", "409", "429", "5xx"]
 
+# Switching a running conversation's LLM to a profile depends on that profile (a profile with
+# no model is the documented 400, an unknown one 404) and on the sandbox's state (409, 410).
+[[operations]]
+include-path = "/api/v1/app-conversations/{conversation_id}/switch_profile"
+checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "410", "429", "5xx"]
+
 [[operations]]
 include-path = "/api/v1/secrets/search"
 parameters = { "query.page_id" = "$secret_cursor" }
