@@ -20,8 +20,6 @@ use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
 
-use crate::AppState;
-
 /// Methods a preflight may ask for.
 pub const ALLOWED_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
 /// Request headers allowed by exact name (lowercase).
@@ -81,9 +79,7 @@ pub async fn cors(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let allowed = req
-        .app_data::<web::Data<AppState>>()
-        .map(|s| s.cors.clone());
+    let allowed = req.app_data::<web::Data<CorsConfig>>().cloned();
     let origin = req
         .headers()
         .get(header::ORIGIN)

@@ -18,8 +18,6 @@ use switchboard_domain::sandboxes::runtime::SandboxStatus;
 use switchboard_domain::sandboxes::settings::SandboxObserver;
 use tracing::Instrument;
 
-use crate::AppState;
-
 /// The request id header, set on every response (and honoured on requests when it is a
 /// short printable token).
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -230,7 +228,7 @@ async fn observed<B: MessageBody + 'static>(
         .and_then(acceptable_request_id)
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     req.extensions_mut().insert(RequestId(id.clone()));
-    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let metrics = req.app_data::<web::Data<Metrics>>().cloned();
     let method = req.method().to_string();
     let span =
         tracing::info_span!("request", request_id = %id, method = %method, path = %req.path());
@@ -241,8 +239,8 @@ async fn observed<B: MessageBody + 'static>(
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     let elapsed = started.elapsed().as_secs_f64();
-    if let Some(state) = state {
-        state.metrics.observe(&method, &route, status, elapsed);
+    if let Some(metrics) = metrics {
+        metrics.observe(&method, &route, status, elapsed);
     }
     span.in_scope(
         || tracing::debug!(status, route = %route, elapsed_ms = elapsed * 1000.0, "served"),

@@ -25,7 +25,6 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 use sha2::{Digest, Sha256};
 
-use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{SESSION_KEY_HEADER, presented_key};
 
@@ -123,9 +122,7 @@ pub async fn limit(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let limits = req
-        .app_data::<web::Data<AppState>>()
-        .and_then(|s| s.rate_limits.clone());
+    let limits = req.app_data::<web::Data<RateLimits>>().cloned();
     if let Some(limits) = limits
         && !EXEMPT.contains(&req.path())
     {

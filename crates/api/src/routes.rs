@@ -42,20 +42,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     live::sockets::configure(cfg);
 }
 
-/// Every route served, as `(method, path pattern)` in lowercase method names, read from the
-/// OpenAPI document (which lists exactly the routes [`configure`] registers).
-pub fn table() -> Vec<(String, String)> {
-    let doc: serde_json::Value =
-        serde_json::from_str(crate::openapi_document()).expect("the document is JSON");
-    let mut out = Vec::new();
-    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
-        for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
-            out.push((method.clone(), path.clone()));
-        }
-    }
-    out
-}
-
 /// The methods a documented path serves, as an `Allow` header value (`GET, POST`).
 pub(crate) fn allowed_methods(item: &PathItem) -> String {
     [

@@ -12,6 +12,9 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::dto::Status;
 
+/// The API version of the document and of `/server_info` (spec §9).
+pub const API_VERSION: &str = "0.0.1";
+
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(alive)
@@ -56,7 +59,7 @@ pub async fn server_info(state: web::Data<AppState>) -> web::Json<ServerInfo> {
     web::Json(ServerInfo {
         server: "switchboard".into(),
         version: env!("CARGO_PKG_VERSION").into(),
-        api_version: crate::openapi::API_VERSION.into(),
+        api_version: API_VERSION.into(),
         uptime: state.started.elapsed().map_or(0, |d| d.as_secs()),
         cpu_count: std::thread::available_parallelism().map_or(1, usize::from),
         sandboxes_enabled: state.services.sandboxes().runs_sandboxes(),

@@ -88,7 +88,7 @@ async fn document_matches_routes(backend: Backend) {
     let documented: BTreeSet<(String, String)> =
         ops.iter().map(|(m, p, _)| (m.clone(), p.clone())).collect();
     assert_eq!(documented.len(), ops.len());
-    let routes = switchboard_api::routes::table();
+    let routes = switchboard_api::openapi::route_table();
     let served: BTreeSet<(String, String)> = routes.iter().cloned().collect();
     assert_eq!(
         served.len(),
@@ -186,7 +186,7 @@ async fn document_matches_routes(backend: Backend) {
 async fn every_route_is_served(backend: Backend) {
     let app = spawn_app(backend).await;
     let default_404 = detail("Not Found");
-    for (method, path) in switchboard_api::routes::table() {
+    for (method, path) in switchboard_api::openapi::route_table() {
         if path == PROXY {
             // Told from the router's 404 by its 401 without credentials.
             let url = format!("/sandboxes/{}/agent_server/api/x", uuid::Uuid::new_v4());

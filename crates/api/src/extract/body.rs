@@ -15,7 +15,6 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 
 use super::body_limits::{BodyGate, RATE_CHECK_EVERY};
-use crate::AppState;
 use crate::error::ApiError;
 
 /// 1 MiB: the default body limit (API.md, Conventions).
@@ -102,8 +101,8 @@ impl<const LIMIT: usize> FromRequest for RawBody<LIMIT> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         let gate = req
-            .app_data::<web::Data<AppState>>()
-            .map(|s| s.bodies.clone());
+            .app_data::<web::Data<BodyGate>>()
+            .map(|g| g.clone().into_inner());
         std::future::ready(Ok(RawBody {
             payload: payload.take(),
             declared,

@@ -2,44 +2,13 @@
 //! blocking call as the handler's work.
 
 use actix_web::dev::Payload;
-use actix_web::http::header::AUTHORIZATION;
 use actix_web::{FromRequest, HttpRequest, web};
-use switchboard_domain::validation::{loc, uuid_parsing};
-use switchboard_domain::{DomainError, OrgContext, OrgId, parse_uuid};
+use switchboard_domain::{DomainError, OrgContext, OrgId};
 use switchboard_model::ValidationError;
 
-use crate::AppState;
+use super::headers::{presented_key, requested_org};
 use crate::error::ApiError;
-
-/// Header carrying an API key (spec §5).
-pub const ACCESS_TOKEN_HEADER: &str = "X-Access-Token";
-/// Header naming the organization to act on (API.md, Identity).
-pub const ORG_HEADER: &str = "X-Org-Id";
-
-/// The API key of a request: `X-Access-Token`, else `Authorization: Bearer`. The first present
-/// wins; an invalid one never falls through to the other.
-pub fn presented_key(req: &HttpRequest) -> Option<String> {
-    if let Some(v) = req.headers().get(ACCESS_TOKEN_HEADER) {
-        return Some(v.to_str().unwrap_or("").trim().to_owned());
-    }
-    let auth = req.headers().get(AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = auth.trim().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then(|| token.trim().to_owned())
-}
-
-/// `X-Org-Id`, parsed: `Ok(None)` when absent; a 422 (`uuid_parsing`, loc
-/// `["header", "x-org-id"]`) when it is not a UUID.
-pub fn requested_org(req: &HttpRequest) -> Result<Option<OrgId>, ValidationError> {
-    let Some(v) = req.headers().get(ORG_HEADER) else {
-        return Ok(None);
-    };
-    let text = v.to_str().unwrap_or("");
-    parse_uuid(text.trim())
-        .map(|u| Some(OrgId(u)))
-        .ok_or_else(|| uuid_parsing(loc(["header", "x-org-id"]), text))
-}
+use crate::state::AppState;
 
 /// The credentials of a request, not yet checked: handlers authenticate, resolve the
 /// organization and do their work in one blocking call ([`Caller::run`]) instead of two.

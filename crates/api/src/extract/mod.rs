@@ -9,6 +9,7 @@
 mod body;
 mod body_limits;
 mod caller;
+mod headers;
 mod query;
 mod sandbox_caller;
 
@@ -17,6 +18,9 @@ pub use body_limits::{
     BodyGate, BodyLimits, DEFAULT_BODY_MIN_RATE, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES_IN_FLIGHT, MIN_RATE_GRACE,
 };
-pub use caller::{ACCESS_TOKEN_HEADER, Caller, ORG_HEADER, presented_key, requested_org};
+pub use caller::Caller;
+pub use headers::{
+    ACCESS_TOKEN_HEADER, ORG_HEADER, SESSION_KEY_HEADER, presented_key, requested_org,
+};
 pub use query::{QueryPairs, conversation_id, path_uuid};
-pub use sandbox_caller::{SESSION_KEY_HEADER, SandboxCaller};
+pub use sandbox_caller::SandboxCaller;

@@ -5,11 +5,9 @@ use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
 use switchboard_domain::sandboxes::Sandbox;
 
-use crate::AppState;
+use super::headers::SESSION_KEY_HEADER;
 use crate::error::ApiError;
-
-/// Header carrying a sandbox session key on the webhook routes.
-pub const SESSION_KEY_HEADER: &str = "X-Session-API-Key";
+use crate::state::AppState;
 
 /// The session key of a webhook request, not yet checked.
 pub struct SandboxCaller {

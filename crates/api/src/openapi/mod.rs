@@ -20,8 +20,7 @@ use utoipa_actix_web::AppExt;
 use crate::dto;
 use crate::routes;
 
-/// The API version of the document (spec §9).
-pub const API_VERSION: &str = "0.0.1";
+pub use crate::server_details::API_VERSION;
 
 struct SecuritySchemes;
 
@@ -90,4 +89,18 @@ static JSON: LazyLock<String> =
 /// The document as pretty JSON (built once).
 pub fn document_json() -> &'static str {
     &JSON
+}
+
+/// Every route served, as `(method, path pattern)` in lowercase method names, read from the
+/// OpenAPI document (which lists exactly the routes [`routes::configure`] registers).
+pub fn route_table() -> Vec<(String, String)> {
+    let doc: serde_json::Value =
+        serde_json::from_str(document_json()).expect("the document is JSON");
+    let mut out = Vec::new();
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for method in item.as_object().into_iter().flatten().map(|(m, _)| m) {
+            out.push((method.clone(), path.clone()));
+        }
+    }
+    out
 }

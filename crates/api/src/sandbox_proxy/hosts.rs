@@ -7,15 +7,10 @@
 //! the same as through `/sandboxes/{id}/{service}/…`. The DNS needs a wildcard record
 //! (`*.sandboxes.example.com`) pointing at Switchboard.
 
-use actix_web::body::{EitherBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::{FromRequest, ResponseError, web};
 use regex::Regex;
 use switchboard_domain::{SandboxId, parse_uuid};
 
-use super::Route;
-use crate::AppState;
+use super::route::Route;
 
 /// A host pattern: literal text with `{id}` (the sandbox id, dashed) and `{service}` (the
 /// service's name in lowercase with `-`, e.g. `agent-server`), each once.
@@ -92,33 +87,6 @@ impl HostPattern {
             tail: path.to_owned(),
         })
     }
-}
-
-/// The middleware: a request whose `Host` matches the pattern is proxied with its whole
-/// path; others go on to the routes.
-///
-/// # Errors
-/// Those of the wrapped service.
-pub async fn route_by_host(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let state = req.app_data::<web::Data<AppState>>().cloned();
-    let route = state.as_ref().and_then(|s| {
-        let pattern = s.proxy.config().host_pattern.as_ref()?;
-        let host = req.connection_info().host().to_owned();
-        pattern.route(&host, req.uri().path())
-    });
-    let (Some(state), Some(route)) = (state, route) else {
-        return Ok(next.call(req).await?.map_into_left_body());
-    };
-    let (http, mut payload) = req.into_parts();
-    let payload = <web::Payload as FromRequest>::from_request(&http, &mut payload).await?;
-    let answer = match super::proxy_route(http.clone(), payload, state, route).await {
-        Ok(a) => a,
-        Err(e) => e.error_response(),
-    };
-    Ok(ServiceResponse::new(http, answer).map_into_right_body())
 }
 
 #[cfg(test)]

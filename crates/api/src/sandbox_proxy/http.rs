@@ -13,7 +13,8 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use futures_util::StreamExt;
 use switchboard_domain::services::ProxyTarget;
 
-use super::{Proxy, Route, SESSION_KEY_QUERY};
+use super::config::Proxy;
+use super::route::{PREFIX, Route, SESSION_KEY_QUERY};
 use crate::error::ApiError;
 use crate::extract::{ACCESS_TOKEN_HEADER, ORG_HEADER, SESSION_KEY_HEADER};
 
@@ -89,7 +90,7 @@ pub(super) fn upstream_headers(
             "x-forwarded-prefix",
             format!(
                 "{}/{}/{}",
-                super::PREFIX,
+                PREFIX,
                 route.sandbox_id.map(|s| s.to_string()).unwrap_or_default(),
                 route.service
             ),

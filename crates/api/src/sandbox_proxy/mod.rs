@@ -14,119 +14,29 @@
 //! by Switchboard from the sandbox's last reconciled status (the SDK probes them without a
 //! key); everything else is 401.
 
+pub mod access;
+pub mod config;
 pub mod hosts;
 pub mod http;
 pub mod public;
+pub mod route;
 pub mod ws;
 
-use std::time::Duration;
-
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::{HttpRequest, HttpResponse, guard, web};
+use actix_web::middleware::Next;
+use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, guard, web};
+use switchboard_domain::DomainError;
 use switchboard_domain::sandboxes::runtime::SandboxStatus;
-use switchboard_domain::services::{ProxyCredential, ProxyTarget};
-use switchboard_domain::{DomainError, SandboxId, parse_uuid};
 
-use crate::AppState;
+pub use access::{Credential, credential, resolve};
+pub use config::{Proxy, ProxyConfig};
+pub use route::{PREFIX, Route, SESSION_KEY_QUERY};
+
 use crate::dto::Status;
 use crate::error::ApiError;
-use crate::extract::{DEFAULT_BODY_LIMIT, QueryPairs, SESSION_KEY_HEADER, presented_key};
-
-/// The route prefix of proxied traffic.
-pub const PREFIX: &str = "/sandboxes";
-/// The query parameter carrying a session key (the agent server's deprecated form).
-pub const SESSION_KEY_QUERY: &str = "session_api_key";
-
-/// How the proxy behaves (`switchboard serve` flags; API.md, Sandbox proxy).
-#[derive(Debug, Clone)]
-pub struct ProxyConfig {
-    /// Switchboard's URL as clients reach it (`--public-url`), without a trailing `/`:
-    /// `exposed_urls`, `conversation_url` and `agent_server_url` point under it. `None`
-    /// shows the sandboxes' own URLs (the app as tests build it in-process).
-    pub public_url: Option<String>,
-    /// Host-based routing (`--sandbox-host-pattern`): services at the root of their own host
-    /// under the public URL's scheme and port, for clients that need a bare host.
-    pub host_pattern: Option<hosts::HostPattern>,
-    /// The largest request body forwarded, bytes (as the API's routes: 1 MiB); a larger
-    /// declared one is 413 before the sandbox is called, and one that grows past it is cut.
-    pub max_body: usize,
-    /// Upstream connect timeout.
-    pub connect_timeout: Duration,
-    /// The longest an upstream read may wait (headers or the next body chunk) before 504 (or
-    /// the end of the answer); long enough for the agent server's bash calls.
-    pub read_timeout: Duration,
-    /// Frames from the sandbox queued for one websocket client; a client further behind is
-    /// closed (1008) so it never holds up the sandbox or the other clients.
-    pub ws_queue: usize,
-    /// How long a websocket client without credentials has to send its first-frame auth.
-    pub ws_auth_timeout: Duration,
-    /// The largest websocket message relayed either way, bytes.
-    pub ws_max_message: usize,
-}
-
-impl Default for ProxyConfig {
-    fn default() -> Self {
-        ProxyConfig {
-            public_url: None,
-            host_pattern: None,
-            max_body: DEFAULT_BODY_LIMIT,
-            connect_timeout: Duration::from_secs(5),
-            read_timeout: Duration::from_secs(600),
-            ws_queue: 1024,
-            ws_auth_timeout: Duration::from_secs(10),
-            ws_max_message: 16 << 20,
-        }
-    }
-}
-
-/// The proxy's configuration and its upstream HTTP client (a connection pool shared by every
-/// worker).
-pub struct Proxy {
-    config: ProxyConfig,
-    client: reqwest::Client,
-}
-
-impl Default for Proxy {
-    fn default() -> Self {
-        Proxy::new(ProxyConfig::default())
-    }
-}
-
-impl Proxy {
-    /// A proxy under `config`.
-    ///
-    /// # Panics
-    /// When the HTTP client cannot be built (no TLS is configured, so it always can).
-    pub fn new(mut config: ProxyConfig) -> Self {
-        config.public_url = config
-            .public_url
-            .map(|u| u.trim_end_matches('/').to_owned());
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            // An idle pooled connection is dropped before the read timeout could fire on it
-            // (the timeout runs on idle connections too; one cut there would fail the next
-            // request sent on it).
-            .pool_idle_timeout(Duration::from_secs(30).min(config.read_timeout / 2))
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            .build()
-            .expect("the proxy's HTTP client builds");
-        Proxy { config, client }
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &ProxyConfig {
-        &self.config
-    }
-
-    /// The public URLs the API shows.
-    pub fn public(&self) -> public::PublicUrls<'_> {
-        public::PublicUrls::new(self.config.public_url.as_deref())
-            .with_hosts(self.config.host_pattern.as_ref())
-    }
-}
+use crate::state::AppState;
 
 /// Registers the proxy's routes on `app` (plain actix routes, every method: the OpenAPI
 /// document describes them through [`document`]).
@@ -158,106 +68,36 @@ where
         )))
 }
 
+/// The middleware of host-based routing ([`hosts`]): a request whose `Host` matches the pattern is proxied with its whole
+/// path; others go on to the routes.
+///
+/// # Errors
+/// Those of the wrapped service.
+pub async fn route_by_host(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let state = req.app_data::<web::Data<AppState>>().cloned();
+    let route = state.as_ref().and_then(|s| {
+        let pattern = s.proxy.config().host_pattern.as_ref()?;
+        let host = req.connection_info().host().to_owned();
+        pattern.route(&host, req.uri().path())
+    });
+    let (Some(state), Some(route)) = (state, route) else {
+        return Ok(next.call(req).await?.map_into_left_body());
+    };
+    let (http, mut payload) = req.into_parts();
+    let payload = <web::Payload as FromRequest>::from_request(&http, &mut payload).await?;
+    let answer = match proxy_route(http.clone(), payload, state, route).await {
+        Ok(a) => a,
+        Err(e) => e.error_response(),
+    };
+    Ok(ServiceResponse::new(http, answer).map_into_right_body())
+}
+
 /// The methods proxied (`Allow` of the 405 for any other: OPTIONS and TRACE; a browser's
 /// preflight from an allowed origin is answered by [`crate::cors`] first).
 pub const METHODS: &str = "GET, HEAD, PUT, POST, DELETE, PATCH";
-
-/// One proxied request, as routed: the sandbox, the service and the raw rest of the path
-/// (percent-encoding kept, with its leading `/`; empty for the service's root).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Route {
-    /// The sandbox, or `None` when the path segment is no UUID (answered as unknown: 404).
-    pub sandbox_id: Option<SandboxId>,
-    /// The service name as written.
-    pub service: String,
-    /// The rest of the path, e.g. `/api/conversations`, forwarded as is.
-    pub tail: String,
-}
-
-impl Route {
-    /// Reads `/sandboxes/{id}/{service}{tail}` from a raw request path.
-    pub fn parse(path: &str) -> Option<Route> {
-        let rest = path.strip_prefix(PREFIX)?.strip_prefix('/')?;
-        let (id, rest) = rest.split_once('/')?;
-        let (service, tail) = match rest.find('/') {
-            Some(i) => (&rest[..i], &rest[i..]),
-            None => (rest, ""),
-        };
-        if service.is_empty() {
-            return None;
-        }
-        Some(Route {
-            sandbox_id: parse_uuid(id).map(SandboxId),
-            service: service.to_owned(),
-            tail: tail.to_owned(),
-        })
-    }
-}
-
-/// The credential a request presents, by precedence: `X-Session-API-Key`, the query
-/// `session_api_key`, an API key. `None` without any.
-pub fn credential(req: &HttpRequest) -> Option<Credential> {
-    if let Some(v) = req.headers().get(SESSION_KEY_HEADER) {
-        return Some(Credential::Session(
-            v.to_str().unwrap_or("").trim().to_owned(),
-        ));
-    }
-    let query = QueryPairs::parse(req.query_string());
-    if let Some(k) = query.all(SESSION_KEY_QUERY).into_iter().next() {
-        return Some(Credential::Session(k));
-    }
-    presented_key(req)
-        .filter(|k| !k.is_empty())
-        .map(Credential::ApiKey)
-}
-
-/// An owned credential (see [`ProxyCredential`]).
-#[derive(Clone, PartialEq, Eq)]
-pub enum Credential {
-    /// A session key.
-    Session(String),
-    /// An API key.
-    ApiKey(String),
-}
-
-impl std::fmt::Debug for Credential {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Credential::Session(_) => "Session(***)",
-            Credential::ApiKey(_) => "ApiKey(***)",
-        })
-    }
-}
-
-/// Checks `credential` against sandbox `id` on the blocking pool: the target, or the error
-/// to answer (401, 404, 409).
-///
-/// # Errors
-/// Those of [`switchboard_domain::Switchboard::proxy_target`].
-pub async fn resolve(
-    state: &web::Data<AppState>,
-    id: Option<SandboxId>,
-    credential: Credential,
-) -> Result<ProxyTarget, ApiError> {
-    let s = state.clone();
-    state
-        .blocking(move || {
-            let cred = match &credential {
-                Credential::Session(k) => ProxyCredential::Session(k),
-                Credential::ApiKey(k) => ProxyCredential::ApiKey(k),
-            };
-            // A key is judged before the id, so an unknown caller learns nothing from it.
-            let target = match id {
-                Some(id) => s.services.proxy_target(id, cred),
-                None => s
-                    .services
-                    .proxy_target(SandboxId(uuid::Uuid::nil()), cred)
-                    .and(Err(DomainError::SandboxNotFound)),
-            };
-            Ok(target?)
-        })
-        .await
-}
 
 /// The proxy's handler: every method of `/sandboxes/{sandbox_id}/{service}[/{path}]`.
 async fn proxy(

@@ -50,7 +50,7 @@ impl<'a> PublicUrls<'a> {
         }
         format!(
             "{base}{}/{sandbox}/{}{rest}",
-            super::PREFIX,
+            super::route::PREFIX,
             service.to_ascii_lowercase()
         )
     }

@@ -33,9 +33,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode as WsClos
 use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use super::{Credential, ProxyConfig, Route, credential, resolve};
-use crate::AppState;
+use super::access::{Credential, credential, resolve};
+use super::config::ProxyConfig;
+use super::route::Route;
 use crate::error::ApiError;
+use crate::state::AppState;
 
 /// The upstream socket.
 type Upstream = WebSocketStream<MaybeTlsStream<TcpStream>>;

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::identity::session_keys::SessionKey;
 use crate::ids::ConversationId;
-use crate::sandboxes::runtime::AgentServerError;
+use crate::sandboxes::agent_server_error::AgentServerError;
 
 /// The answer of a file download.
 pub enum FileAnswer {

@@ -36,6 +36,11 @@ const QUIET: Duration = Duration::from_secs(2);
 /// The most events one append of the pull path carries (one transaction each).
 const APPEND_CHUNK: usize = 1000;
 
+/// How long a pause waits for the sandbox's events before it pauses anyway.
+pub(super) const PAUSE_DRAIN: Duration = Duration::from_secs(5);
+/// How long the cleanup of a deleted sandbox reads its events before it stops it anyway.
+pub(super) const DELETE_DRAIN: Duration = Duration::from_secs(10);
+
 /// Where to read: an agent server and the sandbox it runs as.
 pub(crate) struct Target<'a> {
     /// The agent-server client.

@@ -6,6 +6,7 @@ mod api_keys;
 mod auth;
 mod conversations;
 mod event_catch_up;
+mod event_streaming;
 mod event_streams;
 mod events;
 mod membership;
@@ -36,7 +37,7 @@ pub use conversations::start::{
 pub use conversations::start_tasks::StartTaskService;
 pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use event_catch_up::CatchUpOutcome;
-pub use event_streams::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
+pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_settings::OrgSettingsService;
@@ -98,7 +99,7 @@ impl Switchboard {
                 events.clone(),
                 conversations.clone(),
             ))
-            .with_streaming(event_streams::EventStreaming::new(
+            .with_streaming(event_streaming::EventStreaming::new(
                 events.clone(),
                 app_store.clone(),
             ));

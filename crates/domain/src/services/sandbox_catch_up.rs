@@ -15,10 +15,6 @@ use crate::sandboxes::runtime::SandboxStatus;
 use crate::services::event_catch_up::{CatchUpOutcome, EventCatchUp, Target};
 use crate::services::sandboxes::SandboxService;
 
-/// How long a pause waits for the sandbox's events before it pauses anyway.
-pub(super) const PAUSE_DRAIN: Duration = Duration::from_secs(5);
-/// How long the cleanup of a deleted sandbox reads its events before it stops it anyway.
-pub(super) const DELETE_DRAIN: Duration = Duration::from_secs(10);
 /// How long a periodic pass may spend on one sandbox (a long outage's catch-up included).
 const PASS_PER_SANDBOX: Duration = Duration::from_secs(120);
 

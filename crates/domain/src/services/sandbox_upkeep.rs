@@ -293,7 +293,7 @@ impl SandboxService {
         for record in self.sandboxes.pending_cleanups()? {
             let found = runtime_and_handle(m, &record);
             if found.is_some() {
-                self.drain_events(&record, super::sandbox_catch_up::DELETE_DRAIN, "delete");
+                self.drain_events(&record, super::event_catch_up::DELETE_DRAIN, "delete");
             }
             match found {
                 Some((runtime, handle)) => match runtime.delete(&handle) {

@@ -43,8 +43,8 @@ pub struct SandboxService {
     touched: Arc<Mutex<HashMap<SandboxId, Instant>>>,
     /// The pull path (issue 19; `sandbox_catch_up.rs`).
     pub(super) catch_up: Option<super::event_catch_up::EventCatchUp>,
-    /// The stream path (issue 19; `event_streams.rs`).
-    pub(super) streaming: Option<super::event_streams::EventStreaming>,
+    /// The stream path (issue 19; `event_streaming.rs`, driven from `event_streams.rs`).
+    pub(super) streaming: Option<super::event_streaming::EventStreaming>,
 }
 
 /// The managed part: configuration and what the background passes remember.
@@ -283,7 +283,7 @@ impl SandboxService {
             let Some((runtime, handle)) = runtime_and_handle(m, record) else {
                 continue;
             };
-            self.drain_events(record, super::sandbox_catch_up::PAUSE_DRAIN, "pause");
+            self.drain_events(record, super::event_catch_up::PAUSE_DRAIN, "pause");
             if let Err(e) = runtime.pause(&handle) {
                 tracing::info!(sandbox = %record.id, error = %e, "pausing a sandbox over the running limit failed");
             } else {
@@ -385,7 +385,7 @@ impl SandboxService {
             SandboxStatus::Starting | SandboxStatus::Running => {}
         }
         if let Some((runtime, handle)) = runtime_and_handle(m, &record) {
-            self.drain_events(&record, super::sandbox_catch_up::PAUSE_DRAIN, "pause");
+            self.drain_events(&record, super::event_catch_up::PAUSE_DRAIN, "pause");
             match runtime.pause(&handle) {
                 Ok(()) => {}
                 Err(RuntimeError::Gone) => return Err(self.found_gone(&record)),

@@ -27,13 +27,16 @@
 //! the init does.
 
 mod mounts;
+mod plan;
 
-use std::ffi::OsString;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use mounts::{GITCONFIG, command_paths, write_etc};
+pub use plan::Plan;
+
+use plan::is_executable;
 
 use crate::uids::UidRange;
 
@@ -82,24 +85,6 @@ pub struct SandboxUsers {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct Unconfinable(pub String);
-
-/// What one confined start runs: the sandbox's directory, where the command starts, the
-/// command, what it may read, and (as root) its user and its `/etc` overrides.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    /// The sandbox's directory (read-write inside, same path).
-    pub sandbox_dir: PathBuf,
-    /// The working directory of the command (inside `sandbox_dir`).
-    pub cwd: PathBuf,
-    /// The program (absolute) and its arguments.
-    pub command: Vec<OsString>,
-    /// Read-only inside, same path: [`command_paths`] and the local repositories.
-    pub read_only: Vec<PathBuf>,
-    /// A directory with `passwd` and `group` bound over `/etc`'s ([`write_etc`]).
-    pub etc: Option<PathBuf>,
-    /// The sandbox's user and group id (with [`Bwrap::users`]).
-    pub user: Option<u32>,
-}
 
 impl Bwrap {
     /// Finds `bwrap` and `setsid` (and, as root, `setpriv` and `env`) on `PATH`, and checks
@@ -271,10 +256,4 @@ pub fn which(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|p| is_executable(p))
-}
-
-pub(crate) fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    p.metadata()
-        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }

@@ -6,7 +6,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
-use super::Plan;
+use super::plan::{Plan, is_executable};
 
 /// Host directories bound read-only at the same path when they are directories, or recreated
 /// as the same symbolic link (merged-`/usr` systems).
@@ -156,7 +156,7 @@ pub fn command_paths(program: &Path, args: &[String], path_var: Option<&str>) ->
         let p = Path::new(arg);
         if p.is_absolute() && p.exists() {
             out.push(p.to_path_buf());
-            if super::is_executable(p) {
+            if is_executable(p) {
                 // A program run by the command (`sh -c '… exec "$0" …' /usr/bin/python3`).
                 add(p, &mut out);
             }

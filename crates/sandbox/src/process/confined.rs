@@ -14,8 +14,6 @@ use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 use crate::confine::{self, Bwrap, Plan};
 use crate::uids;
 
-use super::io_error;
-
 /// The directory of the sandboxes' `/etc` overrides, under the sandboxes root (not a sandbox
 /// directory: its name is no sandbox id).
 pub const ETC_DIR: &str = ".etc";
@@ -143,4 +141,9 @@ pub fn plan(
         etc,
         user: uid,
     })
+}
+
+/// A runtime error for an I/O failure of `action` on `path`.
+pub(super) fn io_error(action: &str, path: &Path, error: &std::io::Error) -> RuntimeError {
+    RuntimeError::Io(format!("{action} {}: {error}", path.display()))
 }

@@ -8,48 +8,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process, kill_process_group};
-use serde::{Deserialize, Serialize};
 use switchboard_domain::sandboxes::runtime::RuntimeError;
 
 use crate::procfs::{self, ProcStat};
 
-use super::{KILL_WAIT, ProcessIdentity, SIGNAL_WAIT, wait_for};
-
-/// A confined sandbox's pid namespace, found at start: its inode and its init (`bwrap`'s
-/// reaper, pid 1 inside), by host pid and start time. The inode counts only while that init
-/// lives: a namespace ends with its init (the kernel kills every process in it), and its
-/// inode may later be given to another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct PidNamespace {
-    /// The namespace's inode (`/proc/<pid>/ns/pid`).
-    pub inode: u64,
-    /// Its init's pid, as Switchboard sees it.
-    pub init_pid: u32,
-    /// Its init's start time (clock ticks after boot).
-    pub init_start_time: u64,
-}
-
-impl PidNamespace {
-    /// The namespace of the child of `parent` that lives in a pid namespace other than
-    /// `parent`'s, if there is one now.
-    pub fn of_child(parent: u32) -> Option<Self> {
-        let own = procfs::pid_namespace(parent)?;
-        procfs::children(parent).into_iter().find_map(|child| {
-            let inode = procfs::pid_namespace(child.pid)?;
-            (inode != own).then_some(PidNamespace {
-                inode,
-                init_pid: child.pid,
-                init_start_time: child.start_time,
-            })
-        })
-    }
-
-    /// The init as `/proc` shows it now, if it is still that process and has not ended.
-    pub fn init(&self) -> Option<ProcStat> {
-        procfs::read_stat(self.init_pid)
-            .filter(|s| s.start_time == self.init_start_time && !s.is_dead())
-    }
-}
+use super::identity::ProcessIdentity;
+use super::waits::{KILL_WAIT, SIGNAL_WAIT, wait_for};
 
 /// Every live process of the sandbox of `identity`: its process group's (while the group is
 /// the sandbox's) and its pid namespace's (while its init lives), each once.

@@ -44,7 +44,6 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use switchboard_domain::sandboxes::runtime::{
     LaunchSpec, Observed, RuntimeError, RuntimeHandle, SandboxRuntime,
 };
@@ -54,36 +53,33 @@ use crate::launch;
 use crate::procfs::{self, ProcStat};
 
 mod confined;
+mod identity;
 mod log_cap;
 mod members;
+mod waits;
 
 pub use crate::logs::LOG_FILE;
 pub use confined::ETC_DIR;
-pub use members::PidNamespace;
+pub use identity::{PidNamespace, ProcessIdentity, RUNTIME_NAME};
 
-/// The runtime's name in [`RuntimeHandle::runtime`].
-pub const RUNTIME_NAME: &str = "process";
+use confined::io_error;
+use waits::{KILL_WAIT, wait_for};
+
 /// The address every sandbox listens on.
 pub const LISTEN_HOST: Ipv4Addr = Ipv4Addr::LOCALHOST;
 /// How long delete waits after SIGTERM before SIGKILL, unless configured (issue 9: 10 s).
 pub const DEFAULT_STOP_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long delete waits for a group to vanish after SIGKILL.
-const KILL_WAIT: Duration = Duration::from_secs(5);
 /// Stack of a child's waiting thread. 64 KiB was too little: when a paused or deleted
 /// sandbox's child ended, freeing memory on that thread ran jemalloc's deallocation paths past
 /// the end of the stack and Switchboard died of SIGSEGV (found by the generated-input run,
 /// issue 13; `sandbox_waiter_survives_many_exits` in tests/process_runtime). Reserved address
 /// space only: pages are touched as used.
 const WAITER_STACK: usize = 512 * 1024;
-/// How long pause and resume wait for every process to show its new state.
-const SIGNAL_WAIT: Duration = Duration::from_secs(2);
 /// How long a confined start waits for `bwrap` to make the sandbox's pid namespace.
 const NAMESPACE_WAIT: Duration = Duration::from_secs(5);
 /// How long [`ProcessRuntime::observe`] waits for an ended child to be reaped, to tell its
 /// exit status.
 const REAP_WAIT: Duration = Duration::from_millis(200);
-/// How often a waiting operation looks at the processes again.
-const POLL: Duration = Duration::from_millis(10);
 /// The most bytes [`SandboxRuntime::log_tail`] reads from the end of a log.
 const LOG_TAIL_BYTES: u64 = 64 * 1024;
 
@@ -94,40 +90,6 @@ enum ChildState {
     Waiting,
     /// Reaped; how it ended (`exit status: 3`, `signal: 9 (SIGKILL)`).
     Exited(String),
-}
-
-/// A process's identity: what [`RuntimeHandle::data`] holds for this runtime. The fields of
-/// a confined sandbox are absent from an unconfined one's (and from handles written before
-/// confinement existed, which read as unconfined).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ProcessIdentity {
-    /// The process id, also its process group id (and, confined, its session id).
-    pub pid: u32,
-    /// Its start time in clock ticks after boot (`/proc/<pid>/stat` field 22).
-    pub start_time: u64,
-    /// Confined as root: the sandbox's own user and group id (issue 18).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uid: Option<u32>,
-    /// Confined: the sandbox's pid namespace.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<PidNamespace>,
-}
-
-impl ProcessIdentity {
-    /// The identity kept in a handle made by this runtime.
-    ///
-    /// # Errors
-    /// [`RuntimeError::BadHandle`] for another runtime's handle or unreadable data.
-    pub fn of(handle: &RuntimeHandle) -> Result<Self, RuntimeError> {
-        if handle.runtime != RUNTIME_NAME {
-            return Err(RuntimeError::BadHandle(format!(
-                "made by the {:?} runtime, not {RUNTIME_NAME:?}",
-                handle.runtime
-            )));
-        }
-        serde_json::from_value(handle.data.clone())
-            .map_err(|e| RuntimeError::BadHandle(format!("process data: {e}")))
-    }
 }
 
 /// Every live process of the sandbox of `handle` (its group's and, confined, its pid
@@ -570,22 +532,4 @@ impl SandboxRuntime for ProcessRuntime {
         }
         Some(all[all.len().saturating_sub(lines)..].join("\n"))
     }
-}
-
-/// Polls `check` every [`POLL`] until it holds (true) or `limit` passes (false).
-fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        thread::sleep(POLL);
-    }
-}
-
-fn io_error(action: &str, path: &Path, error: &io::Error) -> RuntimeError {
-    RuntimeError::Io(format!("{action} {}: {error}", path.display()))
 }

@@ -10,12 +10,9 @@ use switchboard_domain::{ConversationId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, to_db};
+use super::rows::{ID_CHUNK, db_err, from_db, to_db};
 use crate::connection::DbConnection;
 use crate::schema::{conversations, events};
-
-/// Ids per `IN (…)` list.
-pub(super) const ID_CHUNK: usize = 500;
 
 /// Narrows a boxed query of a conversation's events to those matching an [`EventFilter`]
 /// (spec §4.1: kind, instants at or after, strictly before): the one place the filter is
@@ -42,7 +39,7 @@ impl EventStore for DieselStore {
     /// `AppendCombiner`), so the commit, its fsync and the append lock are paid once per group
     /// rather than once per batch.
     fn append_events(&self, append: Append) -> Result<Option<AppendOutcome>, StorageError> {
-        self.appends.clone().append(self, append)
+        self.append_grouped(append)
     }
 
     fn search_events(

@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod appends;
 mod conversations;
 mod events;
 mod group_commit;
@@ -43,8 +44,8 @@ use crate::connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, SQLITE_BUSY_TIMEOUT_MS,
     build_pool,
 };
+pub use appends::NOTIFY_CHANNEL;
 use group_commit::AppendCombiner;
-pub use group_commit::NOTIFY_CHANNEL;
 pub use key_cache::{IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache};
 pub use read_cache::ReadCache;
 use rows::db_err;

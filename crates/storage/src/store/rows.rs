@@ -85,3 +85,6 @@ pub(crate) fn optional_row<R, T>(
     use diesel::OptionalExtension;
     found.optional().map_err(db_err)?.map(convert).transpose()
 }
+
+/// Ids per `IN (…)` list.
+pub(super) const ID_CHUNK: usize = 500;

@@ -14,10 +14,10 @@ use switchboard_domain::conversations::app::{
 };
 use time::{OffsetDateTime, PrimitiveDateTime};
 
-use super::app::AppConversationRow;
+use super::app_row::AppConversationRow;
 use crate::connection::{BackendKind, DbConnection};
 use crate::schema::{conversation_counts, conversation_moves, conversations};
-use crate::store::events::ID_CHUNK;
+use crate::store::rows::ID_CHUNK;
 use crate::store::rows::{db_err, from_db, to_db};
 
 diesel::define_sql_function! {

@@ -1,11 +1,12 @@
 //! Conversations, one room (issue 20 item 2): here the conversation record
 //! ([`ConversationStore`]): rows, the upsert of the agent server's `ConversationInfo`, and the
 //! conversation upsert every event append makes ([`touch_conversation`]); `app.rs` app
-//! conversations (`app_search.rs` their lists), `start_tasks.rs` start tasks and the
+//! conversations (`app_search.rs` their lists, `app_row.rs` the row both select), `start_tasks.rs` start tasks and the
 //! conversation row a start creates, `pending.rs` the messages queued while a conversation
 //! starts.
 
 mod app;
+mod app_row;
 mod app_search;
 mod pending;
 mod start_tasks;

@@ -1,0 +1,76 @@
+//! Who may reach a sandbox through the proxy: the credential a request presents
+//! ([`credential`]) checked against the sandbox ([`resolve`]; API.md, Sandbox proxy).
+
+use actix_web::{HttpRequest, web};
+use switchboard_domain::services::{ProxyCredential, ProxyTarget};
+use switchboard_domain::{DomainError, SandboxId};
+
+use super::route::SESSION_KEY_QUERY;
+use crate::error::ApiError;
+use crate::extract::{QueryPairs, SESSION_KEY_HEADER, presented_key};
+use crate::state::AppState;
+
+/// The credential a request presents, by precedence: `X-Session-API-Key`, the query
+/// `session_api_key`, an API key. `None` without any.
+pub fn credential(req: &HttpRequest) -> Option<Credential> {
+    if let Some(v) = req.headers().get(SESSION_KEY_HEADER) {
+        return Some(Credential::Session(
+            v.to_str().unwrap_or("").trim().to_owned(),
+        ));
+    }
+    let query = QueryPairs::parse(req.query_string());
+    if let Some(k) = query.all(SESSION_KEY_QUERY).into_iter().next() {
+        return Some(Credential::Session(k));
+    }
+    presented_key(req)
+        .filter(|k| !k.is_empty())
+        .map(Credential::ApiKey)
+}
+
+/// An owned credential (see [`ProxyCredential`]).
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credential {
+    /// A session key.
+    Session(String),
+    /// An API key.
+    ApiKey(String),
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Credential::Session(_) => "Session(***)",
+            Credential::ApiKey(_) => "ApiKey(***)",
+        })
+    }
+}
+
+/// Checks `credential` against sandbox `id` on the blocking pool: the target, or the error
+/// to answer (401, 404, 409).
+///
+/// # Errors
+/// Those of [`switchboard_domain::Switchboard::proxy_target`].
+pub async fn resolve(
+    state: &web::Data<AppState>,
+    id: Option<SandboxId>,
+    credential: Credential,
+) -> Result<ProxyTarget, ApiError> {
+    let s = state.clone();
+    state
+        .blocking(move || {
+            let cred = match &credential {
+                Credential::Session(k) => ProxyCredential::Session(k),
+                Credential::ApiKey(k) => ProxyCredential::ApiKey(k),
+            };
+            // A key is judged before the id, so an unknown caller learns nothing from it.
+            let target = match id {
+                Some(id) => s.services.proxy_target(id, cred),
+                None => s
+                    .services
+                    .proxy_target(SandboxId(uuid::Uuid::nil()), cred)
+                    .and(Err(DomainError::SandboxNotFound)),
+            };
+            Ok(target?)
+        })
+        .await
+}

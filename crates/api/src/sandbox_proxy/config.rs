@@ -1,0 +1,99 @@
+//! The proxy's configuration and its upstream HTTP client ([`Proxy`]), as `switchboard serve`
+//! builds them from its flags (API.md, Sandbox proxy).
+
+use std::time::Duration;
+
+use super::hosts::HostPattern;
+use super::public::PublicUrls;
+use crate::extract::DEFAULT_BODY_LIMIT;
+
+/// How the proxy behaves (`switchboard serve` flags; API.md, Sandbox proxy).
+#[derive(Debug, Clone)]
+pub struct ProxyConfig {
+    /// Switchboard's URL as clients reach it (`--public-url`), without a trailing `/`:
+    /// `exposed_urls`, `conversation_url` and `agent_server_url` point under it. `None`
+    /// shows the sandboxes' own URLs (the app as tests build it in-process).
+    pub public_url: Option<String>,
+    /// Host-based routing (`--sandbox-host-pattern`): services at the root of their own host
+    /// under the public URL's scheme and port, for clients that need a bare host.
+    pub host_pattern: Option<HostPattern>,
+    /// The largest request body forwarded, bytes (as the API's routes: 1 MiB); a larger
+    /// declared one is 413 before the sandbox is called, and one that grows past it is cut.
+    pub max_body: usize,
+    /// Upstream connect timeout.
+    pub connect_timeout: Duration,
+    /// The longest an upstream read may wait (headers or the next body chunk) before 504 (or
+    /// the end of the answer); long enough for the agent server's bash calls.
+    pub read_timeout: Duration,
+    /// Frames from the sandbox queued for one websocket client; a client further behind is
+    /// closed (1008) so it never holds up the sandbox or the other clients.
+    pub ws_queue: usize,
+    /// How long a websocket client without credentials has to send its first-frame auth.
+    pub ws_auth_timeout: Duration,
+    /// The largest websocket message relayed either way, bytes.
+    pub ws_max_message: usize,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        ProxyConfig {
+            public_url: None,
+            host_pattern: None,
+            max_body: DEFAULT_BODY_LIMIT,
+            connect_timeout: Duration::from_secs(5),
+            read_timeout: Duration::from_secs(600),
+            ws_queue: 1024,
+            ws_auth_timeout: Duration::from_secs(10),
+            ws_max_message: 16 << 20,
+        }
+    }
+}
+
+/// The proxy's configuration and its upstream HTTP client (a connection pool shared by every
+/// worker).
+pub struct Proxy {
+    pub(super) config: ProxyConfig,
+    pub(super) client: reqwest::Client,
+}
+
+impl Default for Proxy {
+    fn default() -> Self {
+        Proxy::new(ProxyConfig::default())
+    }
+}
+
+impl Proxy {
+    /// A proxy under `config`.
+    ///
+    /// # Panics
+    /// When the HTTP client cannot be built (no TLS is configured, so it always can).
+    pub fn new(mut config: ProxyConfig) -> Self {
+        config.public_url = config
+            .public_url
+            .map(|u| u.trim_end_matches('/').to_owned());
+        let client = reqwest::Client::builder()
+            .no_proxy()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            // An idle pooled connection is dropped before the read timeout could fire on it
+            // (the timeout runs on idle connections too; one cut there would fail the next
+            // request sent on it).
+            .pool_idle_timeout(Duration::from_secs(30).min(config.read_timeout / 2))
+            .redirect(reqwest::redirect::Policy::none())
+            .tcp_nodelay(true)
+            .build()
+            .expect("the proxy's HTTP client builds");
+        Proxy { config, client }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ProxyConfig {
+        &self.config
+    }
+
+    /// The public URLs the API shows.
+    pub fn public(&self) -> PublicUrls<'_> {
+        PublicUrls::new(self.config.public_url.as_deref())
+            .with_hosts(self.config.host_pattern.as_ref())
+    }
+}
