@@ -62,6 +62,7 @@ impl GitServer {
         git(&src, &["checkout", "-q", "-b", "work"]);
         std::fs::write(src.join("README"), "work\n").unwrap();
         git(&src, &["commit", "-q", "-am", "work"]);
+        git(&src, &["checkout", "-q", "main"]);
         let served = root.path().join("served");
         std::fs::create_dir_all(served.join("team")).unwrap();
         git(
