@@ -412,6 +412,9 @@ pub struct SandboxArgs {
     /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (issue 18, Repository sources).
     #[arg(long = "allow-local-repositories", value_name = "DIR")]
     pub allow_local_repositories: Vec<PathBuf>,
+    /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here (issue 21).
+    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url)]
+    pub git_provider_urls: Vec<(String, String)>,
     #[command(flatten)]
     pub docker: DockerArgs,
 }
@@ -544,4 +547,9 @@ fn parse_host_pattern(
     s: &str,
 ) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
     switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
+}
+
+/// One `--git-provider-url KEY=URL`.
+fn parse_git_provider_url(entry: &str) -> Result<(String, String), String> {
+    switchboard_domain::conversations::provider_remote::parse_provider_url(entry)
 }

@@ -171,6 +171,7 @@ pub fn configure(
             warm_sandboxes: args.warm_sandboxes,
             probe_timeout: PROBE_TIMEOUT,
             local_repositories,
+            git_provider_urls: args.git_provider_urls.iter().cloned().collect(),
         },
         runtimes,
         client: Arc::new(HttpAgentServerClient::new()),

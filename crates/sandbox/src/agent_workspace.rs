@@ -1,6 +1,6 @@
 //! The workspace routes' reads of [`HttpAgentServerClient`] ([`AgentServerWorkspace`], issue
 //! 22): a conversation's `ConversationInfo`, file downloads (streamed: the body is handed on as
-//! a reader, never read whole), git changes and diffs, skills and hooks.
+//! a reader, never read whole), git changes and diffs, skills and hooks; file uploads.
 
 use std::time::Duration;
 
@@ -23,6 +23,9 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 const DOWNLOAD_START: Duration = Duration::from_secs(30);
 /// How long a download may wait for its next bytes.
 const DOWNLOAD_READ: Duration = Duration::from_secs(60);
+/// The multipart boundary of an upload. An uploaded text without a line break (a token)
+/// cannot hold it: it only ends a part after `\r\n`.
+const UPLOAD_BOUNDARY: &str = "switchboard-upload-7d1c5e0f4b9a";
 /// The most bytes read from a JSON answer (a git diff holds two whole files).
 const JSON_BODY_LIMIT: u64 = 32 << 20;
 
@@ -106,6 +109,47 @@ impl AgentServerWorkspace for HttpAgentServerClient {
     ) -> Result<JsonAnswer, AgentServerError> {
         let url = format!("{}/api/{what}", base_url.trim_end_matches('/'));
         json_answer(&url, self.json_call(&url, key, Some(body))?)
+    }
+
+    fn upload_file(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        path: &str,
+        bytes: &[u8],
+    ) -> Result<(), AgentServerError> {
+        let url = format!(
+            "{}/api/file/upload?path={}",
+            base_url.trim_end_matches('/'),
+            encode(path)
+        );
+        let mut body = Vec::with_capacity(bytes.len() + 256);
+        body.extend_from_slice(
+            format!(
+                "--{UPLOAD_BOUNDARY}\r\nContent-Disposition: form-data; name=\"file\"; \
+                 filename=\"upload\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(format!("\r\n--{UPLOAD_BOUNDARY}--\r\n").as_bytes());
+        let answer = self
+            .agent
+            .post(&url)
+            .config()
+            .timeout_global(Some(CALL_TIMEOUT))
+            .build()
+            .header(SESSION_HEADER, key.expose())
+            .header(
+                "Content-Type",
+                format!("multipart/form-data; boundary={UPLOAD_BOUNDARY}"),
+            )
+            .send(&body[..]);
+        let response = answer.map_err(|e| transport_error(&url, CALL_TIMEOUT, e))?;
+        match response.status().as_u16() {
+            200 => Ok(()),
+            status => Err(bad_answer(&url, status, "")),
+        }
     }
 }
 

@@ -10,9 +10,11 @@
 //! `rig.rs` (the server, its three callers, the values set), `settings.rs` (settings, profiles
 //! and their validation), `secrets.rs` (secrets and provider tokens), `access.rs` (the auth
 //! matrix, the sandbox's reads, the SDK's reads), `starts.rs` (what a start takes),
+//! `clone.rs` (the clone with the user's provider token, from a git server that requires it),
 //! `sealed.rs` (no value anywhere else).
 
 mod access;
+mod clone;
 #[path = "../common/mod.rs"]
 mod common;
 mod rig;
@@ -22,6 +24,7 @@ mod settings;
 mod starts;
 
 use access::{auth_matrix, sandbox_reads, sdk_reads_the_members_settings};
+use clone::clones_with_the_users_token;
 use common::EndProcessesUnder;
 use rig::rig;
 use sealed::every_value_stays_sealed;
@@ -36,9 +39,10 @@ fn everything(backend: Backend) {
     settings_profiles_and_validation(&r, backend);
     secrets_and_provider_tokens(&r, backend);
     auth_matrix(&r, backend);
-    let (mine, _, url) = sandbox_reads(&r, backend);
+    let (mine, session, url) = sandbox_reads(&r, backend);
     sdk_reads_the_members_settings(&r, backend);
     starts_take_the_users_settings(&r, backend, (&mine, &url));
+    clones_with_the_users_token(&r, backend, (&mine, &session, &url));
     every_value_stays_sealed(&r, backend);
 }
 

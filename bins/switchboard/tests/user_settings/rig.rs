@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
+use crate::clone::{GITLAB_HOST, GitServer};
 use crate::common::{
     ServeOptions, Server, TempDir, cli_json, client, python, str_of, wait_sandbox_status,
 };
@@ -12,15 +13,17 @@ pub const LLM_KEY: &str = "sk-user-Hq7Zp3Lw9Xv2Nc5Rt8Kd";
 pub const PROFILE_KEY: &str = "sk-profile-Jm4Ys6Bf1Qa8Wz3Ue7Gh";
 pub const SECRET_VALUE: &str = "secret-value-Tn5Vc2Lp9Rk7Xm3Qs";
 pub const GITHUB_TOKEN: &str = "ghp_Gh8Zr2Mv6Nq4Kx9Lp3Wt7Ys1";
+pub const GITLAB_TOKEN: &str = "glpat-Fw3Rb8Tn1Yc6Vm9Kq";
 pub const SEARCH_KEY: &str = "tvly-Sk3Jd8Pq1Wm6Zr4Nx";
 pub const MCP_KEY: &str = "mcp-key-Aq9Ze4Rt7Yu2Io5Pl";
 pub const OPERATOR_KEY: &str = "sk-operator-Bv6Cx1Zn8Lk3Jh";
 /// Every value set: none may appear anywhere but the two documented answers.
-pub const VALUES: [&str; 6] = [
+pub const VALUES: [&str; 7] = [
     LLM_KEY,
     PROFILE_KEY,
     SECRET_VALUE,
     GITHUB_TOKEN,
+    GITLAB_TOKEN,
     SEARCH_KEY,
     MCP_KEY,
 ];
@@ -36,6 +39,8 @@ pub struct Rig {
     pub outsider: String,
     pub org: String,
     pub other_org: String,
+    /// The git server the starts clone from (`--git-provider-url`).
+    pub git: GitServer,
     /// Every answer body read (documented exceptions left out).
     pub seen: std::cell::RefCell<Vec<String>>,
 }
@@ -54,6 +59,9 @@ pub fn rig(backend: Backend) -> Rig {
         data.path().display().to_string(),
         specs.display().to_string(),
     );
+    let git = GitServer::start();
+    let github_url = format!("github=http://127.0.0.1:{}", git.port);
+    let gitlab_url = format!("{GITLAB_HOST}=http://127.0.0.1:{}/", git.port);
     let server = Server::spawn_with(
         db.url(),
         ServeOptions {
@@ -69,6 +77,10 @@ pub fn rig(backend: Backend) -> Rig {
                 // The SDK's OpenHandsCloudWorkspace needs its agent server at a host's root.
                 "--sandbox-host-pattern",
                 "{id}-{service}.sandboxes.test",
+                "--git-provider-url",
+                &github_url,
+                "--git-provider-url",
+                &gitlab_url,
             ],
             env: vec![
                 ("SWITCHBOARD_LOG", "debug,switchboard=trace"),
@@ -129,6 +141,7 @@ pub fn rig(backend: Backend) -> Rig {
         outsider,
         org,
         other_org,
+        git,
         seen: Default::default(),
     }
 }

@@ -46,6 +46,8 @@ pub struct SandboxOptions {
     pub max_per_org: Option<u32>,
     /// `--allow-local-repositories`.
     pub local_repositories: Vec<std::path::PathBuf>,
+    /// `--git-provider-url KEY=URL`.
+    pub git_provider_urls: std::collections::BTreeMap<String, String>,
     /// The sandbox proxy's configuration (issue 22); its public URL, when `None`, is the
     /// app's own address. `None`: the defaults, URLs shown as the sandboxes' own.
     pub proxy: Option<switchboard_api::sandbox_proxy::ProxyConfig>,
@@ -59,6 +61,7 @@ impl Default for SandboxOptions {
             max_per_user: switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER,
             max_per_org: None,
             local_repositories: Vec::new(),
+            git_provider_urls: std::collections::BTreeMap::new(),
             proxy: None,
         }
     }
@@ -166,6 +169,7 @@ pub async fn spawn_sandbox_app_with(
             warm_sandboxes: options.warm,
             probe_timeout: Duration::from_secs(2),
             local_repositories: options.local_repositories.clone(),
+            git_provider_urls: options.git_provider_urls.clone(),
         },
         runtimes: Runtimes::new().with(runtime.clone() as Arc<dyn SandboxRuntime>),
         client: Arc::new(HttpAgentServerClient::new()),

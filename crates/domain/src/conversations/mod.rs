@@ -8,6 +8,7 @@
 
 pub mod app;
 pub mod bodies;
+pub mod provider_remote;
 pub mod repository;
 pub mod sealed_start;
 pub mod start_request;

@@ -21,6 +21,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use super::provider_remote;
+
 /// The longest `selected_repository` accepted, in bytes.
 pub const MAX_REPOSITORY_LEN: usize = 2048;
 /// The longest `selected_branch` accepted, in bytes.
@@ -146,36 +148,14 @@ fn strip_prefix_ignore_case<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .then(|| &s[prefix.len()..])
 }
 
-/// The HTTPS URL of `slug` (`owner/repo`) at `provider`: `github` github.com, `gitlab`
-/// gitlab.com (nested groups), `bitbucket` bitbucket.org, `forgejo` codeberg.org (the public
-/// Forgejo instance), `azure_devops` dev.azure.com (`organization/project/repo`). A slug of
-/// another shape than the provider's is still mapped (git then fails to find it).
+/// The HTTPS URL of `slug` (`owner/repo`) at `provider`'s public host
+/// ([`provider_remote::provider_url`] with no stored host and no operator URL).
 ///
 /// # Errors
 /// `bitbucket_data_center` (or an unknown provider): it has no public host, its
 /// repositories are given by URL.
 pub fn provider_url(provider: &str, slug: &str) -> Result<String, String> {
-    let slug = slug.strip_suffix(".git").unwrap_or(slug);
-    let host = match provider {
-        "github" => "https://github.com/",
-        "gitlab" => "https://gitlab.com/",
-        "bitbucket" => "https://bitbucket.org/",
-        "forgejo" => "https://codeberg.org/",
-        "azure_devops" => {
-            return Ok(match slug.rsplit_once('/') {
-                Some((org_project, repo)) if org_project.contains('/') => {
-                    format!("https://dev.azure.com/{org_project}/_git/{repo}")
-                }
-                _ => format!("https://dev.azure.com/{slug}"),
-            });
-        }
-        other => {
-            return Err(format!(
-                "git_provider {other:?} has no public host: give the repository's URL"
-            ));
-        }
-    };
-    Ok(format!("{host}{slug}.git"))
+    provider_remote::provider_url(provider, slug, None, &provider_remote::ProviderUrls::new())
 }
 
 /// A local repository: an absolute path with no `.` or `..`, under a directory of

@@ -9,7 +9,9 @@
 //! - `GET /api/git/changes?path=[&ref=]` (a `GitChange` list) and `GET /api/git/diff?path=[&ref=]`
 //!   (a `GitDiff`); 400 with a `detail` for a git failure;
 //! - `POST /api/skills` (`SkillsRequest` → `SkillsResponse`) and `POST /api/hooks`
-//!   (`{"project_dir"}` → `{"hook_config"}`).
+//!   (`{"project_dir"}` → `{"hook_config"}`);
+//! - `POST /api/file/upload?path=` (multipart, field `file`): writes a file (the start's clone
+//!   hands a provider token to git this way, never in a command line: issue 21).
 //!
 //! Listing a directory and resolving real paths go through the bash endpoint
 //! ([`AgentServerClient::execute_bash`](crate::sandboxes::runtime::AgentServerClient::execute_bash)).
@@ -107,4 +109,18 @@ pub trait AgentServerWorkspace: Send + Sync {
         what: &str,
         body: &Value,
     ) -> Result<JsonAnswer, AgentServerError>;
+
+    /// `POST {base_url}/api/file/upload?path=` with `bytes` as the multipart field `file`:
+    /// writes the file at the absolute `path` (its parent created). The bytes may be a
+    /// secret: they are never logged or put in an error.
+    ///
+    /// # Errors
+    /// Transport failures, a timeout, or a status other than 200.
+    fn upload_file(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        path: &str,
+        bytes: &[u8],
+    ) -> Result<(), AgentServerError>;
 }

@@ -78,6 +78,11 @@ pub struct SandboxSettings {
     /// and canonical; every runtime shows them to its sandboxes read-only
     /// ([`crate::sandboxes::runtime::LaunchSpec::local_repositories`]).
     pub local_repositories: Vec<std::path::PathBuf>,
+    /// Base URLs an `owner/repo` slug is cloned from, by provider name or by the
+    /// `host[:port]` a user stores with their token (`--git-provider-url KEY=URL`, default
+    /// none: the providers' public hosts over HTTPS; issue 21,
+    /// [`crate::conversations::provider_remote`]).
+    pub git_provider_urls: crate::conversations::provider_remote::ProviderUrls,
 }
 
 impl SandboxSettings {

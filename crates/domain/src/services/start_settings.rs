@@ -139,6 +139,26 @@ impl PersonalSettings {
     }
 }
 
+impl PersonalSettings {
+    /// The token `user` stored for `provider` (opened; `None` when none, or on a server
+    /// without the installation key, where none can be stored) and the host stored with it,
+    /// for the start's clone.
+    ///
+    /// # Errors
+    /// A token that does not open (another installation key), storage.
+    pub fn provider_token(
+        &self,
+        org: OrgId,
+        user: UserId,
+        provider: &str,
+    ) -> Result<(Option<String>, Option<String>), DomainError> {
+        if self.settings.sealer.is_none() {
+            return Ok((None, None));
+        }
+        self.secrets.provider_token(org, user, provider)
+    }
+}
+
 impl StartSettings {
     /// The secrets to mask in a task's detail: the LLM key and every secret value.
     pub fn secret_values(&self) -> Vec<String> {

@@ -335,7 +335,8 @@ impl UserSecretService {
         Ok(out)
     }
 
-    /// The token of `provider` of `user`, opened, and its host.
+    /// The token of `provider` of `user`, opened (`None` when none is stored), and the host
+    /// stored with it (`None` for the provider's public host).
     ///
     /// # Errors
     /// A value that does not open; storage.
@@ -344,22 +345,21 @@ impl UserSecretService {
         org: OrgId,
         user: UserId,
         provider: &str,
-    ) -> Result<Option<(String, Option<String>)>, DomainError> {
+    ) -> Result<(Option<String>, Option<String>), DomainError> {
         let Some(t) = self
             .secrets
             .provider_tokens(org, user)?
             .into_iter()
             .find(|t| t.provider == provider)
         else {
-            return Ok(None);
+            return Ok((None, None));
         };
-        let Some(sealed) = &t.token_sealed else {
-            return Ok(None);
-        };
-        Ok(Some((
-            self.open(sealed, Binding::ProviderToken, org, user)?,
-            t.host,
-        )))
+        let token = t
+            .token_sealed
+            .as_deref()
+            .map(|s| self.open(s, Binding::ProviderToken, org, user))
+            .transpose()?;
+        Ok((token, t.host))
     }
 }
 

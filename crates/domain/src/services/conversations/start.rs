@@ -33,6 +33,7 @@ pub use body::LlmConfig;
 
 mod body;
 mod claims;
+mod clone;
 mod feed;
 mod ids;
 mod secrets;

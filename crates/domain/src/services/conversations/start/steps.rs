@@ -1,15 +1,14 @@
 //! The steps of one pipeline run, one function each: the sandbox (named, resumed or started),
-//! the wait until it runs, the agent server's working directory, the repository, the setup
-//! script and the conversation itself. Each writes its status to the task before it acts.
+//! the wait until it runs, the agent server's working directory, the repository (`clone.rs`),
+//! the setup script and the conversation itself. Each writes its status to the task before it acts.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
 use super::body::{CreateBody, create_body};
-use super::{Failure, Run, check_sources, quote};
+use super::{Failure, Run, quote};
 use crate::conversations::Conversation;
-use crate::conversations::repository;
 use crate::conversations::start_request::StartRequest;
 use crate::conversations::start_tasks::StartTaskStatus;
 use crate::identity::redaction::mask_url_credentials;
@@ -25,19 +24,19 @@ use crate::services::StartSettings;
 use crate::time_input::now_micros;
 
 /// The time a short command (`pwd`, `mkdir`, `test -f`) may take in the sandbox.
-const SHORT_COMMAND: Duration = Duration::from_secs(30);
+pub(super) const SHORT_COMMAND: Duration = Duration::from_secs(30);
 
 /// The sandbox's agent server, as the run talks to it.
-struct Agent<'m> {
-    url: String,
-    key: SessionKey,
-    client: &'m dyn AgentServerClient,
+pub(super) struct Agent<'m> {
+    pub(super) url: String,
+    pub(super) key: SessionKey,
+    pub(super) client: &'m dyn AgentServerClient,
 }
 
 impl Agent<'_> {
     /// Runs `command` in the sandbox (in `cwd`, else the agent server's directory) for at
     /// most `timeout` (at least a second).
-    fn bash(
+    pub(super) fn bash(
         &self,
         command: String,
         cwd: Option<String>,
@@ -181,45 +180,6 @@ impl Run<'_> {
         ))
     }
 
-    /// `PREPARING_REPOSITORY`: the repository cloned into the working directory (its sources
-    /// checked again against the server's settings now: issue 18, "Repository sources").
-    fn clone_repository(
-        &mut self,
-        agent: &Agent<'_>,
-        m: &ManagedSandboxes,
-        request: &StartRequest,
-        repo: &str,
-        workdir: &str,
-    ) -> Result<(), Failure> {
-        self.set(StartTaskStatus::PreparingRepository)?;
-        let allowed = &m.settings.local_repositories;
-        check_sources(request, allowed)
-            .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
-        let source = repository::clone_source(repo, request.git_provider.as_deref(), allowed)
-            .map_err(|e| Failure(format!("the repository cannot be cloned: {e}")))?;
-        let mut cmd = String::from("git clone --quiet");
-        if let Some(branch) = &request.selected_branch {
-            cmd.push_str(" --branch ");
-            cmd.push_str(&quote(branch));
-        }
-        cmd.push_str(" -- ");
-        cmd.push_str(&quote(&source));
-        cmd.push(' ');
-        cmd.push_str(&quote(workdir));
-        let timeout = self.svc.timeouts.clone;
-        let out = agent
-            .bash(cmd, None, timeout)
-            .map_err(|e| Failure(format!("cloning the repository failed: {e}")))?;
-        self.finished(
-            &out,
-            "cloning the repository failed",
-            &format!(
-                "cloning the repository took longer than {} s",
-                timeout.as_secs()
-            ),
-        )
-    }
-
     /// Without a repository: an empty working directory.
     fn make_workdir(&self, agent: &Agent<'_>, workdir: &str) -> Result<(), Failure> {
         let out = agent
@@ -271,7 +231,12 @@ impl Run<'_> {
 
     /// A command's outcome: exit 0 is `Ok`; another exit is `failed` with the code and the
     /// end of its error output; none (it ran out of time) is `overran`.
-    fn finished(&self, out: &BashOutcome, failed: &str, overran: &str) -> Result<(), Failure> {
+    pub(super) fn finished(
+        &self,
+        out: &BashOutcome,
+        failed: &str,
+        overran: &str,
+    ) -> Result<(), Failure> {
         match out.exit_code {
             Some(0) => Ok(()),
             Some(code) => Err(Failure(format!(
