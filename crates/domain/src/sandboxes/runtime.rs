@@ -189,6 +189,16 @@ pub trait SandboxRuntime: Send + Sync {
     /// [`RuntimeError::Gone`] when it has ended or is not there.
     fn resume(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError>;
 
+    /// The handle after a successful [`SandboxRuntime::resume`], when resuming moved the
+    /// agent server (a Docker container reached at its address on its network, not through
+    /// a published port, may get another address when it is started again: issue 22);
+    /// `None` when it is where `handle` says, the default. The caller stores the new handle
+    /// and its URL.
+    fn handle_after_resume(&self, handle: &RuntimeHandle) -> Option<RuntimeHandle> {
+        let _ = handle;
+        None
+    }
+
     /// Stops the sandbox (politely, then by force after the runtime's grace period) and
     /// removes its working directory. Deleting a sandbox that is already gone succeeds.
     ///
