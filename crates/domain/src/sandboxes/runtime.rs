@@ -77,9 +77,11 @@ impl fmt::Debug for LaunchSpec {
 pub struct RuntimeHandle {
     /// The runtime that made it ([`SandboxRuntime::name`], e.g. `process`).
     pub runtime: String,
-    /// The agent server's base URL as Switchboard reaches it (`http://127.0.0.1:<port>`).
+    /// The agent server's base URL as Switchboard reaches it (`http://127.0.0.1:<port>`, or a
+    /// container's network address).
     pub agent_server_url: String,
-    /// The port on Switchboard's host.
+    /// The port on Switchboard's host (for a Docker container reached at its own network
+    /// address, nothing being published: the container's port).
     pub host_port: u16,
     /// The port inside the sandbox (the `port` of the `AGENT_SERVER` exposed URL, reference
     /// app-server §3.1); equal to `host_port` for processes.
