@@ -17,9 +17,11 @@
 # prints "e2e skipped: no Python 3.12+ on this machine" and exits 0.
 #
 # It also installs the SDK's client workspace (openhands-workspace 1.58.2) into $SDK_VENV for the
-# catch-up tests.
+# catch-up tests, and the OpenHands CLI (openhands 1.16.0) into $CLI_VENV for the one-address
+# test.
 #
-# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SDK_VENV [${TMPDIR:-/tmp}/openhands-workspace-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SDK_VENV [${TMPDIR:-/tmp}/openhands-workspace-venv],
+# CLI_VENV [${TMPDIR:-/tmp}/openhands-cli-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
 # harness), E2E_MAIN=0 (skip the main job), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
 # Then, unless E2E_MAIN=0, it runs the main job (scripts/e2e-main.sh, `just e2e-main`) with the
 # same binary and venv: Switchboard starts the agent server as a sandbox, an app conversation
@@ -79,6 +81,19 @@ if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$SDK_VENV/bin/python" ]; 
   "$PY312" -m venv "$SDK_VENV"
   "$VENV/bin/uv" pip install -q --python "$SDK_VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-workspace==1.58.2 openhands-tools==1.58.2
+fi
+
+# ---------------------------------------------------------------- the OpenHands CLI
+# The one-address test (bins/switchboard/tests/one_address) runs `openhands cloud -t TASK`
+# against Switchboard from a network namespace; it finds this venv through
+# switchboard_testkit::openhands_cli. Its own venv: the CLI pins another SDK than the agent
+# server's.
+CLI_VENV="${CLI_VENV:-${TMPDIR:-/tmp}/openhands-cli-venv}"
+if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$CLI_VENV/bin/openhands" ]; then
+  log "installing the OpenHands CLI (openhands 1.16.0) into $CLI_VENV"
+  "$PY312" -m venv "$CLI_VENV"
+  "$VENV/bin/uv" pip install -q --python "$CLI_VENV/bin/python" --override "$VENV/overrides.txt" \
+    openhands==1.16.0
 fi
 
 # ---------------------------------------------------------------- Switchboard

@@ -446,6 +446,9 @@ pub struct DockerArgs {
     /// How containers are networked: bridge (the agent server's port published on 127.0.0.1 only) or host (containers share the host's network).
     #[arg(long, env = "SWITCHBOARD_DOCKER_NETWORK", default_value = "bridge")]
     pub docker_network: switchboard_sandbox::DockerNetwork,
+    /// Publish each container's agent server port on 127.0.0.1 (with --docker-network bridge); false: nothing is published and Switchboard reaches the agent server at the container's address on its network, so its sandbox proxy is the only way in (Switchboard must then reach that network: on the Docker host, or in a container with --network host).
+    #[arg(long, env = "SWITCHBOARD_DOCKER_PUBLISH_PORTS", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub docker_publish_ports: bool,
     /// Switchboard's URL as containers reach it; they post webhooks to it + /api/v1/webhooks (default on a bridge: `http://host.docker.internal:PORT`, Switchboard then also listening on the bridge gateway when bound to loopback; with host networking: the --public-url).
     #[arg(long, env = "SWITCHBOARD_DOCKER_PUBLIC_URL")]
     pub docker_public_url: Option<String>,

@@ -34,7 +34,9 @@ pub fn installation_id(args: &DockerArgs, sealer: &Sealer) -> String {
 /// containers post webhooks to (`--docker-public-url`; on a bridge
 /// `http://host.docker.internal:<port>` with an extra listener on the bridge gateway when
 /// `bound` is a loopback address; with host networking `public_url`); containers log with
-/// `json-file` capped at `log_max_mib` MiB (0: the daemon's default). Containers run under
+/// `json-file` capped at `log_max_mib` MiB (0: the daemon's default); with
+/// `--docker-publish-ports false` nothing is published and the agent servers are reached at
+/// the containers' addresses. Containers run under
 /// `--docker-oci-runtime`, with `--docker-pids-limit`, a read-only root unless
 /// `--docker-writable-root`, and `read_only_binds` (the allowed local repository
 /// directories) bound read-only at the same path.
@@ -71,6 +73,7 @@ pub fn connect(
     };
     let config = DockerConfig::new(installation)
         .with_network(args.docker_network)
+        .with_publish_ports(args.docker_publish_ports)
         .with_log_max_mib(log_max_mib)
         .with_webhook_base_url(Some(format!("{webhook_root}/api/v1/webhooks")))
         .with_bridge_network(args.docker_bridge_network.clone())
@@ -109,6 +112,7 @@ pub fn connect(
         api = %runtime.api_version(),
         installation = %runtime.config().installation,
         network = %args.docker_network,
+        publish_ports = runtime.config().publishes(),
         bridge_network = %runtime.config().bridge_network,
         oci_runtime = runtime.config().oci_runtime.as_deref().unwrap_or("(the daemon's default)"),
         pids_limit = runtime.config().pids_limit,
@@ -130,6 +134,7 @@ mod tests {
         let sealer = Sealer::new(&[1u8; 32]);
         let mut args = DockerArgs {
             docker_network: DockerNetwork::Bridge,
+            docker_publish_ports: true,
             docker_public_url: None,
             docker_installation: None,
             docker_orphan_grace: 300,

@@ -114,6 +114,23 @@ pub fn sdk_workspace_python() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// The OpenHands CLI's program (`openhands` 1.16.0 from PyPI, whose `openhands cloud -t TASK`
+/// starts a conversation in OpenHands Cloud, here Switchboard), when this machine has it:
+/// `SWITCHBOARD_TEST_OPENHANDS_CLI`, else `${TMPDIR:-/tmp}/openhands-cli-venv/bin/openhands`
+/// (the venv `scripts/e2e.sh` installs beside the SDK's). `None`: the tests that need it say
+/// so and skip.
+pub fn openhands_cli() -> Option<PathBuf> {
+    let path = std::env::var_os("SWITCHBOARD_TEST_OPENHANDS_CLI")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("openhands-cli-venv")
+                .join("bin")
+                .join("openhands")
+        });
+    path.is_file().then_some(path)
+}
+
 /// The environment the real agent server gets in tests (as in `scripts/e2e-sandbox.sh`): no
 /// network fetch of LiteLLM's cost map, no banner, no VS Code, VNC or browser, tools loaded
 /// on use, unbuffered output, webhooks sent at once.

@@ -8,6 +8,7 @@ mod attacker;
 #[path = "../common/mod.rs"]
 mod common;
 mod helpers;
+mod unpublished;
 
 use std::time::{Duration, Instant};
 

@@ -77,9 +77,11 @@ impl fmt::Debug for LaunchSpec {
 pub struct RuntimeHandle {
     /// The runtime that made it ([`SandboxRuntime::name`], e.g. `process`).
     pub runtime: String,
-    /// The agent server's base URL as Switchboard reaches it (`http://127.0.0.1:<port>`).
+    /// The agent server's base URL as Switchboard reaches it (`http://127.0.0.1:<port>`, or a
+    /// container's network address).
     pub agent_server_url: String,
-    /// The port on Switchboard's host.
+    /// The port on Switchboard's host (for a Docker container reached at its own network
+    /// address, nothing being published: the container's port).
     pub host_port: u16,
     /// The port inside the sandbox (the `port` of the `AGENT_SERVER` exposed URL, reference
     /// app-server §3.1); equal to `host_port` for processes.
@@ -188,6 +190,16 @@ pub trait SandboxRuntime: Send + Sync {
     /// # Errors
     /// [`RuntimeError::Gone`] when it has ended or is not there.
     fn resume(&self, handle: &RuntimeHandle) -> Result<(), RuntimeError>;
+
+    /// The handle after a successful [`SandboxRuntime::resume`], when resuming moved the
+    /// agent server (a Docker container reached at its address on its network, not through
+    /// a published port, may get another address when it is started again: issue 22);
+    /// `None` when it is where `handle` says, the default. The caller stores the new handle
+    /// and its URL.
+    fn handle_after_resume(&self, handle: &RuntimeHandle) -> Option<RuntimeHandle> {
+        let _ = handle;
+        None
+    }
 
     /// Stops the sandbox (politely, then by force after the runtime's grace period) and
     /// removes its working directory. Deleting a sandbox that is already gone succeeds.

@@ -1,11 +1,15 @@
 //! How Switchboard reaches the agent server of a sandbox it runs: the base URL and the
 //! session key, unsealed (send-message, the workspace routes, the proxy, the pull and stream
-//! paths).
+//! paths), and the new URL stored when a resume moved it.
 
+use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
+use crate::ids::SandboxId;
+use crate::ports::sandboxes::{SandboxUpdate, later};
 use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::RuntimeHandle;
 use crate::services::SandboxService;
+use crate::time_input::now_micros;
 
 impl SandboxService {
     /// The agent server's base URL of a launched managed sandbox (its recorded URL, else its
@@ -33,5 +37,38 @@ impl SandboxService {
                 None
             }
         }
+    }
+
+    /// Stores `handle` and its URL as sandbox `id`'s, after its runtime moved the agent
+    /// server on resume ([`SandboxRuntime::handle_after_resume`](crate::sandboxes::runtime::SandboxRuntime::handle_after_resume)),
+    /// re-reading on a concurrent change a few times (then the next resume or the health
+    /// probe tells).
+    ///
+    /// # Errors
+    /// [`DomainError::SandboxNotFound`] when it is gone; storage failures.
+    pub(super) fn record_moved(
+        &self,
+        id: SandboxId,
+        handle: &RuntimeHandle,
+    ) -> Result<(), DomainError> {
+        for _ in 0..5 {
+            let Some(record) = self.sandboxes.sandbox(id)? else {
+                return Err(DomainError::SandboxNotFound);
+            };
+            let update = SandboxUpdate {
+                id,
+                expected_updated_at: record.updated_at,
+                updated_at: later(record.updated_at, now_micros()),
+                status: None,
+                handle: Some(handle.to_json()),
+                agent_server_url: Some(handle.agent_server_url.clone()),
+                started_at: None,
+            };
+            if self.sandboxes.update_sandbox(&update)? {
+                tracing::info!(sandbox = %id, url = %handle.agent_server_url, "the sandbox's agent server moved when it was resumed");
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }

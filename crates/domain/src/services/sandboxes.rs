@@ -439,7 +439,11 @@ impl SandboxService {
         m.new_run(id, now);
         if let Some((runtime, handle)) = runtime_and_handle(m, &record) {
             match runtime.resume(&handle) {
-                Ok(()) => {}
+                Ok(()) => {
+                    if let Some(moved) = runtime.handle_after_resume(&handle) {
+                        self.record_moved(id, &moved)?;
+                    }
+                }
                 Err(RuntimeError::Gone) => return Err(self.found_gone(&record)),
                 Err(e) => return Err(DomainError::Runtime(e.to_string())),
             }

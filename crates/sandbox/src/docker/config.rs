@@ -112,6 +112,14 @@ pub struct DockerConfig {
     pub bridge_network: String,
     /// The agent server's port inside a bridged container ([`DEFAULT_CONTAINER_PORT`]).
     pub container_port: u16,
+    /// Whether a bridged container's agent server port is published on
+    /// [`DockerConfig::publish_address`] (default true). `false`: nothing is published and
+    /// Switchboard reaches the agent server at the container's own address on
+    /// [`DockerConfig::bridge_network`] (`http://<container IP>:<container port>`), so only a
+    /// process that reaches that network (Switchboard on the Docker host, or in a container
+    /// of the host's network) can talk to it: the sandbox proxy is then the only way in
+    /// (issue 22). Ignored with host networking, which publishes nothing.
+    pub publish_ports: bool,
     /// The Docker host's address that published ports are bound to, and that Switchboard
     /// uses to reach them: `127.0.0.1` (never all interfaces: the session key is all that
     /// stands between an agent server and whoever reaches it).
@@ -153,6 +161,7 @@ impl DockerConfig {
             network: DockerNetwork::Bridge,
             bridge_network: crate::docker::SANDBOX_NETWORK.to_owned(),
             container_port: DEFAULT_CONTAINER_PORT,
+            publish_ports: true,
             publish_address: Ipv4Addr::LOCALHOST,
             workspace_mount: DEFAULT_WORKSPACE_MOUNT.to_owned(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
@@ -169,6 +178,14 @@ impl DockerConfig {
     #[must_use]
     pub fn with_bridge_network(mut self, name: impl Into<String>) -> Self {
         self.bridge_network = name.into();
+        self
+    }
+
+    /// Sets whether bridged containers publish their agent server's port (see
+    /// [`DockerConfig::publish_ports`]).
+    #[must_use]
+    pub fn with_publish_ports(mut self, publish: bool) -> Self {
+        self.publish_ports = publish;
         self
     }
 
@@ -228,6 +245,12 @@ impl DockerConfig {
     pub fn with_stop_timeout(mut self, stop_timeout: Duration) -> Self {
         self.stop_timeout = stop_timeout;
         self
+    }
+
+    /// Whether containers get a published port on the host: bridge networking with
+    /// [`DockerConfig::publish_ports`].
+    pub fn publishes(&self) -> bool {
+        self.network == DockerNetwork::Bridge && self.publish_ports
     }
 
     /// Checks the configuration.

@@ -85,8 +85,9 @@ pub fn working_dir(spec_working_dir: &str) -> Result<Option<String>, RuntimeErro
 }
 
 /// The request body creating the container of `launch`, its agent server on `host_port` of
-/// the Docker host (published from [`DockerConfig::container_port`] on a bridge), confined
-/// as [`hardening::confine`] says for `image`.
+/// the Docker host (published from [`DockerConfig::container_port`] on a bridge; on a bridge
+/// without [`DockerConfig::publish_ports`], nothing is published or exposed and `host_port`
+/// is unused), confined as [`hardening::confine`] says for `image`.
 ///
 /// The environment is exactly [`launch::environment`] (the passthrough variables, the spec's
 /// `initial_env`, the session key, the webhook URL and its fast-path settings), on top of the image's own; nothing of
@@ -136,6 +137,11 @@ pub fn container_body(
     };
     hardening::confine(&mut host_config, config, image);
     let exposed_ports = match config.network {
+        DockerNetwork::Bridge if !config.publish_ports => {
+            // Reached at its address on the network, through nothing on the host.
+            host_config.network_mode = Some(config.bridge_network.clone());
+            None
+        }
         DockerNetwork::Bridge => {
             let port_key = format!("{}/tcp", config.container_port);
             host_config.network_mode = Some(config.bridge_network.clone());
@@ -256,6 +262,35 @@ mod tests {
         );
         assert_eq!(mount.target.as_deref(), Some("/workspace"));
         assert_eq!(mount.typ, Some(MountType::VOLUME));
+    }
+
+    #[test]
+    fn an_unpublished_bridged_container_listens_on_its_network_only() {
+        let l = launch(".", ResourceLimits::default());
+        let config = DockerConfig::new("inst").with_publish_ports(false);
+        assert!(!config.publishes());
+        let body = container_body(
+            &l,
+            &config,
+            labels(&config, &l, None),
+            8000,
+            &ImageFacts::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            body.cmd.unwrap(),
+            ["--port", "8000", "--host", "0.0.0.0", "--port", "8000"]
+        );
+        assert_eq!(body.exposed_ports, None);
+        let host = body.host_config.unwrap();
+        assert_eq!(host.network_mode.as_deref(), Some("switchboard-sandboxes"));
+        assert_eq!(host.port_bindings, None);
+        assert!(DockerConfig::new("inst").publishes());
+        assert!(
+            !DockerConfig::new("inst")
+                .with_network(DockerNetwork::Host)
+                .publishes()
+        );
     }
 
     #[test]

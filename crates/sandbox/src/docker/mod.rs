@@ -14,8 +14,10 @@
 //!   the operator's OCI runtime: `hardening.rs`); on a bridge (Switchboard's own,
 //!   [`SANDBOX_NETWORK`], with inter-container traffic off, unless configured otherwise), the
 //!   agent server's port published on `127.0.0.1` only, on a free port chosen by the runtime
-//!   (kept when the container is started again); with host networking, the agent server on
-//!   `127.0.0.1:<free port>`. Returns once the container runs, not waiting for `/alive`.
+//!   (kept when the container is started again), or with `publish_ports` off nothing
+//!   published and the agent server reached at the container's address on the network
+//!   (`address.rs`); with host networking, the agent server on `127.0.0.1:<free port>`.
+//!   Returns once the container runs, not waiting for `/alive`.
 //! - **Identity**: the container's id, name and volume and this installation's id, kept in
 //!   the handle ([`ContainerIdentity`]); a container without this installation's and this
 //!   sandbox's labels is never acted on.
@@ -33,6 +35,7 @@
 //! blocks on it, so it must not be called from inside an async task (use a blocking pool, as
 //! for every runtime).
 
+mod address;
 mod config;
 mod create;
 mod error;
@@ -371,8 +374,12 @@ impl SandboxRuntime for DockerRuntime {
             self.remove_sandbox(container.as_ref(), &identity.volume, &identity.sandbox_id)
                 .await
         })?;
-        self.ports.release(handle.host_port);
+        self.release_port(handle.host_port);
         Ok(())
+    }
+
+    fn handle_after_resume(&self, handle: &RuntimeHandle) -> Option<RuntimeHandle> {
+        self.moved_handle(handle)
     }
 
     fn log_tail(&self, handle: &RuntimeHandle, lines: usize) -> Option<String> {

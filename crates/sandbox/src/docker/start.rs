@@ -1,5 +1,6 @@
 //! Starting a sandbox's container: the image checked (never pulled), the workspace volume,
-//! the container created and started on a free host port, and the handle that finds it again.
+//! the container created and started on a free host port (none when unpublished), and the handle
+//! that finds it again.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -77,10 +78,28 @@ impl DockerRuntime {
                 return Err(e);
             }
         };
-        let address = self.config.publish_address;
-        let sandbox_port = match self.config.network {
-            DockerNetwork::Bridge => self.config.container_port,
-            DockerNetwork::Host => port,
+        let (agent_server_url, sandbox_port) = match self.config.network {
+            DockerNetwork::Bridge if !self.config.publish_ports => {
+                match self.network_address(&container_id).await {
+                    Ok(ip) => (self.network_url(ip), self.config.container_port),
+                    Err(e) => {
+                        self.remove_container(&container_id).await.ok();
+                        let _ = self
+                            .docker
+                            .remove_volume(&volume, None::<RemoveVolumeOptions>)
+                            .await;
+                        return Err(e);
+                    }
+                }
+            }
+            DockerNetwork::Bridge => (
+                format!("http://{}:{port}", self.config.publish_address),
+                self.config.container_port,
+            ),
+            DockerNetwork::Host => (
+                format!("http://{}:{port}", self.config.publish_address),
+                port,
+            ),
         };
         let identity = ContainerIdentity {
             container_id,
@@ -91,7 +110,7 @@ impl DockerRuntime {
         };
         Ok(RuntimeHandle {
             runtime: RUNTIME_NAME.to_owned(),
-            agent_server_url: format!("http://{address}:{port}"),
+            agent_server_url,
             host_port: port,
             sandbox_port,
             // For containers: the working directory inside the container.
@@ -160,14 +179,19 @@ impl DockerRuntime {
         let name = create::container_name(launch);
         let mut last_clash = String::new();
         for _ in 0..PORT_ATTEMPTS {
-            let port = self.ports.reserve(self.config.publish_address)?;
+            // Unpublished: no host port (the handle's `host_port` is the container's port).
+            let port = if self.config.publishes() {
+                self.ports.reserve(self.config.publish_address)?
+            } else {
+                self.config.container_port
+            };
             let body = create::container_body(launch, &self.config, labels.clone(), port, image)
-                .inspect_err(|_| self.ports.release(port))?;
+                .inspect_err(|_| self.release_port(port))?;
             let options = CreateContainerOptionsBuilder::default().name(&name).build();
             let id = match self.docker.create_container(Some(options), body).await {
                 Ok(created) => created.id,
                 Err(e) => {
-                    self.ports.release(port);
+                    self.release_port(port);
                     return Err(match e {
                         e if is_not_found(&e) => missing_image(&launch.spec.id),
                         e => RuntimeError::Launch(format!(
@@ -181,7 +205,7 @@ impl DockerRuntime {
                 Ok(()) => return Ok((id, port)),
                 Err(e) => {
                     self.remove_container(&id).await.ok();
-                    self.ports.release(port);
+                    self.release_port(port);
                     if !is_port_clash(&e) {
                         return Err(RuntimeError::Launch(format!(
                             "Docker: starting container {name}: {}",

@@ -8,3 +8,4 @@ mod common;
 mod confinement;
 mod lifecycle;
 mod restart;
+mod unpublished;

@@ -1,0 +1,188 @@
+//! The network namespace the one-address tests run their clients in, joined to this one by
+//! a veth pair: only the pair's two addresses and the namespace's own loopback exist there.
+//! Also the fake LLM on this side's loopback (out of the namespace's reach, as the sandboxes'
+//! agent servers), and a reachability check run inside the namespace.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::python;
+
+/// A network namespace and its veth pair, removed on drop.
+pub struct Netns {
+    pub name: String,
+    pub host_link: String,
+    /// This side's address (Switchboard listens here).
+    pub host_ip: String,
+}
+
+fn ip(args: &[&str]) -> Output {
+    Command::new("ip").args(args).output().expect("running ip")
+}
+
+impl Netns {
+    /// A namespace named after `tag`, joined by a /30 on 10.231.N.0; `None` when this machine
+    /// cannot make one (not root, no `ip`).
+    pub fn create(tag: u8) -> Option<Netns> {
+        let pid = std::process::id();
+        let name = format!("sbtest{pid}{tag}");
+        let host_link = format!("sbh{}{tag}", pid % 100_000);
+        let peer = format!("sbn{}{tag}", pid % 100_000);
+        let net = (pid % 60) as u8 * 4 + tag;
+        let (host_ip, ns_ip) = (format!("10.231.{net}.1"), format!("10.231.{net}.2"));
+        let ns = Netns {
+            name: name.clone(),
+            host_link: host_link.clone(),
+            host_ip: host_ip.clone(),
+        };
+        let steps: [Vec<String>; 8] = [
+            vec!["netns".into(), "add".into(), name.clone()],
+            vec![
+                "link".into(),
+                "add".into(),
+                host_link.clone(),
+                "type".into(),
+                "veth".into(),
+                "peer".into(),
+                "name".into(),
+                peer.clone(),
+            ],
+            vec![
+                "link".into(),
+                "set".into(),
+                peer.clone(),
+                "netns".into(),
+                name.clone(),
+            ],
+            vec![
+                "addr".into(),
+                "add".into(),
+                format!("{host_ip}/30"),
+                "dev".into(),
+                host_link.clone(),
+            ],
+            vec!["link".into(), "set".into(), host_link.clone(), "up".into()],
+            vec![
+                "-n".into(),
+                name.clone(),
+                "addr".into(),
+                "add".into(),
+                format!("{ns_ip}/30"),
+                "dev".into(),
+                peer.clone(),
+            ],
+            vec![
+                "-n".into(),
+                name.clone(),
+                "link".into(),
+                "set".into(),
+                peer,
+                "up".into(),
+            ],
+            vec![
+                "-n".into(),
+                name.clone(),
+                "link".into(),
+                "set".into(),
+                "lo".into(),
+                "up".into(),
+            ],
+        ];
+        for step in steps {
+            let args: Vec<&str> = step.iter().map(String::as_str).collect();
+            let out = ip(&args);
+            if !out.status.success() {
+                eprintln!(
+                    "cannot make a network namespace (ip {}: {}): the one-address test is skipped",
+                    args.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return None;
+            }
+        }
+        std::fs::create_dir_all(ns.hosts_file().parent().unwrap()).ok()?;
+        std::fs::write(ns.hosts_file(), "127.0.0.1 localhost\n").ok()?;
+        Some(ns)
+    }
+
+    /// `program args…` inside the namespace.
+    pub fn command(&self, program: &Path) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).arg(program);
+        c
+    }
+}
+
+impl Netns {
+    /// The namespace's `/etc/hosts` (mounted there by `ip netns exec`).
+    pub fn hosts_file(&self) -> std::path::PathBuf {
+        Path::new("/etc/netns").join(&self.name).join("hosts")
+    }
+
+    /// Adds `ip name` to the namespace's `/etc/hosts`, in place (the file is bind-mounted).
+    pub fn add_host(&self, ip: &str, name: &str) {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.hosts_file())
+            .unwrap();
+        writeln!(f, "{ip} {name}").unwrap();
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["link", "del", &self.host_link]);
+        let _ = ip(&["netns", "del", &self.name]);
+        let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
+    }
+}
+
+/// A child process killed on drop.
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The fake LLM on this side's loopback; its `/v1` base URL.
+pub fn fake_llm() -> (Killed, String) {
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
+    let child = Command::new(python())
+        .arg(script)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the fake LLM");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the fake LLM did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Killed(child), format!("http://127.0.0.1:{port}/v1"))
+}
+
+/// Whether, from inside the namespace, a TCP connection to `host:port` opens within 3 s.
+pub fn reachable_from(ns: &Netns, python: &Path, host: &str, port: u16) -> bool {
+    let out = ns
+        .command(python)
+        .args([
+            "-c",
+            &format!(
+                "import socket,sys\ntry:\n socket.create_connection(('{host}', {port}), timeout=3)\n print('open')\nexcept OSError as e:\n print('closed', e)"
+            ),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).starts_with("open")
+}
