@@ -15,8 +15,14 @@ pub const GITHUB_TOKEN: &str = "ghp_Gh8Zr2Mv6Nq4Kx9Lp3Wt7Ys1";
 pub const SEARCH_KEY: &str = "tvly-Sk3Jd8Pq1Wm6Zr4Nx";
 pub const MCP_KEY: &str = "mcp-key-Aq9Ze4Rt7Yu2Io5Pl";
 pub const OPERATOR_KEY: &str = "sk-operator-Bv6Cx1Zn8Lk3Jh";
+pub const ORG_KEY: &str = "sk-org-Wd3Fy8Kq2Lz6Xc9Vb";
+pub const ORG_MCP_KEY: &str = "mcp-org-Pn7Rt2Gh5Jk8Ls4";
+pub const ORG_SEARCH_KEY: &str = "tvly-org-Qm6Ze1Xw9Cv3";
 /// Every value set: none may appear anywhere but the two documented answers.
-pub const VALUES: [&str; 6] = [
+pub const VALUES: [&str; 9] = [
+    ORG_KEY,
+    ORG_MCP_KEY,
+    ORG_SEARCH_KEY,
     LLM_KEY,
     PROFILE_KEY,
     SECRET_VALUE,
@@ -40,22 +46,15 @@ pub struct Rig {
     pub seen: std::cell::RefCell<Vec<String>>,
 }
 
-pub fn rig(backend: Backend) -> Rig {
-    let db = TestDatabase::new(backend);
-    let data = TempDir::new();
-    let specs = data.path().join("specs.json");
-    std::fs::write(
-        &specs,
-        json!([{"id": "standin", "command": [python(), switchboard_testkit::standin_agent_server()]}])
-            .to_string(),
-    )
-    .unwrap();
-    let (data_dir, specs) = (
-        data.path().display().to_string(),
-        specs.display().to_string(),
-    );
-    let server = Server::spawn_with(
-        db.url(),
+/// `switchboard serve` on `db_url` with `data` as its data directory (its `specs.json`, its
+/// `secret.key`), listening on `bind`, with the operator's LLM.
+pub fn serve(db_url: &str, data: &std::path::Path, bind: &str) -> Server {
+    let specs = data.join("specs.json");
+    let (data_dir, specs) = (data.display().to_string(), specs.display().to_string());
+    Server::spawn_bound(
+        &[],
+        bind,
+        db_url,
         ServeOptions {
             args: vec![
                 "--data-dir",
@@ -75,7 +74,20 @@ pub fn rig(backend: Backend) -> Rig {
                 ("LLM_API_KEY", OPERATOR_KEY),
             ],
         },
-    );
+    )
+}
+
+pub fn rig(backend: Backend) -> Rig {
+    let db = TestDatabase::new(backend);
+    let data = TempDir::new();
+    let specs = data.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        json!([{"id": "standin", "command": [python(), switchboard_testkit::standin_agent_server()]}])
+            .to_string(),
+    )
+    .unwrap();
+    let server = serve(db.url(), data.path(), "127.0.0.1:0");
     let owner = server.bootstrap_key();
     let org = server.bootstrapped.as_ref().unwrap()["org_id"]
         .as_str()
