@@ -21,7 +21,8 @@ use crate::rig::{
 };
 use crate::starts::start;
 
-/// Every sealed value: (where it belongs, the sealed text), in the store's order.
+/// Every sealed value: (where it belongs, the sealed text), sorted (PostgreSQL's row order
+/// changes with updates).
 fn sealed_values(url: &str) -> Vec<(String, String)> {
     let (store, _) = DieselStore::open(url, None).unwrap();
     let mut out = Vec::new();
@@ -31,6 +32,7 @@ fn sealed_values(url: &str) -> Vec<(String, String)> {
             Ok(sealed.to_owned())
         })
         .unwrap();
+    out.sort();
     out
 }
 
