@@ -82,7 +82,7 @@ pub enum OperatorCommand {
 
 #[derive(Subcommand)]
 pub enum SecretsCommand {
-    /// Replace the installation key: a new key, every sealed value of the database re-sealed with it in one transaction, then the key file replaced (the old key kept as <key file>.old). Stop every server first.
+    /// Replace the installation key: a new key, every sealed value of the database re-sealed with it in one transaction, then the key file replaced (the old key kept beside it, with .old added to its name). Stop every server first.
     RotateKey {
         /// The current key file [default: DATA_DIR/secret.key].
         #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]

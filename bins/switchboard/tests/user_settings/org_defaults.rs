@@ -90,6 +90,12 @@ pub fn org_defaults_reach_members(r: &Rig, backend: Backend) {
         "the member stored no key: {me}"
     );
 
+    starts_take_the_org_defaults(r, backend);
+}
+
+/// The precedence at a start, as the agent server received it, the organization's full
+/// defaults set.
+fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
     // A member with nothing of their own: the organization's LLM and MCP servers.
     let (sandbox, session, url) = r.sandbox(&r.member);
     let c = start(r, &r.member, &sandbox, &url, json!({}));
@@ -166,11 +172,25 @@ pub fn org_defaults_reach_members(r: &Rig, backend: Backend) {
         json!({"stdio_servers": []}),
         "{c}"
     );
+    own_key_then_org_model_only(r, backend, (&sandbox, &url));
+}
+
+/// The member's own key and endpoint; then nothing of theirs and an organization naming only a
+/// model; then the organization's key again.
+fn own_key_then_org_model_only(r: &Rig, backend: Backend, (sandbox, url): (&str, &str)) {
+    let own = |diff: Value| {
+        let (code, e) = r.post(
+            "/api/v1/settings",
+            &r.member,
+            json!({"agent_settings_diff": diff}),
+        );
+        assert_eq!(code, 200, "{e}");
+    };
     // Their own key and endpoint: theirs entirely.
     own(
         json!({"llm": {"model": "openai/member-model", "base_url": "http://127.0.0.1:4/v1", "api_key": LLM_KEY}}),
     );
-    let c = start(r, &r.member, &sandbox, &url, json!({}));
+    let c = start(r, &r.member, sandbox, url, json!({}));
     assert_eq!(
         llm(&c),
         (
@@ -189,7 +209,7 @@ pub fn org_defaults_reach_members(r: &Rig, backend: Backend) {
         json!({"agent_settings_diff": {"llm": {"base_url": null}}, "llm_api_key": ""}),
     );
     assert_eq!((code, &d["llm_api_key_set"]), (200, &json!(false)), "{d}");
-    let c = start(r, &r.member, &sandbox, &url, json!({}));
+    let c = start(r, &r.member, sandbox, url, json!({}));
     assert_eq!(
         llm(&c),
         (

@@ -87,7 +87,6 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
     let url = r.db.url().to_owned();
     let key_file = r._data.path().join("secret.key");
     let old_text = std::fs::read_to_string(&key_file).unwrap();
-    let old = sealer_of(&old_text);
     if backend == Backend::Postgres {
         let e = expect_error(&rotate(&url, &key_file));
         assert!(e.contains("stop every server"), "{e}");
@@ -112,7 +111,25 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
         assert!(kinds(&before, k) > 0, "{backend}: no {k} in {before:?}");
     }
 
-    // One value that does not open: nothing changes, the key file stays.
+    a_failed_rotation_changes_nothing(r, backend, (&key_file, &old_text));
+    assert_eq!(sealed_values(&url), before);
+    rotated(
+        r,
+        backend,
+        (&key_file, &old_text, before.len()),
+        (mine, my_session),
+        &bind,
+    );
+}
+
+/// One value that does not open: the command fails, nothing changes, the key file stays; the
+/// value restored after.
+fn a_failed_rotation_changes_nothing(
+    r: &Rig,
+    backend: Backend,
+    (key_file, old_text): (&Path, &str),
+) {
+    let url = r.db.url().to_owned();
     sql(
         r,
         backend,
@@ -122,7 +139,7 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
     let deadline = Instant::now() + Duration::from_secs(10);
     let e = loop {
         // PostgreSQL notices the killed server's connections going away within moments.
-        let e = expect_error(&rotate(&url, &key_file));
+        let e = expect_error(&rotate(&url, key_file));
         if !e.contains("stop every server") || Instant::now() > deadline {
             break e;
         }
@@ -133,20 +150,29 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
         "{backend}: {e}"
     );
     assert_eq!(sealed_values(&url), corrupted, "{backend}: rolled back");
-    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), old_text);
+    assert_eq!(std::fs::read_to_string(key_file).unwrap(), old_text);
     assert!(!r._data.path().join("secret.key.new").exists());
     sql(
         r,
         backend,
         "UPDATE user_secrets SET value_sealed = substr(value_sealed, 1, length(value_sealed) - 2) WHERE name = 'API_TOKEN'",
     );
-    assert_eq!(sealed_values(&url), before);
+}
 
-    // The rotation.
-    let done = expect_json(&rotate(&url, &key_file));
-    assert_eq!(done["resealed"], json!(before.len()), "{backend}: {done:?}");
+/// The rotation, then a server with the new key file reading every value.
+fn rotated(
+    r: &mut Rig,
+    backend: Backend,
+    (key_file, old_text, count): (&Path, &str, usize),
+    (mine, my_session): (&str, &str),
+    bind: &str,
+) {
+    let url = r.db.url().to_owned();
+    let old = sealer_of(old_text);
+    let done = expect_json(&rotate(&url, key_file));
+    assert_eq!(done["resealed"], json!(count), "{backend}: {done:?}");
     assert_eq!(str_of(&done, "key_id"), old.key_id());
-    let new_text = std::fs::read_to_string(&key_file).unwrap();
+    let new_text = std::fs::read_to_string(key_file).unwrap();
     assert_ne!(new_text.lines().next(), old_text.lines().next());
     assert_eq!(
         new_text.lines().nth(1),
@@ -156,15 +182,15 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
     let old_kept = r._data.path().join("secret.key.old");
     assert_eq!(std::fs::read_to_string(&old_kept).unwrap(), old_text);
     use std::os::unix::fs::PermissionsExt;
-    for f in [&key_file, &old_kept] {
+    for f in [key_file, old_kept.as_path()] {
         let mode = std::fs::metadata(f).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{}", f.display());
     }
     let new = sealer_of(&new_text);
-    assert_eq!(opened_by(&url, &new, &old), before.len() as u64);
+    assert_eq!(opened_by(&url, &new, &old), count as u64);
 
     // A server with the new key file reads every value; the sandbox kept running.
-    r.server = serve(&url, r._data.path(), &bind);
+    r.server = serve(&url, r._data.path(), bind);
     let info = wait_sandbox_status(&r.server, &r.owner, mine, "RUNNING");
     assert_eq!(info["session_api_key"], json!(my_session), "{backend}");
     let read = |name: &str| {

@@ -111,7 +111,8 @@ impl OrgDefaultsService {
     /// OpenHands' `OrgDefaultsSettingsResponse`, no key in it.
     ///
     /// # Errors
-    /// 403/404 as [`Self::require_in`]; a value that does not open; storage.
+    /// 403 for a key bound to another organization, 404 when not a member; a value that does
+    /// not open; storage.
     pub fn view(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
         self.require_in(ctx, org, Permission::ViewOrgSettings)?;
         let rec = self.store.org_defaults(org)?.unwrap_or_default();
@@ -125,8 +126,9 @@ impl OrgDefaultsService {
     /// The permission is checked before the body ([`parse_org_defaults_patch`]).
     ///
     /// # Errors
-    /// 403/404 as [`Self::require_in`]; 422 for the body; 503
-    /// [`DomainError::SecretsUnavailable`] on a server without the installation key; storage.
+    /// 403 for a key bound elsewhere or without the permission, 404 when not a member; 422
+    /// for the body; 503 [`DomainError::SecretsUnavailable`] on a server without the
+    /// installation key; storage.
     pub fn update(&self, ctx: &OrgContext, org: OrgId, body: &Value) -> Result<Value, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
         let patch = parse_org_defaults_patch(body)?;
