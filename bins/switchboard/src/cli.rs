@@ -75,6 +75,19 @@ pub enum OperatorCommand {
     /// Sandbox specs.
     #[command(subcommand)]
     Specs(SpecsCommand),
+    /// The installation key sealing secrets at rest.
+    #[command(subcommand)]
+    Secrets(SecretsCommand),
+}
+
+#[derive(Subcommand)]
+pub enum SecretsCommand {
+    /// Replace the installation key: a new key, every sealed value of the database re-sealed with it in one transaction, then the key file replaced (the old key kept beside it, with .old added to its name). Stop every server first.
+    RotateKey {
+        /// The current key file [default: DATA_DIR/secret.key].
+        #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
+        secret_key_file: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]

@@ -1,5 +1,5 @@
 //! The operator commands of API.md (`migrate`, `bootstrap`, `users create`, `members add`,
-//! `keys create|list|revoke`, `sandboxes register`): each opens the database, calls the
+//! `keys create|list|revoke`, `sandboxes register`, `secrets rotate-key`): each opens the database, calls the
 //! service of its resource and prints one JSON object on stdout; and `specs pull` (issue 12),
 //! which needs the Docker daemon, not the database, and prints one line per image.
 
@@ -12,7 +12,7 @@ use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Role, Switchboard, UserId}
 
 use crate::cli::{
     DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand,
-    SpecsCommand, UsersCommand,
+    SecretsCommand, SpecsCommand, UsersCommand,
 };
 use crate::output::{domain, print};
 
@@ -33,6 +33,9 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
     match command {
         // Needs no database.
         Command::Specs(SpecsCommand::Pull { specs }) => crate::specs::specs_pull(&specs)?,
+        Command::Secrets(SecretsCommand::RotateKey { secret_key_file }) => {
+            crate::rotate_key::rotate_key(db, secret_key_file)?;
+        }
         Command::Migrate => {
             let (_, applied) = db.open(Some(1), false)?;
             print(json!({ "applied": applied }));

@@ -1,5 +1,5 @@
 //! `switchboard`: the server (`serve`) and the operator commands of API.md (`migrate`,
-//! `bootstrap`, `users create`, `members add`, `keys create|list|revoke`, `sandboxes register`, `specs pull`).
+//! `bootstrap`, `users create`, `members add`, `keys create|list|revoke`, `sandboxes register`, `specs pull`, `secrets rotate-key`).
 //!
 //! Every command takes `--database-url` (env `SWITCHBOARD_DATABASE_URL`; default: the SQLite
 //! file `switchboard.sqlite` in `--data-dir`, env `SWITCHBOARD_DATA_DIR`, default
@@ -13,6 +13,7 @@ mod isolation;
 mod open_files;
 mod output;
 mod replica;
+mod rotate_key;
 mod sandboxes;
 mod secret_key;
 mod serve;

@@ -25,6 +25,7 @@ pub mod live;
 pub mod llm_profiles;
 pub mod metrics;
 pub mod openapi;
+pub mod org_defaults;
 pub mod org_settings;
 pub mod organizations;
 pub mod rate_limit;

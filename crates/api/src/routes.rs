@@ -12,9 +12,9 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
 use crate::{
-    app_conversations, events, health, keys, live, llm_profiles, org_settings, organizations,
-    sandbox_secrets, sandbox_specs, sandboxes, server_details, user_secrets, user_settings, users,
-    webhooks,
+    app_conversations, events, health, keys, live, llm_profiles, org_defaults, org_settings,
+    organizations, sandbox_secrets, sandbox_specs, sandboxes, server_details, user_secrets,
+    user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -25,6 +25,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     keys::configure(cfg);
     users::configure(cfg);
     organizations::configure(cfg);
+    org_defaults::configure(cfg);
     user_settings::configure(cfg);
     llm_profiles::configure(cfg);
     user_secrets::configure(cfg);

@@ -335,7 +335,10 @@ fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'sta
         ("delete", "/api/v1/secrets/{secret_id}") => {
             (404, Some("Secret with ID ROUTE_CHECK not found"))
         }
-        ("get", "/api/organizations/{org_id}/me") => (404, Some("Current organization not found")),
+        ("get", "/api/organizations/{org_id}/me")
+        | ("get" | "patch", "/api/organizations/{org_id}/settings") => {
+            (404, Some("Current organization not found"))
+        }
         _ => return None,
     };
     Some((url, status, message))

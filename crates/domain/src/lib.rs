@@ -23,6 +23,7 @@ pub mod identity;
 mod ids;
 pub mod jobs;
 pub mod live_frames;
+pub mod org_defaults;
 mod permissions;
 pub mod ports;
 pub mod sandboxes;

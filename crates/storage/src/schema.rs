@@ -337,6 +337,26 @@ diesel::table! {
 }
 
 diesel::table! {
+    /// An organization's defaults for its members (issue 21); keys sealed.
+    org_defaults (org_id) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// JSON object: the agent settings without any key.
+        agent_settings -> Text,
+        /// JSON object: the conversation settings.
+        conversation_settings -> Text,
+        /// The LLM API key, sealed.
+        llm_api_key_sealed -> Nullable<Text>,
+        /// The search API key, sealed.
+        search_api_key_sealed -> Nullable<Text>,
+        /// The MCP configuration (JSON), sealed.
+        mcp_config_sealed -> Nullable<Text>,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
     /// Messages queued for a conversation that is still starting (issue 22).
     pending_messages (id) {
         /// Message UUID.
@@ -371,6 +391,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     start_task_counts,
     conversation_moves,
     user_settings,
+    org_defaults,
     user_secrets,
     git_provider_tokens,
     pending_messages

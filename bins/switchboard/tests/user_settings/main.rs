@@ -11,13 +11,16 @@
 //! and their validation), `secrets.rs` (secrets and provider tokens), `access.rs` (the auth
 //! matrix, the sandbox's reads, the SDK's reads), `starts.rs` (what a start takes),
 //! `clone.rs` (the clone with the user's provider token, from a git server that requires it),
-//! `sealed.rs` (no value anywhere else).
+//! `org_defaults.rs` (the organization's defaults and the start's precedence over them),
+//! `sealed.rs` (no value anywhere else), `rotation.rs` (`switchboard secrets rotate-key`).
 
 mod access;
 mod clone;
 #[path = "../common/mod.rs"]
 mod common;
+mod org_defaults;
 mod rig;
+mod rotation;
 mod sealed;
 mod secrets;
 mod settings;
@@ -26,7 +29,9 @@ mod starts;
 use access::{auth_matrix, sandbox_reads, sdk_reads_the_members_settings};
 use clone::clones_with_the_users_token;
 use common::EndProcessesUnder;
+use org_defaults::org_defaults_reach_members;
 use rig::rig;
+use rotation::rotation;
 use sealed::every_value_stays_sealed;
 use secrets::secrets_and_provider_tokens;
 use settings::settings_profiles_and_validation;
@@ -34,7 +39,7 @@ use starts::starts_take_the_users_settings;
 use switchboard_testkit::Backend;
 
 fn everything(backend: Backend) {
-    let r = rig(backend);
+    let mut r = rig(backend);
     let _sandboxes = EndProcessesUnder(r._data.path().to_path_buf());
     settings_profiles_and_validation(&r, backend);
     secrets_and_provider_tokens(&r, backend);
@@ -43,7 +48,9 @@ fn everything(backend: Backend) {
     sdk_reads_the_members_settings(&r, backend);
     starts_take_the_users_settings(&r, backend, (&mine, &url));
     clones_with_the_users_token(&r, backend, (&mine, &session, &url));
+    org_defaults_reach_members(&r, backend);
     every_value_stays_sealed(&r, backend);
+    rotation(&mut r, backend, (&mine, &session));
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! The server of these tests (the stand-in agent server as its sandbox spec, the operator's
+use crate::clone::{GITLAB_HOST, GitServer};
 //! LLM), its three callers, the values they set, and the calls they make.
 
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
-use crate::clone::{GITLAB_HOST, GitServer};
 use crate::common::{
     ServeOptions, Server, TempDir, cli_json, client, python, str_of, wait_sandbox_status,
 };
@@ -13,17 +13,23 @@ pub const LLM_KEY: &str = "sk-user-Hq7Zp3Lw9Xv2Nc5Rt8Kd";
 pub const PROFILE_KEY: &str = "sk-profile-Jm4Ys6Bf1Qa8Wz3Ue7Gh";
 pub const SECRET_VALUE: &str = "secret-value-Tn5Vc2Lp9Rk7Xm3Qs";
 pub const GITHUB_TOKEN: &str = "ghp_Gh8Zr2Mv6Nq4Kx9Lp3Wt7Ys1";
-pub const GITLAB_TOKEN: &str = "glpat-Fw3Rb8Tn1Yc6Vm9Kq";
 pub const SEARCH_KEY: &str = "tvly-Sk3Jd8Pq1Wm6Zr4Nx";
 pub const MCP_KEY: &str = "mcp-key-Aq9Ze4Rt7Yu2Io5Pl";
 pub const OPERATOR_KEY: &str = "sk-operator-Bv6Cx1Zn8Lk3Jh";
+pub const GITLAB_TOKEN: &str = "glpat-Fw3Rb8Tn1Yc6Vm9Kq";
+pub const ORG_KEY: &str = "sk-org-Wd3Fy8Kq2Lz6Xc9Vb";
+pub const ORG_MCP_KEY: &str = "mcp-org-Pn7Rt2Gh5Jk8Ls4";
+pub const ORG_SEARCH_KEY: &str = "tvly-org-Qm6Ze1Xw9Cv3";
 /// Every value set: none may appear anywhere but the two documented answers.
-pub const VALUES: [&str; 7] = [
+pub const VALUES: [&str; 10] = [
+    GITLAB_TOKEN,
+    ORG_KEY,
+    ORG_MCP_KEY,
+    ORG_SEARCH_KEY,
     LLM_KEY,
     PROFILE_KEY,
     SECRET_VALUE,
     GITHUB_TOKEN,
-    GITLAB_TOKEN,
     SEARCH_KEY,
     MCP_KEY,
 ];
@@ -39,31 +45,24 @@ pub struct Rig {
     pub outsider: String,
     pub org: String,
     pub other_org: String,
-    /// The git server the starts clone from (`--git-provider-url`).
-    pub git: GitServer,
     /// Every answer body read (documented exceptions left out).
     pub seen: std::cell::RefCell<Vec<String>>,
+    /// The git server the starts clone from (`--git-provider-url`).
+    pub git: GitServer,
 }
 
-pub fn rig(backend: Backend) -> Rig {
-    let db = TestDatabase::new(backend);
-    let data = TempDir::new();
-    let specs = data.path().join("specs.json");
-    std::fs::write(
-        &specs,
-        json!([{"id": "standin", "command": [python(), switchboard_testkit::standin_agent_server()]}])
-            .to_string(),
-    )
-    .unwrap();
-    let (data_dir, specs) = (
-        data.path().display().to_string(),
-        specs.display().to_string(),
-    );
-    let git = GitServer::start();
-    let github_url = format!("github=http://127.0.0.1:{}", git.port);
-    let gitlab_url = format!("{GITLAB_HOST}=http://127.0.0.1:{}/", git.port);
-    let server = Server::spawn_with(
-        db.url(),
+/// `switchboard serve` on `db_url` with `data` as its data directory (its `specs.json`, its
+/// `secret.key`), listening on `bind`, with the operator's LLM and the providers' URLs at the
+/// git server on `git_port`.
+pub fn serve(db_url: &str, data: &std::path::Path, bind: &str, git_port: u16) -> Server {
+    let specs = data.join("specs.json");
+    let (data_dir, specs) = (data.display().to_string(), specs.display().to_string());
+    let github_url = format!("github=http://127.0.0.1:{git_port}");
+    let gitlab_url = format!("{GITLAB_HOST}=http://127.0.0.1:{git_port}/");
+    Server::spawn_bound(
+        &[],
+        bind,
+        db_url,
         ServeOptions {
             args: vec![
                 "--data-dir",
@@ -87,7 +86,21 @@ pub fn rig(backend: Backend) -> Rig {
                 ("LLM_API_KEY", OPERATOR_KEY),
             ],
         },
-    );
+    )
+}
+
+pub fn rig(backend: Backend) -> Rig {
+    let db = TestDatabase::new(backend);
+    let data = TempDir::new();
+    let specs = data.path().join("specs.json");
+    std::fs::write(
+        &specs,
+        json!([{"id": "standin", "command": [python(), switchboard_testkit::standin_agent_server()]}])
+            .to_string(),
+    )
+    .unwrap();
+    let git = GitServer::start();
+    let server = serve(db.url(), data.path(), "127.0.0.1:0", git.port);
     let owner = server.bootstrap_key();
     let org = server.bootstrapped.as_ref().unwrap()["org_id"]
         .as_str()
@@ -141,8 +154,8 @@ pub fn rig(backend: Backend) -> Rig {
         outsider,
         org,
         other_org,
-        git,
         seen: Default::default(),
+        git,
     }
 }
 

@@ -109,6 +109,27 @@ fn settings_schema() -> Value {
     )
 }
 
+/// `PATCH /api/organizations/{org_id}/settings`' body: OpenHands' four fields, each as a
+/// member's settings take it; any other field refused.
+fn org_defaults_schema() -> Value {
+    let user = settings_schema();
+    let mut properties = serde_json::Map::new();
+    for key in [
+        "agent_settings_diff",
+        "conversation_settings_diff",
+        "search_api_key",
+    ] {
+        properties.insert(key.into(), user["properties"][key].clone());
+    }
+    properties.insert("llm_api_key".into(), nullable_text());
+    json!({
+        "type": "object",
+        "description": "The organization's defaults as a partial update: the diffs deep-merged (`null` unsets a key), the keys sealed (`\"\"` or `null` unsets one); `llm_api_key` wins over `agent_settings_diff.llm.api_key`. Any other field is refused.",
+        "properties": properties,
+        "additionalProperties": false,
+    })
+}
+
 // Over 100 lines, on purpose: a declaration (one JSON Schema literal per request body), not logic.
 /// The request body schemas of this module, by component name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
@@ -117,6 +138,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
         "type": ["string", "null"], "pattern": NO_NUL_PATTERN, "maxLength": MAX_DESCRIPTION_CHARS,
     });
     vec![
+        ("OrgDefaultsSettingsUpdate", org_defaults_schema()),
         (
             "JsonValueWithoutNul",
             json!({
@@ -224,7 +246,13 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// Which operation takes which body: `(path, method, schema name, required)`.
-pub const BODIES: [(&str, &str, &str, bool); 7] = [
+pub const BODIES: [(&str, &str, &str, bool); 8] = [
+    (
+        "/api/organizations/{org_id}/settings",
+        "patch",
+        "OrgDefaultsSettingsUpdate",
+        true,
+    ),
     (
         "/api/v1/app-conversations/{conversation_id}/switch_profile",
         "post",

@@ -53,12 +53,22 @@ impl Sealer {
         }
     }
 
-    /// A public name of the key: 16 lowercase hex digits of SHA-256 over a fixed prefix and
-    /// the key. It reveals nothing of the key, is the same wherever the same key is used
-    /// (replicas sharing a database share the key), and differs between keys. The Docker
-    /// runtime's default installation id is derived from it (API.md, "Docker runtime").
+    /// A public name of the installation's key: 16 lowercase hex digits of SHA-256 over a
+    /// fixed prefix and the key. It reveals nothing of the key, is the same wherever the same
+    /// key is used (replicas sharing a database share the key), and differs between keys.
+    /// After `switchboard secrets rotate-key` the key file carries the first key's id
+    /// ([`Sealer::with_key_id`]), so the name outlives rotations. The Docker runtime's default
+    /// installation id is derived from it (API.md, "Docker runtime").
     pub fn key_id(&self) -> &str {
         &self.key_id
+    }
+
+    /// The same sealer known by `key_id` (the id a key file carries over a rotation: 16
+    /// lowercase hex digits, checked by the caller).
+    #[must_use]
+    pub fn with_key_id(mut self, key_id: String) -> Self {
+        self.key_id = key_id;
+        self
     }
 
     /// A fresh random key from the operating system's CSPRNG.

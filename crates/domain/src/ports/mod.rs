@@ -5,8 +5,10 @@
 pub mod conversations;
 pub mod events;
 pub mod identity;
+pub mod org_defaults;
 pub mod org_settings;
 pub mod sandboxes;
+pub mod sealed;
 pub mod user_secrets;
 pub mod user_settings;
 
@@ -18,11 +20,13 @@ pub use conversations::start_tasks::{
 };
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
+pub use org_defaults::{OrgDefaultsEdit, OrgDefaultsStore};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
 pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,
 };
+pub use sealed::{Reseal, SealedRef, SealedStore};
 pub use user_secrets::{SecretUpdate, UserSecretStore};
 pub use user_settings::{SettingsEdit, UserSettingsStore};
 
@@ -41,6 +45,8 @@ pub trait Store:
     + PendingMessageStore
     + UserSettingsStore
     + UserSecretStore
+    + OrgDefaultsStore
+    + SealedStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

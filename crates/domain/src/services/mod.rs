@@ -9,8 +9,10 @@ mod event_catch_up;
 mod event_streaming;
 mod event_streams;
 mod events;
+mod key_rotation;
 mod membership;
 mod operator;
+mod org_defaults;
 mod org_settings;
 mod sandbox_access;
 mod sandbox_catch_up;
@@ -39,7 +41,9 @@ pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
 pub use event_catch_up::CatchUpOutcome;
 pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
+pub use key_rotation::{binding_of, rotate_sealed};
 pub use operator::{Bootstrapped, OperatorService};
+pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};
 pub use org_settings::OrgSettingsService;
 pub use sandbox_proxy::{ProxyCredential, ProxyTarget};
 pub use sandboxes::SandboxService;
@@ -49,8 +53,9 @@ pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
 pub use users::{MeView, MyOrg, OrgMe, UserService};
 
 use crate::ports::{
-    AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgSettingsStore,
-    PendingMessageStore, SandboxStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
+    AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgDefaultsStore,
+    OrgSettingsStore, PendingMessageStore, SandboxStore, StartTaskStore, Store, UserSecretStore,
+    UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -70,6 +75,7 @@ pub struct Switchboard {
     app_conversations: AppConversationService,
     user_settings: UserSettingsService,
     user_secrets: UserSecretService,
+    org_defaults: OrgDefaultsService,
     workspaces: WorkspaceService,
     pending_messages: PendingMessageService,
 }
@@ -89,6 +95,8 @@ impl Switchboard {
             settings.clone(),
         );
         let user_secrets = UserSecretService::new(user_secret_store, sandboxes.clone());
+        let org_defaults_store: Arc<dyn OrgDefaultsStore> = store.clone();
+        let org_defaults = OrgDefaultsService::new(org_defaults_store, identity.clone());
         let conversations: Arc<dyn ConversationStore> = store.clone();
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
@@ -112,6 +120,7 @@ impl Switchboard {
         .with_personal(PersonalSettings::new(
             user_settings.clone(),
             user_secrets.clone(),
+            org_defaults.clone(),
         ));
         let conversations = ConversationService::new(conversations);
         let app_conversations =
@@ -141,6 +150,7 @@ impl Switchboard {
             store,
             user_settings,
             user_secrets,
+            org_defaults,
         }
     }
 
@@ -153,6 +163,10 @@ impl Switchboard {
     ) -> Self {
         self.user_settings = self.user_settings.with_sealer(managed.sealer.clone());
         self.user_secrets = self.user_secrets.with_sealer(managed.sealer.clone());
+        self.org_defaults = self
+            .org_defaults
+            .clone()
+            .with_sealer(managed.sealer.clone());
         self.sandboxes = self.sandboxes.with_managed(managed);
         self.conversation_start = self
             .conversation_start
@@ -160,6 +174,7 @@ impl Switchboard {
             .with_personal(PersonalSettings::new(
                 self.user_settings.clone(),
                 self.user_secrets.clone(),
+                self.org_defaults.clone(),
             ));
         self.app_conversations =
             AppConversationService::new(self.store.clone(), self.sandboxes.clone());
@@ -267,6 +282,24 @@ impl Switchboard {
     /// Each user's custom secrets and git provider tokens (issue 21).
     pub fn user_secrets(&self) -> &UserSecretService {
         &self.user_secrets
+    }
+
+    /// Organizations' defaults for their members (issue 21).
+    pub fn org_defaults(&self) -> &OrgDefaultsService {
+        &self.org_defaults
+    }
+
+    /// Replaces the installation key `old` by `new` in every sealed value of the database, in
+    /// one transaction (`switchboard secrets rotate-key`); see [`rotate_sealed`].
+    ///
+    /// # Errors
+    /// As [`rotate_sealed`].
+    pub fn rotate_installation_key(
+        &self,
+        old: &crate::identity::sealing::Sealer,
+        new: &crate::identity::sealing::Sealer,
+    ) -> Result<u64, crate::DomainError> {
+        rotate_sealed(self.store.as_ref(), old, new)
     }
 
     /// Conversations' workspaces: files, directories, git, skills, hooks (issue 22).

@@ -4,12 +4,15 @@
 //! call here ([`PersonalSettings::for_start`]) and one to apply the result to the create body.
 //!
 //! LLM precedence: the request's `llm_model` → the user's active profile → the user's
-//! settings → the operator's `--llm-*` flags. The user's base URL and key go together: the
-//! operator's key is never sent to a user's base URL, and a user's key never to the
-//! operator's (a user who set a base URL without a key gets no key). A user who named only a
-//! model gets the operator's endpoint and key with it; one who set no model gets the
-//! operator's model. The request's `llm_model` replaces the model of whichever source
-//! applies.
+//! settings → the organization's default → the operator's `--llm-*` flags. Three levels (the
+//! user's own LLM, the organization's, the operator's), and two choices made over them
+//! separately: the model is the first level's that names one; the endpoint, a base URL and
+//! key together, is the first level's that sets either. So a key is only ever sent to the
+//! base URL of the party that set it (a level with a base URL and no key sends none), a user
+//! who named only a model gets the organization's endpoint (else the operator's), and one who
+//! set a key but no model gets the organization's model (else the operator's). The request's
+//! `llm_model` replaces the model whatever its level. The MCP configuration is the user's,
+//! else the organization's.
 
 use serde_json::{Map, Value, json};
 
@@ -17,9 +20,10 @@ use crate::error::DomainError;
 use crate::identity::redaction::MASK;
 use crate::ids::{OrgId, UserId};
 use crate::sandboxes::agent_requests::StartConversationRequest;
+use crate::services::OrgDefaultsService;
 use crate::services::conversations::start::LlmConfig;
 use crate::services::user_secrets::UserSecretService;
-use crate::services::user_settings::UserSettingsService;
+use crate::services::user_settings::{OwnLlm, UserSettingsService};
 use crate::user_settings::view::conversation_settings;
 
 /// The user's settings and secrets, as a start reads them.
@@ -27,6 +31,7 @@ use crate::user_settings::view::conversation_settings;
 pub struct PersonalSettings {
     settings: UserSettingsService,
     secrets: UserSecretService,
+    org: OrgDefaultsService,
 }
 
 /// What one start takes from its user. Holds keys and secrets: `Debug` shows none.
@@ -34,9 +39,9 @@ pub struct PersonalSettings {
 pub struct StartSettings {
     /// The LLM to use (its `model` already chosen by precedence).
     pub llm: LlmConfig,
-    /// Where the LLM came from: `request`, `profile`, `settings` or `server` (logged).
+    /// Where the LLM came from: `request`, `profile`, `settings`, `org` or `server` (logged).
     pub llm_source: &'static str,
-    /// The user's MCP configuration, if any.
+    /// The user's MCP configuration, else the organization's, if any.
     pub mcp_config: Option<Value>,
     /// `conversation_settings.confirmation_mode`.
     pub confirmation_mode: bool,
@@ -60,9 +65,17 @@ impl std::fmt::Debug for StartSettings {
 }
 
 impl PersonalSettings {
-    /// Over the two services.
-    pub fn new(settings: UserSettingsService, secrets: UserSecretService) -> Self {
-        PersonalSettings { settings, secrets }
+    /// Over the three services.
+    pub fn new(
+        settings: UserSettingsService,
+        secrets: UserSecretService,
+        org: OrgDefaultsService,
+    ) -> Self {
+        PersonalSettings {
+            settings,
+            secrets,
+            org,
+        }
     }
 
     /// What a start of `user` in `org` takes (the precedence in the module's text).
@@ -91,24 +104,24 @@ impl PersonalSettings {
             .active_profile
             .as_deref()
             .is_some_and(|n| rec.profile(n).is_some());
-        let (mut llm, mut source) = match own {
-            Some(own) => (
-                LlmConfig {
-                    model: own.model.or_else(|| server.model.clone()),
-                    base_url: own.base_url,
-                    api_key: own.api_key,
-                    stream: server.stream,
-                },
-                if from_profile { "profile" } else { "settings" },
-            ),
-            None => (server.clone(), "server"),
+        let org_defaults = self.org.for_start(org)?;
+        let org_llm = OwnLlm {
+            model: org_defaults.model.clone(),
+            base_url: org_defaults.base_url.clone(),
+            api_key: org_defaults.api_key.clone(),
         };
-        if source != "server" && llm.base_url.is_none() && llm.api_key.is_none() {
-            // Only a model named by the user: the operator's endpoint and key stay the
-            // operator's (never mixed with a user's choice of endpoint).
-            llm.base_url.clone_from(&server.base_url);
-            llm.api_key.clone_from(&server.api_key);
-        }
+        let server_llm = OwnLlm {
+            model: server.model.clone(),
+            base_url: server.base_url.clone(),
+            api_key: server.api_key.clone(),
+        };
+        let user_source = if from_profile { "profile" } else { "settings" };
+        let levels = [
+            (own.unwrap_or_default(), user_source),
+            (org_llm, "org"),
+            (server_llm, "server"),
+        ];
+        let (mut llm, mut source) = choose_llm(&levels, server.stream);
         if let Some(m) = request_model.filter(|m| !m.is_empty()) {
             llm.model = Some(m.to_owned());
             source = "request";
@@ -123,7 +136,8 @@ impl PersonalSettings {
             self.settings.mcp_config(org, user)?
         } else {
             None
-        };
+        }
+        .or(org_defaults.mcp_config);
         tracing::debug!(%org, %user, llm_source = source, secrets = secrets.len(), "the user's settings for a start");
         Ok(StartSettings {
             llm,
@@ -157,6 +171,32 @@ impl PersonalSettings {
         }
         self.secrets.provider_token(org, user, provider)
     }
+}
+
+/// The LLM from the levels, first to last (the module's rule): the model of the first level
+/// naming one; the base URL and key of the first level setting either, together; the source
+/// is the first level setting anything.
+fn choose_llm(levels: &[(OwnLlm, &'static str)], stream: bool) -> (LlmConfig, &'static str) {
+    let set = |l: &OwnLlm| l.model.is_some() || l.base_url.is_some() || l.api_key.is_some();
+    let source = levels
+        .iter()
+        .find(|(l, _)| set(l))
+        .map_or("server", |(_, s)| *s);
+    let model = levels.iter().find_map(|(l, _)| l.model.clone());
+    let endpoint = levels
+        .iter()
+        .find(|(l, _)| l.base_url.is_some() || l.api_key.is_some())
+        .map(|(l, _)| (l.base_url.clone(), l.api_key.clone()))
+        .unwrap_or_default();
+    (
+        LlmConfig {
+            model,
+            base_url: endpoint.0,
+            api_key: endpoint.1,
+            stream,
+        },
+        source,
+    )
 }
 
 impl StartSettings {
@@ -193,6 +233,77 @@ impl StartSettings {
         }
         if body.max_iterations.is_none() {
             body.max_iterations = self.max_iterations;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn l(model: Option<&str>, base_url: Option<&str>, key: Option<&str>) -> OwnLlm {
+        OwnLlm {
+            model: model.map(str::to_owned),
+            base_url: base_url.map(str::to_owned),
+            api_key: key.map(str::to_owned),
+        }
+    }
+
+    /// (user, org) → (model, base URL, key, source), the operator's always set.
+    #[test]
+    fn the_model_and_the_endpoint_are_chosen_level_by_level() {
+        let server = l(Some("srv-m"), Some("http://srv"), Some("srv-k"));
+        let none = l(None, None, None);
+        let cases = [
+            (
+                none.clone(),
+                none.clone(),
+                ("srv-m", Some("http://srv"), Some("srv-k"), "server"),
+            ),
+            (
+                none.clone(),
+                l(Some("org-m"), Some("http://org"), Some("org-k")),
+                ("org-m", Some("http://org"), Some("org-k"), "org"),
+            ),
+            (
+                none.clone(),
+                l(Some("org-m"), None, None),
+                ("org-m", Some("http://srv"), Some("srv-k"), "org"),
+            ),
+            (
+                none.clone(),
+                l(None, None, Some("org-k")),
+                ("srv-m", None, Some("org-k"), "org"),
+            ),
+            (
+                l(Some("u-m"), None, None),
+                l(Some("org-m"), Some("http://org"), Some("org-k")),
+                ("u-m", Some("http://org"), Some("org-k"), "settings"),
+            ),
+            (
+                l(None, Some("http://u"), None),
+                l(Some("org-m"), Some("http://org"), Some("org-k")),
+                ("org-m", Some("http://u"), None, "settings"),
+            ),
+            (
+                l(Some("u-m"), None, Some("u-k")),
+                l(Some("org-m"), Some("http://org"), Some("org-k")),
+                ("u-m", None, Some("u-k"), "settings"),
+            ),
+        ];
+        for (user, org, (model, base, key, source)) in cases {
+            let levels = [(user, "settings"), (org, "org"), (server.clone(), "server")];
+            let (llm, got) = choose_llm(&levels, true);
+            assert_eq!(
+                (
+                    llm.model.as_deref(),
+                    llm.base_url.as_deref(),
+                    llm.api_key.as_deref(),
+                    got
+                ),
+                (Some(model), base, key, source)
+            );
+            assert!(llm.stream);
         }
     }
 }

@@ -1,0 +1,217 @@
+//! An organization's defaults for its members (issue 21; OpenHands' enterprise
+//! `GET`/`PATCH /api/organizations/{org_id}/settings`, `OrgDefaultsSettingsResponse`): the
+//! agent settings (the LLM's model and base URL, the rest kept as sent), the conversation
+//! settings, and three values sealed with the installation key, bound to the organization and
+//! the field ([`OrgBinding`]): the LLM key, the search key and the MCP configuration.
+//!
+//! A member's own settings win over these at a start; the operator's `--llm-*` flags are the
+//! last fallback (`services::start_settings`). No answer holds a sealed value: the LLM key is
+//! answered as `llm_api_key_set`, the search key as a mask, the MCP configuration masked.
+
+use serde_json::{Map, Value};
+use switchboard_model::{ErrorType, ValidationError};
+use time::OffsetDateTime;
+
+use crate::ids::OrgId;
+use crate::user_settings::patch::{SecretChange, parse_settings_patch};
+use crate::validation::{field, loc};
+
+/// An organization's defaults as stored. Nothing here is a secret in the clear.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct OrgDefaultsRecord {
+    /// The agent settings without any key (`llm.model`, `llm.base_url`, the rest as sent).
+    pub agent_settings: Map<String, Value>,
+    /// The conversation settings as sent (known fields checked as a user's are).
+    pub conversation_settings: Map<String, Value>,
+    /// `agent_settings.llm.api_key` (or `llm_api_key`), sealed for [`OrgBinding::LlmApiKey`].
+    pub llm_api_key_sealed: Option<String>,
+    /// `search_api_key`, sealed for [`OrgBinding::SearchApiKey`].
+    pub search_api_key_sealed: Option<String>,
+    /// `agent_settings.mcp_config` (JSON text), sealed for [`OrgBinding::McpConfig`].
+    pub mcp_config_sealed: Option<String>,
+    /// When the row was last written; `None` for defaults never stored.
+    pub updated_at: Option<OffsetDateTime>,
+}
+
+impl OrgDefaultsRecord {
+    /// `agent_settings.llm.<key>` as non-empty text.
+    pub fn llm_str(&self, key: &str) -> Option<&str> {
+        self.agent_settings
+            .get("llm")?
+            .as_object()?
+            .get(key)?
+            .as_str()
+            .filter(|s| !s.is_empty())
+    }
+}
+
+/// What a sealed value of an organization's defaults is bound to: the organization and the
+/// field, so a value moved to another organization, another field or a user's row does not
+/// open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrgBinding {
+    /// The default LLM key.
+    LlmApiKey,
+    /// The default search key.
+    SearchApiKey,
+    /// The default MCP configuration.
+    McpConfig,
+}
+
+impl OrgBinding {
+    /// The associated data: `org-defaults:<org>:<field>`.
+    pub fn of(self, org: OrgId) -> String {
+        let what = match self {
+            OrgBinding::LlmApiKey => "llm_api_key",
+            OrgBinding::SearchApiKey => "search_api_key",
+            OrgBinding::McpConfig => "mcp_config",
+        };
+        format!("org-defaults:{org}:{what}")
+    }
+}
+
+/// The fields a `PATCH /api/organizations/{org_id}/settings` body may hold (OpenHands' rule:
+/// anything else is a 422).
+pub const ORG_DEFAULTS_FIELDS: [&str; 4] = [
+    "agent_settings_diff",
+    "conversation_settings_diff",
+    "search_api_key",
+    "llm_api_key",
+];
+
+/// A validated `PATCH /api/organizations/{org_id}/settings` body. `Debug` shows no key.
+#[derive(Clone, Default, PartialEq)]
+pub struct OrgDefaultsPatch {
+    /// `agent_settings_diff` without `llm.api_key` and `mcp_config`.
+    pub agent_diff: Option<Map<String, Value>>,
+    /// The LLM key: `llm_api_key`, else `agent_settings_diff.llm.api_key` (`""` or `null`
+    /// unsets it; `llm: null` unsets it with the LLM).
+    pub llm_api_key: SecretChange,
+    /// `agent_settings_diff.mcp_config`: `Some(None)` unsets it.
+    pub mcp_config: Option<Option<Value>>,
+    /// `conversation_settings_diff`.
+    pub conversation_diff: Option<Map<String, Value>>,
+    /// `search_api_key`.
+    pub search_api_key: SecretChange,
+}
+
+impl std::fmt::Debug for OrgDefaultsPatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OrgDefaultsPatch")
+            .field("agent_diff", &self.agent_diff)
+            .field("llm_api_key", &self.llm_api_key.as_ref().map(|_| "***"))
+            .field("mcp_config", &self.mcp_config.as_ref().map(|_| "***"))
+            .field("conversation_diff", &self.conversation_diff)
+            .field(
+                "search_api_key",
+                &self.search_api_key.as_ref().map(|_| "***"),
+            )
+            .finish()
+    }
+}
+
+/// Reads a `PATCH /api/organizations/{org_id}/settings` body: the fields of
+/// [`ORG_DEFAULTS_FIELDS`], each checked as `POST /api/v1/settings` checks it.
+///
+/// # Errors
+/// A 422 entry: not an object, a field not in [`ORG_DEFAULTS_FIELDS`] (`extra_forbidden`),
+/// a field of the wrong type, a base URL that is not `http(s)://`, a NUL anywhere.
+pub fn parse_org_defaults_patch(body: &Value) -> Result<OrgDefaultsPatch, ValidationError> {
+    let root = loc(["body"]);
+    crate::user_settings::refuse_nul_deep(body, &root)?;
+    if let Some(obj) = body.as_object()
+        && let Some((k, v)) = obj
+            .iter()
+            .find(|(k, _)| !ORG_DEFAULTS_FIELDS.contains(&k.as_str()))
+    {
+        return Err(ValidationError::new(
+            ErrorType::ExtraForbidden,
+            field(&root, k),
+            "Extra inputs are not permitted",
+        )
+        .with_input(v.clone()));
+    }
+    let mut rest = body.clone();
+    let top_key = rest.as_object_mut().and_then(|o| o.remove("llm_api_key"));
+    let p = parse_settings_patch(&rest)?;
+    let mut llm_api_key = p.llm_api_key;
+    if let Some(k) = top_key {
+        llm_api_key = Some(match k {
+            Value::Null => None,
+            Value::String(s) if s.is_empty() => None,
+            Value::String(s) => Some(s),
+            other => {
+                return Err(crate::validation::string_type(
+                    field(&root, "llm_api_key"),
+                    &other,
+                ));
+            }
+        });
+    }
+    Ok(OrgDefaultsPatch {
+        agent_diff: p.agent_diff,
+        llm_api_key,
+        mcp_config: p.mcp_config,
+        conversation_diff: p.conversation_diff,
+        search_api_key: p.search_api_key,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use switchboard_model::LocItem;
+
+    /// Where an entry of a 422 points.
+    fn at(e: &ValidationError) -> Vec<LocItem> {
+        e.loc.clone()
+    }
+
+    #[test]
+    fn the_key_comes_from_either_place_and_other_fields_are_refused() {
+        let p = parse_org_defaults_patch(&json!({"agent_settings_diff": {"llm": {"model": "m", "api_key": "k1"}, "mcp_config": {"a": 1}}})).unwrap();
+        assert_eq!(p.llm_api_key, Some(Some("k1".into())));
+        assert_eq!(
+            p.agent_diff,
+            Some(json!({"llm": {"model": "m"}}).as_object().cloned().unwrap())
+        );
+        assert_eq!(p.mcp_config, Some(Some(json!({"a": 1}))));
+        let p = parse_org_defaults_patch(
+            &json!({"llm_api_key": "k2", "agent_settings_diff": {"llm": {"api_key": "k1"}}}),
+        )
+        .unwrap();
+        assert_eq!(
+            p.llm_api_key,
+            Some(Some("k2".into())),
+            "the top-level key wins"
+        );
+        assert!(!format!("{p:?}").contains("k2"));
+        let p = parse_org_defaults_patch(&json!({"llm_api_key": ""})).unwrap();
+        assert_eq!(p.llm_api_key, Some(None));
+        let e = parse_org_defaults_patch(&json!({"language": "en"})).unwrap_err();
+        assert_eq!(at(&e), loc(["body", "language"]));
+        let e = parse_org_defaults_patch(&json!({"llm_api_key": 3})).unwrap_err();
+        assert_eq!(at(&e), loc(["body", "llm_api_key"]));
+        let e = parse_org_defaults_patch(
+            &json!({"agent_settings_diff": {"llm": {"base_url": "ftp://x"}}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            at(&e),
+            loc(["body", "agent_settings_diff", "llm", "base_url"])
+        );
+        assert!(parse_org_defaults_patch(&json!([1])).is_err());
+    }
+
+    #[test]
+    fn bindings_differ_by_org_and_field_and_from_users() {
+        let o = OrgId(uuid::Uuid::nil());
+        assert_ne!(OrgBinding::LlmApiKey.of(o), OrgBinding::McpConfig.of(o));
+        assert_ne!(
+            OrgBinding::LlmApiKey.of(o),
+            OrgBinding::LlmApiKey.of(OrgId(uuid::Uuid::max()))
+        );
+        assert!(OrgBinding::LlmApiKey.of(o).starts_with("org-defaults:"));
+    }
+}

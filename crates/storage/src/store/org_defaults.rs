@@ -1,0 +1,132 @@
+//! An organization's defaults for its members ([`OrgDefaultsStore`], issue 21): one
+//! `org_defaults` row per organization; the JSON columns hold the agent and conversation
+//! settings, the keys are sealed by the domain.
+
+use diesel::prelude::*;
+use serde_json::{Map, Value};
+use switchboard_domain::org_defaults::OrgDefaultsRecord;
+use switchboard_domain::ports::{OrgDefaultsEdit, OrgDefaultsStore};
+use switchboard_domain::{DomainError, OrgId, StorageError};
+use time::{OffsetDateTime, PrimitiveDateTime};
+
+use super::DieselStore;
+use super::rows::{db_err, from_db, optional_row, to_db};
+use crate::connection::{BackendKind, DbConnection};
+use crate::schema::org_defaults;
+
+#[derive(Queryable, Selectable, Insertable, AsChangeset)]
+#[diesel(table_name = org_defaults, treat_none_as_null = true)]
+struct OrgDefaultsRow {
+    org_id: String,
+    agent_settings: String,
+    conversation_settings: String,
+    llm_api_key_sealed: Option<String>,
+    search_api_key_sealed: Option<String>,
+    mcp_config_sealed: Option<String>,
+    updated_at: PrimitiveDateTime,
+}
+
+fn object(text: &str, what: &str) -> Result<Map<String, Value>, StorageError> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        _ => Err(StorageError::Other(
+            format!("stored organization {what} is not a JSON object").into(),
+        )),
+    }
+}
+
+impl OrgDefaultsRow {
+    /// The one conversion into the domain's record.
+    fn record(self) -> Result<OrgDefaultsRecord, StorageError> {
+        Ok(OrgDefaultsRecord {
+            agent_settings: object(&self.agent_settings, "agent settings")?,
+            conversation_settings: object(&self.conversation_settings, "conversation settings")?,
+            llm_api_key_sealed: self.llm_api_key_sealed,
+            search_api_key_sealed: self.search_api_key_sealed,
+            mcp_config_sealed: self.mcp_config_sealed,
+            updated_at: Some(from_db(self.updated_at)),
+        })
+    }
+
+    fn of(org: &str, rec: &OrgDefaultsRecord, now: OffsetDateTime) -> Self {
+        OrgDefaultsRow {
+            org_id: org.to_owned(),
+            agent_settings: Value::Object(rec.agent_settings.clone()).to_string(),
+            conversation_settings: Value::Object(rec.conversation_settings.clone()).to_string(),
+            llm_api_key_sealed: rec.llm_api_key_sealed.clone(),
+            search_api_key_sealed: rec.search_api_key_sealed.clone(),
+            mcp_config_sealed: rec.mcp_config_sealed.clone(),
+            updated_at: to_db(now),
+        }
+    }
+}
+
+fn load(conn: &mut DbConnection, org: &str) -> Result<Option<OrgDefaultsRecord>, StorageError> {
+    optional_row(
+        native!(conn, |c| org_defaults::table
+            .filter(org_defaults::org_id.eq(org))
+            .select(OrgDefaultsRow::as_select())
+            .first(c)),
+        OrgDefaultsRow::record,
+    )
+}
+
+impl OrgDefaultsStore for DieselStore {
+    fn org_defaults(&self, org: OrgId) -> Result<Option<OrgDefaultsRecord>, StorageError> {
+        let mut conn = self.conn()?;
+        load(&mut conn, &org.to_string())
+    }
+
+    /// One write transaction: an empty row inserted if none exists (`ON CONFLICT DO
+    /// NOTHING`), the row locked (`FOR UPDATE` on PostgreSQL; SQLite's write lock is already
+    /// held), read, edited, written back.
+    fn update_org_defaults(
+        &self,
+        org: OrgId,
+        now: OffsetDateTime,
+        edit: OrgDefaultsEdit<'_>,
+    ) -> Result<OrgDefaultsRecord, DomainError> {
+        let kind = self.kind;
+        let mut refused: Option<DomainError> = None;
+        let o = org.to_string();
+        let written = self.write(|conn| {
+            let fresh = OrgDefaultsRow::of(&o, &OrgDefaultsRecord::default(), now);
+            native!(conn, |c| diesel::insert_into(org_defaults::table)
+                .values(&fresh)
+                .on_conflict_do_nothing()
+                .execute(c))
+            .map_err(db_err)?;
+            if kind == BackendKind::Postgres {
+                use diesel::connection::SimpleConnection;
+                // Writers of this organization's row queue here. The id is a UUID we formatted.
+                conn.batch_execute(&format!(
+                    "SELECT 1 FROM org_defaults WHERE org_id = '{o}' FOR UPDATE"
+                ))
+                .map_err(db_err)?;
+            }
+            let mut rec = load(conn, &o)?.ok_or_else(|| {
+                StorageError::Other("the organization's defaults row vanished".into())
+            })?;
+            match edit(&mut rec) {
+                Err(e) => {
+                    refused = Some(e);
+                    Err(StorageError::Other("edit refused".into()))
+                }
+                Ok(false) => Ok(rec),
+                Ok(true) => {
+                    let row = OrgDefaultsRow::of(&o, &rec, now);
+                    diesel::update(org_defaults::table.filter(org_defaults::org_id.eq(&o)))
+                        .set(&row)
+                        .execute(conn)
+                        .map_err(db_err)?;
+                    rec.updated_at = Some(now);
+                    Ok(rec)
+                }
+            }
+        });
+        if let Some(e) = refused {
+            return Err(e);
+        }
+        Ok(written?)
+    }
+}
