@@ -8,8 +8,8 @@ For each crate it reads every `.rs` file under `src/`, maps each file to its mod
 from a file to every module of the same crate it names: `crate::a::b`, `super::x`,
 `self::x` paths anywhere in the code (in `use` lines and inline), resolved to the deepest
 module that exists. In-file unit tests (from `#[cfg(test)]` on) are skipped. `mod x;` declarations are not arrows (a parent holding a child is not a
-dependency), nor are the re-exports of a module root (`pub use` in `lib.rs`, `main.rs` or a
-`mod.rs`: naming a child's item through its parent is naming the child). Comments are skipped.
+dependency), nor are the re-exports of a module root (`pub use` in `lib.rs`, `main.rs`, a `mod.rs` or
+an `a.rs` beside its `a/`: naming a child's item through its parent is naming the child). Comments are skipped.
 
 It prints the circles (strongly connected groups of two or more files, and the arrows inside
 each), the files over 600 lines outside `crates/model`, and the functions of library and binary code
@@ -46,7 +46,8 @@ def strip_comments(text):
 
 
 def is_root(path):
-    return os.path.basename(path) in ROOTS + ("mod.rs",)
+    """A module root: lib.rs, main.rs, mod.rs, or `a.rs` beside a directory `a/` of its children."""
+    return os.path.basename(path) in ROOTS + ("mod.rs",) or os.path.isdir(path[:-3])
 
 
 def reexports(src, files, modules):

@@ -1,10 +1,10 @@
 //! The server of these tests (the stand-in agent server as its sandbox spec, the operator's
-use crate::clone::{GITLAB_HOST, GitServer};
 //! LLM), its three callers, the values they set, and the calls they make.
 
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
+use crate::clone::{GITLAB_HOST, GitServer};
 use crate::common::{
     ServeOptions, Server, TempDir, cli_json, client, python, str_of, wait_sandbox_status,
 };

@@ -48,11 +48,7 @@ impl AppendCombiner {
     /// Queues `pending` and returns once the transaction holding it committed (or failed).
     /// The caller that leads commits each group with `commit`, which answers each ticket's
     /// result in the group's order.
-    pub(super) fn append(
-        &self,
-        pending: Append,
-        commit: &GroupCommit<'_>,
-    ) -> AppendResult {
+    pub(super) fn append(&self, pending: Append, commit: &GroupCommit<'_>) -> AppendResult {
         let ticket = {
             let mut q = self.lock_queue();
             q.next_ticket += 1;
