@@ -10,8 +10,8 @@ use switchboard_domain::{DomainError, OrgId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, optional_row, to_db};
-use crate::connection::{BackendKind, DbConnection};
+use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
+use crate::connection::DbConnection;
 use crate::schema::org_defaults;
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
@@ -96,14 +96,7 @@ impl OrgDefaultsStore for DieselStore {
                 .on_conflict_do_nothing()
                 .execute(c))
             .map_err(db_err)?;
-            if kind == BackendKind::Postgres {
-                use diesel::connection::SimpleConnection;
-                // Writers of this organization's row queue here. The id is a UUID we formatted.
-                conn.batch_execute(&format!(
-                    "SELECT 1 FROM org_defaults WHERE org_id = '{o}' FOR UPDATE"
-                ))
-                .map_err(db_err)?;
-            }
+            lock_row(conn, kind, "org_defaults", &format!("org_id = '{o}'"))?;
             let mut rec = load(conn, &o)?.ok_or_else(|| {
                 StorageError::Other("the organization's defaults row vanished".into())
             })?;

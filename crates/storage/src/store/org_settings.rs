@@ -7,7 +7,7 @@ use switchboard_domain::{OrgId, StorageError};
 use time::{Duration, OffsetDateTime, PrimitiveDateTime};
 
 use super::identity::OrgRow;
-use super::rows::{db_err, from_db, parse_id, to_db};
+use super::rows::{db_err, from_db, lock_row, parse_id, to_db};
 use super::{DieselStore, SETTINGS_CHANNEL};
 use crate::connection::{BackendKind, DbConnection};
 use crate::schema::orgs;
@@ -97,70 +97,64 @@ impl OrgSettingsStore for DieselStore {
             .map(|m| serde_json::to_string(m).map_err(|e| StorageError::Other(Box::new(e))))
             .transpose()?;
         let kind = self.kind;
-        let written = self.write(|conn| {
-            if kind == BackendKind::Postgres {
-                use diesel::connection::SimpleConnection;
-                // Writers of this row queue here. The id is a UUID we formatted: safe to inline.
-                conn.batch_execute(&format!("SELECT 1 FROM orgs WHERE id = '{org}' FOR UPDATE"))
-                    .map_err(db_err)?;
-            }
-            let Some(row) = load_org(conn, org)? else {
-                return Ok(SettingsWrite::NotFound);
-            };
-            let current = row.settings()?;
-            if let Some(exp) = expected
-                && exp != current.updated_at
-            {
-                return Ok(SettingsWrite::Stale {
-                    actual: current.updated_at,
-                });
-            }
-            let version = std::cmp::max(now, current.updated_at + Duration::microseconds(1));
-            let changeset = SettingsChangeset {
-                enable_proactive_conversation_starters: change
-                    .enable_proactive_conversation_starters,
-                max_budget_per_task: change.max_budget_per_task,
-                registered_marketplaces: marketplaces_json.clone(),
-                updated_at: to_db(version),
-            };
-            // The version check and the write as one conditional update.
-            let written = diesel::update(
-                orgs::table
-                    .filter(orgs::id.eq(org.to_string()))
-                    .filter(orgs::updated_at.eq(row.updated_at)),
-            )
-            .set(&changeset)
-            .execute(conn)
-            .map_err(db_err)?;
-            if written == 0 {
-                let actual = load_org(conn, org)?.map(|r| from_db(r.updated_at));
-                return Ok(
-                    actual.map_or(SettingsWrite::NotFound, |actual| SettingsWrite::Stale {
-                        actual,
-                    }),
-                );
-            }
-            let mut next = current;
-            if let Some(v) = change.enable_proactive_conversation_starters {
-                next.enable_proactive_conversation_starters = v;
-            }
-            if let Some(v) = change.max_budget_per_task {
-                next.max_budget_per_task = v;
-            }
-            if let Some(v) = &change.registered_marketplaces {
-                next.registered_marketplaces = v.clone();
-            }
-            next.updated_at = version;
-            if kind == BackendKind::Postgres {
-                // Delivered at commit to every replica's settings listener.
-                diesel::sql_query("SELECT pg_notify($1, $2)")
-                    .bind::<diesel::sql_types::Text, _>(SETTINGS_CHANNEL)
-                    .bind::<diesel::sql_types::Text, _>(org.to_string())
-                    .execute(conn)
-                    .map_err(db_err)?;
-            }
-            Ok(SettingsWrite::Written(next))
-        });
+        let written =
+            self.write(|conn| {
+                lock_row(conn, kind, "orgs", &format!("id = '{org}'"))?;
+                let Some(row) = load_org(conn, org)? else {
+                    return Ok(SettingsWrite::NotFound);
+                };
+                let current = row.settings()?;
+                if let Some(exp) = expected
+                    && exp != current.updated_at
+                {
+                    return Ok(SettingsWrite::Stale {
+                        actual: current.updated_at,
+                    });
+                }
+                let version = std::cmp::max(now, current.updated_at + Duration::microseconds(1));
+                let changeset = SettingsChangeset {
+                    enable_proactive_conversation_starters: change
+                        .enable_proactive_conversation_starters,
+                    max_budget_per_task: change.max_budget_per_task,
+                    registered_marketplaces: marketplaces_json.clone(),
+                    updated_at: to_db(version),
+                };
+                // The version check and the write as one conditional update.
+                let written = diesel::update(
+                    orgs::table
+                        .filter(orgs::id.eq(org.to_string()))
+                        .filter(orgs::updated_at.eq(row.updated_at)),
+                )
+                .set(&changeset)
+                .execute(conn)
+                .map_err(db_err)?;
+                if written == 0 {
+                    let actual = load_org(conn, org)?.map(|r| from_db(r.updated_at));
+                    return Ok(actual.map_or(SettingsWrite::NotFound, |actual| {
+                        SettingsWrite::Stale { actual }
+                    }));
+                }
+                let mut next = current;
+                if let Some(v) = change.enable_proactive_conversation_starters {
+                    next.enable_proactive_conversation_starters = v;
+                }
+                if let Some(v) = change.max_budget_per_task {
+                    next.max_budget_per_task = v;
+                }
+                if let Some(v) = &change.registered_marketplaces {
+                    next.registered_marketplaces = v.clone();
+                }
+                next.updated_at = version;
+                if kind == BackendKind::Postgres {
+                    // Delivered at commit to every replica's settings listener.
+                    diesel::sql_query("SELECT pg_notify($1, $2)")
+                        .bind::<diesel::sql_types::Text, _>(SETTINGS_CHANNEL)
+                        .bind::<diesel::sql_types::Text, _>(org.to_string())
+                        .execute(conn)
+                        .map_err(db_err)?;
+                }
+                Ok(SettingsWrite::Written(next))
+            });
         // After the commit (or a failure, which may have committed nothing): this process
         // reads the row again next time.
         self.settings.invalidate(&org);

@@ -2,6 +2,8 @@
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use switchboard_domain::StorageError;
+
+use crate::connection::{BackendKind, DbConnection};
 use time::{OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 /// Maps diesel errors to the domain's storage errors.
@@ -88,3 +90,23 @@ pub(crate) fn optional_row<R, T>(
 
 /// Ids per `IN (…)` list.
 pub(super) const ID_CHUNK: usize = 500;
+
+/// Queues this transaction behind the other writers of one row, on PostgreSQL (`SELECT 1 FROM
+/// {table} WHERE {condition} FOR UPDATE`); on SQLite its single writer already does. A
+/// read-modify-write of the row then loses no update. `condition` holds only values
+/// Switchboard formatted itself (UUIDs), never a caller's text.
+pub(super) fn lock_row(
+    conn: &mut DbConnection,
+    kind: BackendKind,
+    table: &str,
+    condition: &str,
+) -> Result<(), StorageError> {
+    if kind == BackendKind::Postgres {
+        use diesel::connection::SimpleConnection;
+        conn.batch_execute(&format!(
+            "SELECT 1 FROM {table} WHERE {condition} FOR UPDATE"
+        ))
+        .map_err(db_err)?;
+    }
+    Ok(())
+}

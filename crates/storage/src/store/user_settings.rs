@@ -10,8 +10,8 @@ use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::rows::{db_err, from_db, optional_row, to_db};
-use crate::connection::{BackendKind, DbConnection};
+use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
+use crate::connection::DbConnection;
 use crate::schema::user_settings;
 
 #[derive(Queryable, Selectable, Insertable)]
@@ -168,17 +168,14 @@ impl UserSettingsStore for DieselStore {
                 .on_conflict_do_nothing()
                 .execute(c))
             .map_err(db_err)?;
-            if kind == BackendKind::Postgres {
-                use diesel::connection::SimpleConnection;
-                // Writers of this user's row queue here. Both ids are UUIDs we formatted.
-                conn.batch_execute(&format!(
-                    "SELECT 1 FROM user_settings WHERE org_id = '{o}' AND user_id = '{u}' FOR UPDATE"
-                ))
-                .map_err(db_err)?;
-            }
-            let mut rec = load(conn, org, user)?.ok_or_else(|| {
-                StorageError::Other("the user's settings row vanished".into())
-            })?;
+            lock_row(
+                conn,
+                kind,
+                "user_settings",
+                &format!("org_id = '{o}' AND user_id = '{u}'"),
+            )?;
+            let mut rec = load(conn, org, user)?
+                .ok_or_else(|| StorageError::Other("the user's settings row vanished".into()))?;
             match edit(&mut rec) {
                 Err(e) => {
                     refused = Some(e);
