@@ -9,9 +9,11 @@ default:
 fmt:
     cargo fmt --all
 
-# Formatting check, clippy with warnings denied, and rustdoc with warnings denied.
+# Formatting check, the house's shape (scripts/house.py: no circle between files, file and
+# function lengths), clippy with warnings denied, and rustdoc with warnings denied.
 lint:
     cargo fmt --all -- --check
+    python3 scripts/house.py --check
     cargo clippy --workspace --all-targets -- -D warnings
     RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps
 
