@@ -16,11 +16,11 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::netns::{Netns, fake_llm, reachable_from};
+use crate::netns::{Netns, fake_llm, reachable_from, real_agent_specs};
 
 /// The task: the fake LLM runs the command after `run: `, then finishes.
 const TASK: &str = "Check the workspace, run: echo one-address-cli";
@@ -121,24 +121,8 @@ fn cli_through_switchboard_alone(backend: Backend, tag: u8) {
     let data_dir = data.path().display().to_string();
     let _end = EndProcessesUnder(data.path().to_path_buf());
     let (_llm, llm_base) = fake_llm();
-    let env: serde_json::Map<String, Value> = switchboard_testkit::REAL_AGENT_SERVER_ENV
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), json!(v)))
-        .collect();
-    let specs = data.path().join("specs.json");
-    std::fs::write(
-        &specs,
-        json!([{"id": "agent", "command": [agent_server.display().to_string()], "initial_env": env}])
-            .to_string(),
-    )
-    .unwrap();
-    let specs = specs.display().to_string();
-    let port = std::net::TcpListener::bind((ns.host_ip.as_str(), 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let bind = format!("{}:{port}", ns.host_ip);
+    let specs = real_agent_specs(data.path(), &agent_server);
+    let (bind, port) = ns.free_host_address();
     let server = Server::spawn_bound(
         &[],
         &bind,

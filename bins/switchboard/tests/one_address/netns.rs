@@ -186,3 +186,34 @@ pub fn reachable_from(ns: &Netns, python: &Path, host: &str, port: u16) -> bool 
         .unwrap();
     String::from_utf8_lossy(&out.stdout).starts_with("open")
 }
+
+/// The sandbox specs file in `data`: one spec, `agent`, running the real agent server
+/// `agent_server` with the environment the tests give it; its path.
+pub fn real_agent_specs(data: &Path, agent_server: &Path) -> String {
+    let env: serde_json::Map<String, serde_json::Value> =
+        switchboard_testkit::REAL_AGENT_SERVER_ENV
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), serde_json::json!(v)))
+            .collect();
+    let specs = data.join("specs.json");
+    std::fs::write(
+        &specs,
+        serde_json::json!([{"id": "agent", "command": [agent_server.display().to_string()], "initial_env": env}])
+            .to_string(),
+    )
+    .unwrap();
+    specs.display().to_string()
+}
+
+impl Netns {
+    /// A free `ip:port` on the host's side of the pair, for Switchboard to listen on (the
+    /// address the namespace reaches it at), and its port.
+    pub fn free_host_address(&self) -> (String, u16) {
+        let port = std::net::TcpListener::bind((self.host_ip.as_str(), 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        (format!("{}:{port}", self.host_ip), port)
+    }
+}
