@@ -90,7 +90,7 @@ def summary(ms):
 
 # The server's log: warnings, and the debug lines naming the events the stream path and the
 # pull path stored (an event in neither was stored by its webhook).
-SERVE_LOG = ("warn,switchboard_domain::services::event_streams=debug,"
+SERVE_LOG = ("warn,switchboard_domain::services::event_streaming=debug,"
              "switchboard_domain::services::event_catch_up=debug")
 BY_STREAM = "stored from the agent server's event stream"
 BY_PULL = "stored by the pull path"

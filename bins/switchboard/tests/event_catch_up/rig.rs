@@ -16,7 +16,7 @@ pub const START_WITHIN: Duration = Duration::from_secs(240);
 
 /// The server's log filter: info, and the debug lines naming the events the stream path and
 /// the pull path stored.
-pub const STORED_BY_LOG: &str = "info,switchboard_domain::services::event_streams=debug,\
+pub const STORED_BY_LOG: &str = "info,switchboard_domain::services::event_streaming=debug,\
      switchboard_domain::services::event_catch_up=debug";
 
 /// A child process killed (with its process group) on drop.
