@@ -27,7 +27,8 @@
 # same binary and venv: Switchboard starts the agent server as a sandbox, an app conversation
 # runs twice, is listed, paused and resumed, and deleted (about 20 s of agent-server start-up).
 # `scripts/e2e.sh sandbox` runs the sandbox mode instead (scripts/e2e-sandbox.sh): Switchboard
-# starts the agent server itself.
+# starts the agent server itself. `scripts/e2e.sh prepare` only installs the three venvs and
+# exits (CI runs it in the background while it compiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = sandbox ]; then exec scripts/e2e-sandbox.sh; fi
@@ -94,6 +95,11 @@ if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$CLI_VENV/bin/openhands" 
   "$PY312" -m venv "$CLI_VENV"
   "$VENV/bin/uv" pip install -q --python "$CLI_VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands==1.16.0
+fi
+
+if [ "${1:-}" = prepare ]; then
+  log "venvs ready: $VENV $SDK_VENV $CLI_VENV"
+  exit 0
 fi
 
 # ---------------------------------------------------------------- Switchboard

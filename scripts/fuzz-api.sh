@@ -26,10 +26,11 @@
 # reproduction, by scripts/probe/fuzz_summary.py) are kept in a folder printed at the end.
 # Exits 1 when Schemathesis found a failure on any backend, 2 on a setup error.
 #
-# Usage: scripts/fuzz-api.sh [quick|long]
+# Usage: scripts/fuzz-api.sh [quick|long|prepare]
 #   quick  CI-sized: a bounded number of examples per operation and a time budget per backend
 #          (about 2 minutes each on 2 cores).
 #   long   what `just fuzz-api` runs: more examples and a longer budget.
+#   prepare  only installs Schemathesis into its venv (CI does it in the background).
 # Knobs (environment):
 #   SWITCHBOARD_FUZZ_MAX_EXAMPLES  examples per operation and phase [quick 200, long 1000]
 #   SWITCHBOARD_FUZZ_MAX_TIME      seconds of Schemathesis per backend [quick 100, long 900];
@@ -56,7 +57,8 @@ MODE="${1:-quick}"
 case "$MODE" in
   quick) DEF_EXAMPLES=200; DEF_TIME=100 ;;
   long) DEF_EXAMPLES=1000; DEF_TIME=900 ;;
-  *) echo "usage: $0 [quick|long]" >&2; exit 2 ;;
+  prepare) DEF_EXAMPLES=0; DEF_TIME=0 ;;
+  *) echo "usage: $0 [quick|long|prepare]" >&2; exit 2 ;;
 esac
 MAX_EXAMPLES="${SWITCHBOARD_FUZZ_MAX_EXAMPLES:-$DEF_EXAMPLES}"
 MAX_TIME="${SWITCHBOARD_FUZZ_MAX_TIME:-$DEF_TIME}"
@@ -93,6 +95,10 @@ if ! "$VENV/bin/st" --version 2>/dev/null | grep -q "$ST_VERSION"; then
   "$VENV/bin/pip" install -q "schemathesis==$ST_VERSION"
 fi
 ST="$VENV/bin/st"
+if [ "$MODE" = prepare ]; then
+  echo "== $("$ST" --version) ready in $VENV"
+  exit 0
+fi
 echo "== $("$ST" --version); mode $MODE: $MAX_EXAMPLES examples per operation, ${MAX_TIME}s per backend"
 
 # ------------------------------------------------------------------ build
