@@ -16,7 +16,8 @@ it records per operation the request count and p50/p99 latency, and the server's
 /proc). At the end: fails when an error occurred, when RSS grew more than RSS_GROWTH_LIMIT
 (default 1.5x) from the end of the first minute to the end, or when the last minute's p99 of an
 operation is more than P99_DRIFT_LIMIT (default 3x) its first minute's p99 (with a floor of
-20 ms so tiny p99s do not trip it). Prints a Markdown table for docs/benchmarks.md.
+20 ms so tiny p99s do not trip it; an operation with fewer than 100 samples in either minute is
+held to its median instead, its p99 being one sample). Prints a Markdown table for docs/benchmarks.md.
 
 Usage: scripts/soak.py BINARY DURATION_SECONDS [DATABASE_URL]
 """
@@ -38,6 +39,7 @@ import uuid
 BIN, DURATION = sys.argv[1], float(sys.argv[2])
 RSS_GROWTH_LIMIT = float(os.environ.get("RSS_GROWTH_LIMIT", "1.5"))
 P99_DRIFT_LIMIT = float(os.environ.get("P99_DRIFT_LIMIT", "3"))
+P99_MIN_SAMPLES = 100
 work = tempfile.mkdtemp(prefix="switchboard-soak-")
 db_url = sys.argv[3] if len(sys.argv) > 3 else f"sqlite://{work}/soak.sqlite"
 
@@ -287,9 +289,14 @@ if len(rss) >= 2 and rss[-1][1] > RSS_GROWTH_LIMIT * rss[0][1]:
 if len(minutes) >= 2:
     first, last = minutes[0], minutes[-1]
     for o in ops:
-        a, b = pct(samples.get((first, o), []), .99), pct(samples.get((last, o), []), .99)
+        xa, xb = samples.get((first, o), []), samples.get((last, o), [])
+        # A p99 of fewer than P99_MIN_SAMPLES samples is their maximum (one slow sample on a
+        # busy machine decides it): such an operation (the websocket resumes, about a dozen a
+        # minute) is held to its median instead.
+        q = .99 if min(len(xa), len(xb)) >= P99_MIN_SAMPLES else .5
+        a, b = pct(xa, q), pct(xb, q)
         if b > P99_DRIFT_LIMIT * max(a, 0.020):
-            failed.append(f"{o} p99 drifted from {a * 1000:.1f} ms to {b * 1000:.1f} ms")
+            failed.append(f"{o} p{round(q * 100)} drifted from {a * 1000:.1f} ms to {b * 1000:.1f} ms")
 total = sum(len(v) for v in samples.values())
 print(f"\n{total} requests and websocket connections in {DURATION:.0f} s, "
       f"{durable_frames[0]} durable frames received in order, {len(errors)} errors")
