@@ -291,8 +291,8 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR")]
     pub skills_dir: Option<PathBuf>,
     /// Serves a browser client's built files at `/` from DIR (e.g. the `build/` directory of the npm package `@openhands/agent-canvas`), beside the API on the same origin; client-side routes get its `index.html`.
-    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR")]
-    pub web_client: Option<PathBuf>,
+    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client)]
+    pub web_client: Option<switchboard_api::web_client::WebClient>,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
@@ -577,6 +577,11 @@ fn parse_host_pattern(
     s: &str,
 ) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
     switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
+}
+
+/// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.
+fn parse_web_client(s: &str) -> Result<switchboard_api::web_client::WebClient, String> {
+    switchboard_api::web_client::WebClient::new(std::path::Path::new(s))
 }
 
 /// One `--git-provider-url KEY=URL`.

@@ -37,6 +37,11 @@ impl WebClient {
         Ok(WebClient { root })
     }
 
+    /// The directory served (resolved).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
     /// The file that answers `path` (a request path), if any: the file itself, or
     /// `index.html` for a client-side route.
     fn resolve(&self, path: &str) -> Option<PathBuf> {
