@@ -12,6 +12,7 @@
 //! table ([`error::ApiError`]), 422s in FastAPI's shape. Blocking domain work runs on actix's
 //! blocking pool, never on the async executor.
 
+pub mod agent_profiles;
 pub mod app;
 pub mod app_conversations;
 pub mod cors;
@@ -27,6 +28,7 @@ pub mod llm_profiles;
 pub mod metrics;
 pub mod openapi;
 pub mod org_defaults;
+pub mod org_profiles;
 pub mod org_settings;
 pub mod organizations;
 pub mod rate_limit;

@@ -13,9 +13,9 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::dto::ErrorDetail;
 use crate::web_client::WebClient;
 use crate::{
-    app_conversations, events, health, keys, live, llm_catalog, llm_profiles, org_defaults,
-    org_settings, organizations, sandbox_secrets, sandbox_specs, sandboxes, server_details, skills,
-    user_secrets, user_settings, users, webhooks,
+    agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
+    org_defaults, org_profiles, org_settings, organizations, sandbox_secrets, sandbox_specs,
+    sandboxes, server_details, skills, user_secrets, user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -27,10 +27,12 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     users::configure(cfg);
     organizations::configure(cfg);
     org_defaults::configure(cfg);
+    org_profiles::configure(cfg);
     user_settings::configure(cfg);
     llm_profiles::configure(cfg);
     llm_catalog::configure(cfg);
     skills::configure(cfg);
+    agent_profiles::configure(cfg);
     user_secrets::configure(cfg);
     events::configure(cfg);
     webhooks::configure(cfg);

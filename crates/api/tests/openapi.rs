@@ -317,7 +317,9 @@ fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'sta
         .replace("{secret_id}", "ROUTE_CHECK")
         .replace("{sandbox_id}", &uuid::Uuid::new_v4().to_string())
         .replace("{secret_name}", "ROUTE_CHECK")
-        .replace("{org_id}", &uuid::Uuid::new_v4().to_string());
+        .replace("{org_id}", &uuid::Uuid::new_v4().to_string())
+        .replace("{user_id}", &uuid::Uuid::new_v4().to_string())
+        .replace("{profile_id}", "route-check");
     let (status, message) = match (method, path) {
         (_, p) if p.contains("/settings/secrets") => {
             (401, Some("X-Session-API-Key header is required"))
@@ -335,8 +337,19 @@ fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'sta
         ("delete", "/api/v1/secrets/{secret_id}") => {
             (404, Some("Secret with ID ROUTE_CHECK not found"))
         }
-        ("get", "/api/organizations/{org_id}/me")
-        | ("get" | "patch", "/api/organizations/{org_id}/settings") => {
+        // Issue 25: agent profiles (an empty body is no profile), the organization's routes
+        // (an organization nobody has).
+        ("get", "/api/agent-profiles/{name}") => {
+            (404, Some("Agent profile 'route-check' not found"))
+        }
+        ("post", "/api/agent-profiles/{profile_id}/activate") => {
+            (404, Some("Agent profile with id 'route-check' not found"))
+        }
+        ("post", "/api/agent-profiles/{name}") | ("post", "/api/agent-profiles/{name}/rename") => {
+            (422, None)
+        }
+        ("delete", "/api/agent-profiles/{name}") => (200, None),
+        (_, p) if p.starts_with("/api/organizations/{org_id}/") => {
             (404, Some("Current organization not found"))
         }
         _ => return None,

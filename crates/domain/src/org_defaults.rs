@@ -29,6 +29,14 @@ pub struct OrgDefaultsRecord {
     pub search_api_key_sealed: Option<String>,
     /// `agent_settings.mcp_config` (JSON text), sealed for [`OrgBinding::McpConfig`].
     pub mcp_config_sealed: Option<String>,
+    /// The organization's LLM profiles (issue 25), each key sealed for
+    /// [`OrgBinding::ProfileApiKey`], by name.
+    pub profiles: Vec<crate::user_settings::StoredProfile>,
+    /// The profile last activated, while the defaults' LLM is still it.
+    pub active_profile: Option<String>,
+    /// The organization's LLM provider connections (issue 25), each key sealed for
+    /// [`OrgBinding::ConnectionApiKey`].
+    pub provider_connections: Vec<crate::org_profiles::StoredConnection>,
     /// When the row was last written; `None` for defaults never stored.
     pub updated_at: Option<OffsetDateTime>,
 }
@@ -56,6 +64,10 @@ pub enum OrgBinding {
     SearchApiKey,
     /// The default MCP configuration.
     McpConfig,
+    /// An LLM profile's key (any profile of the organization: renaming keeps it).
+    ProfileApiKey,
+    /// An LLM provider connection's key (any connection of the organization).
+    ConnectionApiKey,
 }
 
 impl OrgBinding {
@@ -65,6 +77,8 @@ impl OrgBinding {
             OrgBinding::LlmApiKey => "llm_api_key",
             OrgBinding::SearchApiKey => "search_api_key",
             OrgBinding::McpConfig => "mcp_config",
+            OrgBinding::ProfileApiKey => "profile_api_key",
+            OrgBinding::ConnectionApiKey => "provider_connection_api_key",
         };
         format!("org-defaults:{org}:{what}")
     }

@@ -353,6 +353,12 @@ diesel::table! {
         mcp_config_sealed -> Nullable<Text>,
         /// Last change, UTC.
         updated_at -> Timestamp,
+        /// JSON array of LLM profiles, each key sealed (issue 25).
+        profiles -> Text,
+        /// The active profile's name.
+        active_profile -> Nullable<Text>,
+        /// JSON array of LLM provider connections, each key sealed (issue 25).
+        provider_connections -> Text,
     }
 }
 
@@ -371,6 +377,32 @@ diesel::table! {
         body -> Text,
         /// When it was queued, UTC.
         created_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Each member's agent profiles in an organization (issue 25); no secret.
+    agent_profiles (org_id, user_id, id) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// User UUID.
+        user_id -> Text,
+        /// The profile's stable id (UUID).
+        id -> Text,
+        /// Its name, unique per member.
+        name -> Text,
+        /// Bumped by each save.
+        revision -> BigInt,
+        /// `openhands` or `acp`.
+        agent_kind -> Text,
+        /// JSON object: the profile's fields but `id`, `name`, `revision`.
+        profile -> Text,
+        /// Whether it is the member's active profile.
+        active -> Bool,
+        /// Created, UTC.
+        created_at -> Timestamp,
+        /// Last change, UTC.
+        updated_at -> Timestamp,
     }
 }
 
@@ -394,5 +426,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     org_defaults,
     user_secrets,
     git_provider_tokens,
-    pending_messages
+    pending_messages,
+    agent_profiles
 );

@@ -86,8 +86,14 @@ impl AppConversationOut {
         let i = c.info;
         let tag = |k: &str| i.tags.get(k).and_then(Value::as_str).map(str::to_owned);
         let acp_server = (i.agent_kind == "acp").then(|| tag("acpserver")).flatten();
-        let launched_agent_profile = tag("agentprofileid")
-            .map(|id| serde_json::json!({ "id": id, "revision": tag("agentprofilerevision") }));
+        // The SDK's `LaunchedAgentProfile`: `{agent_profile_id, revision}`, the revision a
+        // number (Agent Canvas drops the object otherwise).
+        let launched_agent_profile = tag("agentprofileid").map(|id| {
+            let revision = tag("agentprofilerevision")
+                .and_then(|r| r.parse::<i64>().ok())
+                .unwrap_or(0);
+            serde_json::json!({ "agent_profile_id": id, "revision": revision })
+        });
         AppConversationOut {
             id: i.id.0.simple().to_string(),
             created_by_user_id: i.created_by_user_id.to_string(),

@@ -22,9 +22,9 @@ pub use start_tasks::{
     AppConversationStartTask, AppConversationStartTaskPage, StartTaskStatusName,
 };
 pub use user_settings::{
-    ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage, CustomSecretWithoutValue,
-    EditResponse, OrgMeResponse, OrgPage, OrgResponse, ProfileMutationResponse, SecretNameItem,
-    SecretNamesResponse,
+    ActivateAgentProfileResponse, ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage,
+    CustomSecretWithoutValue, EditResponse, OrgMeResponse, OrgMemberResponse, OrgPage, OrgResponse,
+    ProfileMutationResponse, SecretNameItem, SecretNamesResponse,
 };
 pub use users::MeResponse;
 pub use workspace::{

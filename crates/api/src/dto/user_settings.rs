@@ -142,3 +142,32 @@ pub struct OrgMeResponse {
     /// Always `active`.
     pub status: String,
 }
+
+/// One member of an organization (OpenHands' `OrgMemberResponse`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrgMemberResponse {
+    /// The member.
+    #[schema(value_type = String, format = Uuid)]
+    pub user_id: uuid::Uuid,
+    /// Their e-mail.
+    pub email: String,
+    /// Their role's id in OpenHands' `role` table: 1 owner, 2 admin, 3 member.
+    pub role_id: i64,
+    /// Their role: `owner`, `admin` or `member`.
+    pub role: String,
+    /// The role's rank (OpenHands: owner 10, admin 20, member 1000; lower is more).
+    pub role_rank: i64,
+    /// Always `active`.
+    pub status: String,
+}
+
+/// An agent profile activated (the agent server's `ActivateAgentProfileResponse`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ActivateAgentProfileResponse {
+    /// The profile's id.
+    pub id: String,
+    /// What was done.
+    pub message: String,
+    /// Always false: activating moves the pointer and writes no settings.
+    pub agent_settings_applied: bool,
+}

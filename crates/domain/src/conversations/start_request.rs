@@ -1,7 +1,7 @@
 //! The start request (reference app-server §5.1 `AppConversationStartRequest`), read strictly:
 //! a field OpenHands does not define, or a value of the wrong shape, is a FastAPI-shaped 422
 //! (issue 10; OpenHands ignores unknown fields). Fields OpenHands defines but Switchboard does
-//! not act on (`processors`, `agent_profile_id`, `plugins`, `title`, `public`) are checked for
+//! not act on (`processors`, `plugins`, `title`, `public`) are checked for
 //! their shape, echoed in the task's `request`, and otherwise ignored (docs/API.md, App
 //! conversations: start).
 
@@ -51,6 +51,8 @@ pub struct StartRequest {
     pub system_message_suffix: Option<String>,
     /// The LLM model (else the server's default).
     pub llm_model: Option<String>,
+    /// The starting user's agent profile to launch from, by id (issue 25).
+    pub agent_profile_id: Option<String>,
     /// The repository to clone into the working directory: a URL, a local path or a
     /// `file://` URL.
     pub selected_repository: Option<String>,
@@ -180,7 +182,6 @@ pub fn parse_start_request(
     let max_iterations = f.max_iterations()?;
     f.list("processors")?;
     f.list("plugins")?;
-    f.text("agent_profile_id")?;
     let suggested_task = f.object("suggested_task")?;
     let request = StartRequest {
         sandbox_id: f.uuid("sandbox_id")?.map(SandboxId),
@@ -188,6 +189,7 @@ pub fn parse_start_request(
         initial_message,
         system_message_suffix: f.text("system_message_suffix")?,
         llm_model: f.text("llm_model")?,
+        agent_profile_id: f.text("agent_profile_id")?,
         selected_repository: f.text("selected_repository")?,
         selected_branch: f.text("selected_branch")?,
         git_provider,

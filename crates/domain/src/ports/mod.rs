@@ -2,6 +2,7 @@
 //! its test double) implements only what it uses. Implemented by the storage crate for SQLite
 //! and PostgreSQL; calls block, so async callers run them on a blocking pool.
 
+pub mod agent_profiles;
 pub mod conversations;
 pub mod events;
 pub mod identity;
@@ -12,6 +13,7 @@ pub mod sealed;
 pub mod user_secrets;
 pub mod user_settings;
 
+pub use agent_profiles::{AgentProfileEdit, AgentProfileStore};
 pub use conversations::ConversationStore;
 pub use conversations::app::{AppConversationStore, DeletedConversation};
 pub use conversations::pending::PendingMessageStore;
@@ -47,6 +49,7 @@ pub trait Store:
     + UserSecretStore
     + OrgDefaultsStore
     + SealedStore
+    + AgentProfileStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

@@ -108,11 +108,25 @@ impl std::fmt::Debug for LlmSpec {
     }
 }
 
-/// A tool by name (`terminal`, `file_editor`, `task_tracker`).
+/// A tool by name (`terminal`, `file_editor`, `task_tracker`, or what an agent profile's
+/// `tools` names), with its parameters when the profile gave some (the SDK's `Tool`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSpec {
     /// The tool's name.
-    pub name: &'static str,
+    pub name: std::borrow::Cow<'static, str>,
+    /// Its parameters; left out when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+impl ToolSpec {
+    /// A built-in tool without parameters.
+    pub fn named(name: &'static str) -> Self {
+        ToolSpec {
+            name: std::borrow::Cow::Borrowed(name),
+            params: None,
+        }
+    }
 }
 
 /// The agent's context.
@@ -166,7 +180,7 @@ mod tests {
                     api_key: Some("k3y-value".into()),
                     stream: false,
                 },
-                tools: vec![ToolSpec { name: "terminal" }],
+                tools: vec![ToolSpec::named("terminal")],
                 agent_context: None,
                 mcp_config: None,
             },

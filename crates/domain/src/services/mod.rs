@@ -2,6 +2,7 @@
 //! them over one store and hands each out (`switchboard.events()`, …), so a handler or a
 //! command calls the service of its resource. Every method blocks on storage.
 
+mod agent_profiles;
 mod api_keys;
 mod auth;
 mod conversations;
@@ -28,6 +29,7 @@ mod users;
 use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
+pub use agent_profiles::AgentProfileService;
 pub use api_keys::ApiKeyService;
 pub use auth::AuthService;
 pub use conversations::ConversationService;
@@ -50,12 +52,12 @@ pub use sandboxes::SandboxService;
 pub use start_settings::{PersonalSettings, StartSettings};
 pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
 pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
-pub use users::{MeView, MyOrg, OrgMe, UserService};
+pub use users::{MeView, MyOrg, OrgMe, OrgMember, UserService};
 
 use crate::ports::{
-    AppConversationStore, ConversationStore, EventStore, IdentityStore, OrgDefaultsStore,
-    OrgSettingsStore, PendingMessageStore, SandboxStore, StartTaskStore, Store, UserSecretStore,
-    UserSettingsStore,
+    AgentProfileStore, AppConversationStore, ConversationStore, EventStore, IdentityStore,
+    OrgDefaultsStore, OrgSettingsStore, PendingMessageStore, SandboxStore, StartTaskStore, Store,
+    UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -78,6 +80,7 @@ pub struct Switchboard {
     org_defaults: OrgDefaultsService,
     workspaces: WorkspaceService,
     pending_messages: PendingMessageService,
+    agent_profiles: AgentProfileService,
 }
 
 impl Switchboard {
@@ -97,6 +100,8 @@ impl Switchboard {
         let user_secrets = UserSecretService::new(user_secret_store, sandboxes.clone());
         let org_defaults_store: Arc<dyn OrgDefaultsStore> = store.clone();
         let org_defaults = OrgDefaultsService::new(org_defaults_store, identity.clone());
+        let agent_profile_store: Arc<dyn AgentProfileStore> = store.clone();
+        let agent_profiles = AgentProfileService::new(agent_profile_store);
         let conversations: Arc<dyn ConversationStore> = store.clone();
         let events: Arc<dyn EventStore> = store.clone();
         let api_keys = ApiKeyService::new(identity.clone());
@@ -121,6 +126,7 @@ impl Switchboard {
             user_settings.clone(),
             user_secrets.clone(),
             org_defaults.clone(),
+            agent_profiles.clone(),
         ));
         let conversations = ConversationService::new(conversations);
         let app_conversations =
@@ -151,6 +157,7 @@ impl Switchboard {
             user_settings,
             user_secrets,
             org_defaults,
+            agent_profiles,
         }
     }
 
@@ -175,6 +182,7 @@ impl Switchboard {
                 self.user_settings.clone(),
                 self.user_secrets.clone(),
                 self.org_defaults.clone(),
+                self.agent_profiles.clone(),
             ));
         self.app_conversations =
             AppConversationService::new(self.store.clone(), self.sandboxes.clone());
@@ -277,6 +285,11 @@ impl Switchboard {
     /// Each user's own settings and LLM profiles (issue 21).
     pub fn user_settings(&self) -> &UserSettingsService {
         &self.user_settings
+    }
+
+    /// Users' agent profiles.
+    pub fn agent_profiles(&self) -> &AgentProfileService {
+        &self.agent_profiles
     }
 
     /// Each user's custom secrets and git provider tokens (issue 21).

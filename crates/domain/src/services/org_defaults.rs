@@ -4,6 +4,8 @@
 //! (`edit_org_settings`), and a start takes them between the member's own settings and the
 //! operator's flags ([`OrgDefaultsService::for_start`]).
 
+mod profiles;
+
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -147,8 +149,15 @@ impl OrgDefaultsService {
             .update_org_defaults(org, now_micros(), &mut |rec| {
                 let mut changed = false;
                 if let Some(d) = &patch.agent_diff {
+                    // The defaults' LLM changed: it is no longer the activated profile.
+                    if d.contains_key("llm") {
+                        rec.active_profile = None;
+                    }
                     deep_merge(&mut rec.agent_settings, d);
                     changed = true;
+                }
+                if llm_key.is_some() {
+                    rec.active_profile = None;
                 }
                 if let Some(d) = &patch.conversation_diff {
                     deep_merge(&mut rec.conversation_settings, d);

@@ -13,17 +13,27 @@
 //! set a key but no model gets the organization's model (else the operator's). The request's
 //! `llm_model` replaces the model whatever its level. The MCP configuration is the user's,
 //! else the organization's.
+//!
+//! A start naming `agent_profile_id` (issue 25) launches from that agent profile of the user's:
+//! its `llm_profile_ref` (an LLM profile of the user's) is the user's level instead of the
+//! active profile or settings, its `system_message_suffix` comes before the request's, its
+//! `tools` (when not null) replace the standard ones, its `mcp_server_refs` (when not null)
+//! keep only the named MCP servers, its `secret_refs` (when not null) only the named
+//! secrets, and the conversation is tagged with the profile's id and revision (read back as
+//! `launched_agent_profile`). The profile's condenser, verification, skills and sub-agent
+//! fields are stored and answered but not acted on.
 
 use serde_json::{Map, Value, json};
 
+use crate::agent_profiles::StoredAgentProfile;
 use crate::error::DomainError;
 use crate::identity::redaction::MASK;
 use crate::ids::{OrgId, UserId};
-use crate::sandboxes::agent_requests::StartConversationRequest;
-use crate::services::OrgDefaultsService;
+use crate::sandboxes::agent_requests::{AgentContext, StartConversationRequest, ToolSpec};
 use crate::services::conversations::start::LlmConfig;
 use crate::services::user_secrets::UserSecretService;
 use crate::services::user_settings::{OwnLlm, UserSettingsService};
+use crate::services::{AgentProfileService, OrgDefaultsService};
 use crate::user_settings::view::conversation_settings;
 
 /// The user's settings and secrets, as a start reads them.
@@ -32,6 +42,42 @@ pub struct PersonalSettings {
     settings: UserSettingsService,
     secrets: UserSecretService,
     org: OrgDefaultsService,
+    agent_profiles: AgentProfileService,
+}
+
+/// What a start takes from the agent profile it names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LaunchProfile {
+    /// The profile's id (tag `agentprofileid`).
+    pub id: String,
+    /// Its revision at launch (tag `agentprofilerevision`).
+    pub revision: i64,
+    /// Its `system_message_suffix`.
+    pub system_message_suffix: Option<String>,
+    /// Its `tools` (`{name, params}` objects); `None`: the standard tools.
+    pub tools: Option<Vec<Value>>,
+}
+
+impl LaunchProfile {
+    fn of(p: &StoredAgentProfile) -> Self {
+        LaunchProfile {
+            id: p.id.to_string(),
+            revision: p.revision,
+            system_message_suffix: p
+                .text("system_message_suffix")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            tools: p.body.get("tools").and_then(Value::as_array).cloned(),
+        }
+    }
+
+    /// The conversation's tags naming the profile.
+    pub fn tags(&self) -> [(&'static str, String); 2] {
+        [
+            ("agentprofileid", self.id.clone()),
+            ("agentprofilerevision", self.revision.to_string()),
+        ]
+    }
 }
 
 /// What one start takes from its user. Holds keys and secrets: `Debug` shows none.
@@ -49,6 +95,8 @@ pub struct StartSettings {
     pub max_iterations: Option<u64>,
     /// The user's secrets, name → value (provider tokens as `<provider>_token`).
     pub secrets: Map<String, Value>,
+    /// The agent profile launched from, when the request named one.
+    pub launch: Option<LaunchProfile>,
 }
 
 impl std::fmt::Debug for StartSettings {
@@ -60,22 +108,65 @@ impl std::fmt::Debug for StartSettings {
             .field("confirmation_mode", &self.confirmation_mode)
             .field("max_iterations", &self.max_iterations)
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
+            .field("launch", &self.launch)
             .finish()
     }
 }
 
 impl PersonalSettings {
-    /// Over the three services.
+    /// Over the four services.
     pub fn new(
         settings: UserSettingsService,
         secrets: UserSecretService,
         org: OrgDefaultsService,
+        agent_profiles: AgentProfileService,
     ) -> Self {
         PersonalSettings {
             settings,
             secrets,
             org,
+            agent_profiles,
         }
+    }
+
+    /// The user's agent profile with id `id`, and the user's level of the LLM it launches
+    /// with (its `llm_profile_ref`).
+    ///
+    /// # Errors
+    /// [`DomainError::NotFound`] for an unknown profile or LLM profile;
+    /// [`DomainError::BadRequest`] for an `acp` profile (this server starts OpenHands agents
+    /// only); a key that does not open; storage.
+    fn launch_profile(
+        &self,
+        org: OrgId,
+        user: UserId,
+        id: &str,
+        rec: &crate::user_settings::UserSettingsRecord,
+    ) -> Result<(StoredAgentProfile, OwnLlm), DomainError> {
+        let set = self.agent_profiles.set_of(org, user)?;
+        let p = set.by_id(id).ok_or_else(|| {
+            DomainError::NotFound(format!("Agent profile with id '{id}' not found"))
+        })?;
+        if p.agent_kind != "openhands" {
+            return Err(DomainError::BadRequest(format!(
+                "Agent profile '{}' is an {} profile; this server starts OpenHands agents only",
+                p.name, p.agent_kind
+            )));
+        }
+        let reference = p.text("llm_profile_ref").unwrap_or_default();
+        let llm_profile = rec
+            .profile(reference)
+            .ok_or_else(|| DomainError::NotFound(format!("LLM profile '{reference}' not found")))?;
+        let llm = if self.settings.sealer.is_some() || llm_profile.api_key_sealed.is_none() {
+            self.settings.profile_own_llm(llm_profile, org, user)?
+        } else {
+            OwnLlm {
+                model: llm_profile.config_str("model").map(str::to_owned),
+                base_url: llm_profile.config_str("base_url").map(str::to_owned),
+                api_key: None,
+            }
+        };
+        Ok((p.clone(), llm))
     }
 
     /// What a start of `user` in `org` takes (the precedence in the module's text).
@@ -88,6 +179,7 @@ impl PersonalSettings {
         user: UserId,
         request_model: Option<&str>,
         server: &LlmConfig,
+        agent_profile_id: Option<&str>,
     ) -> Result<StartSettings, DomainError> {
         let rec = self
             .settings
@@ -95,15 +187,21 @@ impl PersonalSettings {
             .user_settings(org, user)?
             .unwrap_or_default();
         let has_sealer = self.settings.sealer.is_some();
-        let own = if has_sealer || rec.llm_api_key_sealed.is_none() {
-            self.settings.own_llm(org, user)?
-        } else {
-            None
+        let launched = agent_profile_id
+            .map(|id| self.launch_profile(org, user, id, &rec))
+            .transpose()?;
+        let own = match &launched {
+            Some((_, llm)) => Some(llm.clone()),
+            None if has_sealer || rec.llm_api_key_sealed.is_none() => {
+                self.settings.own_llm(org, user)?
+            }
+            None => None,
         };
-        let from_profile = rec
-            .active_profile
-            .as_deref()
-            .is_some_and(|n| rec.profile(n).is_some());
+        let from_profile = launched.is_some()
+            || rec
+                .active_profile
+                .as_deref()
+                .is_some_and(|n| rec.profile(n).is_some());
         let org_defaults = self.org.for_start(org)?;
         let org_llm = OwnLlm {
             model: org_defaults.model.clone(),
@@ -127,17 +225,25 @@ impl PersonalSettings {
             source = "request";
         }
         let conv = conversation_settings(&rec);
-        let secrets = if has_sealer {
+        let mut secrets = if has_sealer {
             self.secrets.start_secrets(org, user)?
         } else {
             Map::new()
         };
-        let mcp_config = if has_sealer {
+        let mut mcp_config = if has_sealer {
             self.settings.mcp_config(org, user)?
         } else {
             None
         }
         .or(org_defaults.mcp_config);
+        if let Some((p, _)) = &launched {
+            if let Some(keep) = p.names("secret_refs") {
+                secrets.retain(|name, _| keep.contains(name));
+            }
+            if let Some(keep) = p.names("mcp_server_refs") {
+                mcp_config = mcp_config.and_then(|m| only_servers(m, &keep));
+            }
+        }
         tracing::debug!(%org, %user, llm_source = source, secrets = secrets.len(), "the user's settings for a start");
         Ok(StartSettings {
             llm,
@@ -149,6 +255,7 @@ impl PersonalSettings {
                 .get("max_iterations")
                 .and_then(Value::as_u64),
             secrets,
+            launch: launched.as_ref().map(|(p, _)| LaunchProfile::of(p)),
         })
     }
 }
@@ -234,7 +341,52 @@ impl StartSettings {
         if body.max_iterations.is_none() {
             body.max_iterations = self.max_iterations;
         }
+        if let Some(launch) = &self.launch {
+            if let Some(suffix) = &launch.system_message_suffix {
+                let joined = match body.agent.agent_context.take() {
+                    Some(c) => format!("{suffix}\n\n{}", c.system_message_suffix),
+                    None => suffix.clone(),
+                };
+                body.agent.agent_context = Some(AgentContext {
+                    system_message_suffix: joined,
+                });
+            }
+            if let Some(tools) = &launch.tools {
+                body.agent.tools = tools
+                    .iter()
+                    .filter_map(|t| {
+                        Some(ToolSpec {
+                            name: t.get("name")?.as_str()?.to_owned().into(),
+                            params: t.get("params").filter(|p| !p.is_null()).cloned(),
+                        })
+                    })
+                    .collect();
+            }
+        }
     }
+}
+
+/// `mcp_config` keeping only the servers named in `keep`: the keys of `mcpServers` (the
+/// SDK's shape) and the `name`s in `sse_servers`, `shttp_servers` and `stdio_servers`
+/// (OpenHands' settings shape); `None` when none is left.
+fn only_servers(mut mcp: Value, keep: &[String]) -> Option<Value> {
+    let obj = mcp.as_object_mut()?;
+    let mut left = 0;
+    if let Some(servers) = obj.get_mut("mcpServers").and_then(Value::as_object_mut) {
+        servers.retain(|name, _| keep.contains(name));
+        left += servers.len();
+    }
+    for list in ["sse_servers", "shttp_servers", "stdio_servers"] {
+        if let Some(items) = obj.get_mut(list).and_then(Value::as_array_mut) {
+            items.retain(|s| {
+                s.get("name")
+                    .and_then(Value::as_str)
+                    .is_some_and(|n| keep.iter().any(|k| k == n))
+            });
+            left += items.len();
+        }
+    }
+    (left > 0).then_some(mcp)
 }
 
 #[cfg(test)]

@@ -445,7 +445,7 @@ impl UserSettingsService {
     }
 
     /// A profile's LLM, its key opened.
-    fn profile_own_llm(
+    pub(crate) fn profile_own_llm(
         &self,
         p: &StoredProfile,
         org: OrgId,

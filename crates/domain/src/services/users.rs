@@ -60,6 +60,18 @@ pub struct OrgMe {
     pub permissions: Vec<String>,
 }
 
+/// One member of an organization as another member reads them (OpenHands'
+/// `OrgMemberResponse`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrgMember {
+    /// The member.
+    pub user_id: UserId,
+    /// Their e-mail.
+    pub email: String,
+    /// Their role there.
+    pub role: crate::Role,
+}
+
 /// The caller's own view of themselves.
 #[derive(Clone)]
 pub struct UserService {
@@ -150,6 +162,46 @@ impl UserService {
                 .into_iter()
                 .map(|p| p.as_str().to_owned())
                 .collect(),
+        })
+    }
+
+    /// `GET /api/organizations/{org_id}/members/{user_id}`: one member of `org`, read by any
+    /// member (OpenHands: the members list's permission, `view_org_settings`).
+    ///
+    /// # Errors
+    /// 403 [`DomainError::KeyNotAuthorizedForOrg`] for a key bound elsewhere; 404
+    /// [`DomainError::OrgNotFound`] when the caller is not a member; 404
+    /// [`DomainError::NotFound`] when `user` is not (or no user is that id).
+    pub fn org_member(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<OrgMember, DomainError> {
+        if ctx.principal.bound_org.is_some_and(|b| b != org) {
+            return Err(DomainError::KeyNotAuthorizedForOrg);
+        }
+        let mine = self
+            .identity
+            .org_membership(org, ctx.principal.user_id)?
+            .and_then(|m| m.role)
+            .ok_or(DomainError::OrgNotFound)?;
+        if !mine.grants(crate::Permission::ViewOrgSettings) {
+            return Err(DomainError::PermissionDenied(
+                crate::Permission::ViewOrgSettings,
+            ));
+        }
+        let gone = || DomainError::NotFound("Member not found".into());
+        let role = self
+            .identity
+            .org_membership(org, user)?
+            .and_then(|m| m.role)
+            .ok_or_else(gone)?;
+        let who = self.identity.user(user)?.ok_or_else(gone)?;
+        Ok(OrgMember {
+            user_id: who.id,
+            email: who.email,
+            role,
         })
     }
 }

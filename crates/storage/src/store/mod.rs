@@ -16,6 +16,7 @@ macro_rules! native {
     };
 }
 
+mod agent_profiles;
 mod appends;
 mod conversations;
 mod events;

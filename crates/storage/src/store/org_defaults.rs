@@ -24,6 +24,9 @@ struct OrgDefaultsRow {
     search_api_key_sealed: Option<String>,
     mcp_config_sealed: Option<String>,
     updated_at: PrimitiveDateTime,
+    profiles: String,
+    active_profile: Option<String>,
+    provider_connections: String,
 }
 
 fn object(text: &str, what: &str) -> Result<Map<String, Value>, StorageError> {
@@ -44,12 +47,20 @@ impl OrgDefaultsRow {
             llm_api_key_sealed: self.llm_api_key_sealed,
             search_api_key_sealed: self.search_api_key_sealed,
             mcp_config_sealed: self.mcp_config_sealed,
+            profiles: serde_json::from_str(&self.profiles).map_err(|e| {
+                StorageError::Other(format!("stored organization profiles: {e}").into())
+            })?,
+            active_profile: self.active_profile,
+            provider_connections: serde_json::from_str(&self.provider_connections).map_err(
+                |e| StorageError::Other(format!("stored provider connections: {e}").into()),
+            )?,
             updated_at: Some(from_db(self.updated_at)),
         })
     }
 
-    fn of(org: &str, rec: &OrgDefaultsRecord, now: OffsetDateTime) -> Self {
-        OrgDefaultsRow {
+    fn of(org: &str, rec: &OrgDefaultsRecord, now: OffsetDateTime) -> Result<Self, StorageError> {
+        let json = |v: serde_json::Result<String>| v.map_err(|e| StorageError::Other(Box::new(e)));
+        Ok(OrgDefaultsRow {
             org_id: org.to_owned(),
             agent_settings: Value::Object(rec.agent_settings.clone()).to_string(),
             conversation_settings: Value::Object(rec.conversation_settings.clone()).to_string(),
@@ -57,7 +68,10 @@ impl OrgDefaultsRow {
             search_api_key_sealed: rec.search_api_key_sealed.clone(),
             mcp_config_sealed: rec.mcp_config_sealed.clone(),
             updated_at: to_db(now),
-        }
+            profiles: json(serde_json::to_string(&rec.profiles))?,
+            active_profile: rec.active_profile.clone(),
+            provider_connections: json(serde_json::to_string(&rec.provider_connections))?,
+        })
     }
 }
 
@@ -90,7 +104,7 @@ impl OrgDefaultsStore for DieselStore {
         let mut refused: Option<DomainError> = None;
         let o = org.to_string();
         let written = self.write(|conn| {
-            let fresh = OrgDefaultsRow::of(&o, &OrgDefaultsRecord::default(), now);
+            let fresh = OrgDefaultsRow::of(&o, &OrgDefaultsRecord::default(), now)?;
             native!(conn, |c| diesel::insert_into(org_defaults::table)
                 .values(&fresh)
                 .on_conflict_do_nothing()
@@ -107,7 +121,7 @@ impl OrgDefaultsStore for DieselStore {
                 }
                 Ok(false) => Ok(rec),
                 Ok(true) => {
-                    let row = OrgDefaultsRow::of(&o, &rec, now);
+                    let row = OrgDefaultsRow::of(&o, &rec, now)?;
                     diesel::update(org_defaults::table.filter(org_defaults::org_id.eq(&o)))
                         .set(&row)
                         .execute(conn)

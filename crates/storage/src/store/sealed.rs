@@ -5,6 +5,7 @@
 
 use diesel::prelude::*;
 use switchboard_domain::org_defaults::OrgBinding;
+use switchboard_domain::org_profiles::StoredConnection;
 use switchboard_domain::ports::{Reseal, SealedRef, SealedStore};
 use switchboard_domain::user_settings::{Binding, StoredProfile};
 use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
@@ -201,17 +202,26 @@ impl Walk<'_, '_> {
     }
 
     fn org_defaults(&mut self, conn: &mut DbConnection) -> Result<(), StorageError> {
-        type Row = (String, Option<String>, Option<String>, Option<String>);
+        type Row = (
+            String,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            String,
+            String,
+        );
         let rows: Vec<Row> = org_defaults::table
             .select((
                 org_defaults::org_id,
                 org_defaults::llm_api_key_sealed,
                 org_defaults::search_api_key_sealed,
                 org_defaults::mcp_config_sealed,
+                org_defaults::profiles,
+                org_defaults::provider_connections,
             ))
             .load(conn)
             .map_err(db_err)?;
-        for (o, llm, search, mcp) in rows {
+        for (o, llm, search, mcp, profiles, connections) in rows {
             let org: OrgId = parse_id(&o, "org")?;
             let llm = self.opt(SealedRef::Org(OrgBinding::LlmApiKey, org), llm.as_deref())?;
             let search = self.opt(
@@ -219,11 +229,30 @@ impl Walk<'_, '_> {
                 search.as_deref(),
             )?;
             let mcp = self.opt(SealedRef::Org(OrgBinding::McpConfig, org), mcp.as_deref())?;
+            let bad = |e: serde_json::Error| StorageError::Other(Box::new(e));
+            let mut profiles: Vec<StoredProfile> = serde_json::from_str(&profiles).map_err(bad)?;
+            for p in &mut profiles {
+                p.api_key_sealed = self.opt(
+                    SealedRef::Org(OrgBinding::ProfileApiKey, org),
+                    p.api_key_sealed.as_deref(),
+                )?;
+            }
+            let mut connections: Vec<StoredConnection> =
+                serde_json::from_str(&connections).map_err(bad)?;
+            for c in &mut connections {
+                c.api_key_sealed = self.opt(
+                    SealedRef::Org(OrgBinding::ConnectionApiKey, org),
+                    c.api_key_sealed.as_deref(),
+                )?;
+            }
             diesel::update(org_defaults::table.filter(org_defaults::org_id.eq(&o)))
                 .set((
                     org_defaults::llm_api_key_sealed.eq(llm),
                     org_defaults::search_api_key_sealed.eq(search),
                     org_defaults::mcp_config_sealed.eq(mcp),
+                    org_defaults::profiles.eq(serde_json::to_string(&profiles).map_err(bad)?),
+                    org_defaults::provider_connections
+                        .eq(serde_json::to_string(&connections).map_err(bad)?),
                 ))
                 .execute(conn)
                 .map_err(db_err)?;

@@ -76,7 +76,7 @@ pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
             },
             tools: ["terminal", "file_editor", "task_tracker"]
                 .into_iter()
-                .map(|name| ToolSpec { name })
+                .map(ToolSpec::named)
                 .collect(),
             agent_context: b
                 .request

@@ -11,6 +11,7 @@ use super::{Failure, Run, quote};
 use crate::conversations::Conversation;
 use crate::conversations::start_request::StartRequest;
 use crate::conversations::start_tasks::StartTaskStatus;
+use crate::error::DomainError;
 use crate::identity::redaction::mask_url_credentials;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, SandboxId};
@@ -268,8 +269,12 @@ impl Run<'_> {
                     self.task.created_by_user_id,
                     request.llm_model.as_deref(),
                     &svc.llm,
+                    request.agent_profile_id.as_deref(),
                 )
-                .map_err(|e| Failure(format!("reading the user's settings failed: {e}")))?,
+                .map_err(|e| match e {
+                    DomainError::NotFound(m) | DomainError::BadRequest(m) => Failure(m),
+                    e => Failure(format!("reading the user's settings failed: {e}")),
+                })?,
             None => StartSettings {
                 llm: svc.llm.clone(),
                 ..StartSettings::default()
@@ -280,7 +285,14 @@ impl Run<'_> {
             .llm_model
             .clone()
             .or_else(|| personal.llm.model.clone());
-        let started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
+        let mut started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
+        if let Some(launch) = &personal.launch {
+            let mut tags = request.tags.clone();
+            for (k, v) in launch.tags() {
+                tags.insert(k.to_owned(), Value::String(v));
+            }
+            started.tags = Value::Object(tags).to_string();
+        }
         let id = self.record_conversation(started, now)?;
         let Some(model) = model else {
             return Err(Failure(

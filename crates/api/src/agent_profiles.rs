@@ -1,0 +1,218 @@
+//! Each user's agent profiles in the effective organization (issue 25; the agent server's
+//! `/api/agent-profiles`, served by OpenHands' cloud with the same contract, which Agent
+//! Canvas uses): list, read, save, delete, rename, activate. Names match
+//! `^[A-Za-z0-9._-]{1,64}$` (422 otherwise, at `["path", "name"]`, judged after
+//! authentication); `activate` takes the profile's id.
+
+use actix_web::{HttpResponse, delete, get, post, web};
+use serde_json::Value;
+use switchboard_domain::agent_profiles::parse_agent_profile;
+use switchboard_domain::user_settings::profiles::{check_profile_name, parse_rename};
+use switchboard_domain::validation::loc;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::AppState;
+use crate::dto::{ActivateAgentProfileResponse, ErrorDetail, ProfileMutationResponse};
+use crate::error::ApiResult;
+use crate::extract::{Caller, RawBody};
+use crate::responses::{ApiKeyErrors, BodyErrors};
+
+/// Registers the routes of this module and their OpenAPI paths.
+pub fn configure(cfg: &mut ServiceConfig<'_>) {
+    cfg.service(list_agent_profiles)
+        .service(get_agent_profile)
+        .service(save_agent_profile)
+        .service(delete_agent_profile)
+        .service(rename_agent_profile)
+        .service(activate_agent_profile);
+}
+
+fn name_ok(name: &str) -> ApiResult<()> {
+    check_profile_name(name, loc(["path", "name"]))?;
+    Ok(())
+}
+
+/// The caller's agent profiles (`AgentProfileListResponse`: `profiles`, each `{id, name,
+/// agent_kind, revision, llm_profile_ref, mcp_server_refs}`, by name; and
+/// `active_agent_profile_id`). None are seeded.
+#[utoipa::path(tag = "Agent Profiles",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, description = "`AgentProfileListResponse`", body = Object), ApiKeyErrors))]
+#[get("/api/agent-profiles")]
+pub async fn list_agent_profiles(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> ApiResult<web::Json<Value>> {
+    let list = caller
+        .run(state, |s, ctx| {
+            Ok(s.services.agent_profiles().list(&ctx)?)
+        })
+        .await?;
+    Ok(web::Json(list))
+}
+
+/// One agent profile (`AgentProfileDetailResponse`: `{name, profile}`, the whole profile with
+/// its `id`, `revision` and `schema_version`).
+#[utoipa::path(tag = "Agent Profiles",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, description = "`AgentProfileDetailResponse`", body = Object),
+        ApiKeyErrors,
+        (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
+    ))]
+#[get("/api/agent-profiles/{name}")]
+pub async fn get_agent_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+) -> ApiResult<web::Json<Value>> {
+    let name = name.into_inner();
+    let p = caller
+        .run(state, move |s, ctx| {
+            name_ok(&name)?;
+            Ok(s.services.agent_profiles().get(&ctx, &name)?)
+        })
+        .await?;
+    Ok(web::Json(p))
+}
+
+/// Saves an agent profile (the SDK's `AgentProfile`: `agent_kind` `openhands`, with
+/// `llm_profile_ref`, or `acp`; each kind's fields only). The path names it; `id` and
+/// `revision` sent are ignored (a namesake keeps its id, its revision bumped). 201. At
+/// the profile limit a new name is a 409.
+#[utoipa::path(tag = "Agent Profiles",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = "`AgentProfile`", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 201, body = ProfileMutationResponse),
+        (status = 409, description = "Profile limit reached", body = ErrorDetail),
+        BodyErrors,
+        ApiKeyErrors,
+    ))]
+#[post("/api/agent-profiles/{name}")]
+pub async fn save_agent_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<HttpResponse> {
+    let name = name.into_inner();
+    let ctx = caller.authenticate(&state).await?;
+    name_ok(&name)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let n = name.clone();
+    state
+        .blocking(move || {
+            let input = parse_agent_profile(&body.json()?)?;
+            Ok(s.services.agent_profiles().save(&ctx, &n, input)?)
+        })
+        .await?;
+    Ok(HttpResponse::Created().json(ProfileMutationResponse {
+        message: format!("Agent profile '{name}' saved"),
+        name,
+    }))
+}
+
+/// Deletes an agent profile; idempotent (200 when there was none). Deleting the active one
+/// clears `active_agent_profile_id`.
+#[utoipa::path(tag = "Agent Profiles",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = ProfileMutationResponse), ApiKeyErrors))]
+#[delete("/api/agent-profiles/{name}")]
+pub async fn delete_agent_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+) -> ApiResult<web::Json<ProfileMutationResponse>> {
+    let name = name.into_inner();
+    let n = name.clone();
+    caller
+        .run(state, move |s, ctx| {
+            name_ok(&n)?;
+            Ok(s.services.agent_profiles().delete(&ctx, &n)?)
+        })
+        .await?;
+    Ok(web::Json(ProfileMutationResponse {
+        message: format!("Agent profile '{name}' deleted"),
+        name,
+    }))
+}
+
+/// Renames an agent profile (`{"new_name": …}`): id, revision and the active pointer kept.
+/// 404 when there is none; 409 when another profile has the new name.
+#[utoipa::path(tag = "Agent Profiles",
+    params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = "`RenameAgentProfileRequest`", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ProfileMutationResponse),
+        (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
+        (status = 409, description = "The new name is taken", body = ErrorDetail),
+        BodyErrors,
+        ApiKeyErrors,
+    ))]
+#[post("/api/agent-profiles/{name}/rename")]
+pub async fn rename_agent_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    name: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<web::Json<ProfileMutationResponse>> {
+    let name = name.into_inner();
+    let ctx = caller.authenticate(&state).await?;
+    name_ok(&name)?;
+    let body = body.read().await?;
+    let s = state.clone();
+    let (new_name, message) = state
+        .blocking(move || {
+            let new_name = parse_rename(&body.json()?)?;
+            let message = s.services.agent_profiles().rename(&ctx, &name, &new_name)?;
+            Ok((new_name, message))
+        })
+        .await?;
+    Ok(web::Json(ProfileMutationResponse {
+        name: new_name,
+        message,
+    }))
+}
+
+/// Makes the profile with this id the caller's active one (a pointer: no settings change;
+/// Agent Canvas starts its next conversations from it). 404 when no profile of the caller's
+/// has that id. The body (`{}`) is not read.
+#[utoipa::path(tag = "Agent Profiles",
+    params(("profile_id" = String, Path, description = "The profile's id (UUID)"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 200, body = ActivateAgentProfileResponse),
+        ApiKeyErrors,
+        (status = 404, description = "No profile of the caller's has that id", body = ErrorDetail),
+    ))]
+#[post("/api/agent-profiles/{profile_id}/activate")]
+pub async fn activate_agent_profile(
+    state: web::Data<AppState>,
+    caller: Caller,
+    profile_id: web::Path<String>,
+) -> ApiResult<web::Json<ActivateAgentProfileResponse>> {
+    let id = profile_id.into_inner();
+    let i = id.clone();
+    caller
+        .run(state, move |s, ctx| {
+            Ok(s.services.agent_profiles().activate(&ctx, &i)?)
+        })
+        .await?;
+    Ok(web::Json(ActivateAgentProfileResponse {
+        message: format!("Agent profile '{id}' activated"),
+        id,
+        agent_settings_applied: false,
+    }))
+}

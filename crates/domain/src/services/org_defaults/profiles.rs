@@ -1,0 +1,430 @@
+//! An organization's LLM profiles and LLM provider connections (issue 25; the routes Agent
+//! Canvas uses under `/api/organizations/{org_id}/profiles…` and `/provider-connections…`):
+//! every member reads them (`view_org_settings`), owners and admins change them
+//! (`edit_org_settings`), as OpenHands' `org_profiles.py` gates them. Stored on the
+//! organization's defaults row, keys sealed ([`OrgBinding::ProfileApiKey`],
+//! [`OrgBinding::ConnectionApiKey`]) and never answered.
+//!
+//! Activating a profile makes its LLM (and key) the organization's default LLM, which a
+//! member's start takes when the member set none (`services::start_settings`).
+
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::OrgDefaultsService;
+use crate::error::DomainError;
+use crate::identity::OrgContext;
+use crate::identity::sealing::Sealer;
+use crate::ids::OrgId;
+use crate::org_defaults::{OrgBinding, OrgDefaultsRecord};
+use crate::org_profiles::{
+    MAX_CONNECTIONS, StoredConnection, answered_llm, org_profile_list, parse_connection,
+};
+use crate::permissions::Permission;
+use crate::time_input::now_micros;
+use crate::user_settings::StoredProfile;
+use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, parse_rename, parse_save_profile};
+
+fn profile_not_found(name: &str) -> DomainError {
+    DomainError::NotFound(format!("Profile '{name}' not found"))
+}
+
+fn connection_not_found(id: &str) -> DomainError {
+    DomainError::NotFound(format!("Provider connection '{id}' not found"))
+}
+
+/// A sealed value of `org` opened under one binding and sealed again under another.
+fn reseal(
+    sealer: &Sealer,
+    sealed: &str,
+    org: OrgId,
+    from: OrgBinding,
+    to: OrgBinding,
+) -> Result<String, DomainError> {
+    let plain = sealer.open(sealed, &from.of(org)).map_err(|e| {
+        DomainError::Storage(crate::StorageError::Other(
+            format!("a sealed {from:?} of organization {org} does not open: {e}").into(),
+        ))
+    })?;
+    Ok(sealer.seal(&plain, &to.of(org)))
+}
+
+/// The profile `name`'s LLM (model and base URL) and key as the defaults' LLM.
+fn apply_profile(
+    rec: &mut OrgDefaultsRecord,
+    name: &str,
+    sealer: Option<&Sealer>,
+    org: OrgId,
+) -> Result<Value, DomainError> {
+    let p = rec
+        .profiles
+        .iter()
+        .find(|p| p.name == name)
+        .cloned()
+        .ok_or_else(|| profile_not_found(name))?;
+    let mut llm = Map::new();
+    for k in ["model", "base_url"] {
+        if let Some(v) = p.config_str(k) {
+            llm.insert(k.into(), json!(v));
+        }
+    }
+    rec.agent_settings.insert("llm".into(), Value::Object(llm));
+    rec.llm_api_key_sealed = match (&p.api_key_sealed, sealer) {
+        (Some(s), Some(sealer)) => Some(reseal(
+            sealer,
+            s,
+            org,
+            OrgBinding::ProfileApiKey,
+            OrgBinding::LlmApiKey,
+        )?),
+        _ => None,
+    };
+    rec.active_profile = Some(name.to_owned());
+    Ok(answered_llm(&p.config))
+}
+
+impl OrgDefaultsService {
+    fn edit_org(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        edit: &mut dyn FnMut(&mut OrgDefaultsRecord) -> Result<bool, DomainError>,
+    ) -> Result<OrgDefaultsRecord, DomainError> {
+        self.require_in(ctx, org, Permission::EditOrgSettings)?;
+        self.store.update_org_defaults(org, now_micros(), edit)
+    }
+
+    fn read_org(&self, ctx: &OrgContext, org: OrgId) -> Result<OrgDefaultsRecord, DomainError> {
+        self.require_in(ctx, org, Permission::ViewOrgSettings)?;
+        Ok(self.store.org_defaults(org)?.unwrap_or_default())
+    }
+
+    /// `GET /api/organizations/{org_id}/profiles`: `ProfileListResponse`.
+    ///
+    /// # Errors
+    /// 403 for a key bound elsewhere, 404 when not a member; storage.
+    pub fn profiles(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
+        let rec = self.read_org(ctx, org)?;
+        Ok(org_profile_list(
+            &rec.profiles,
+            rec.active_profile.as_deref(),
+        ))
+    }
+
+    /// `GET /api/organizations/{org_id}/profiles/{name}`: `{name, llm (api_key null),
+    /// api_key_set}`.
+    ///
+    /// # Errors
+    /// 404 for an unknown profile (or when not a member); 403 for a key bound elsewhere.
+    pub fn profile(&self, ctx: &OrgContext, org: OrgId, name: &str) -> Result<Value, DomainError> {
+        let rec = self.read_org(ctx, org)?;
+        let p = rec
+            .profiles
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| profile_not_found(name))?;
+        Ok(json!({"name": name, "llm": answered_llm(&p.config),
+                  "api_key_set": p.api_key_sealed.is_some()}))
+    }
+
+    /// `POST /api/organizations/{org_id}/profiles/{name}` (`edit_org_settings`), with the
+    /// rules of a member's profiles: the LLM sent, else the defaults' current one; a key sent
+    /// is sealed, none keeps the stored one; `include_secrets: false` stores none. Saving the
+    /// active profile applies it again.
+    ///
+    /// # Errors
+    /// 403/404 as [`Self::profiles`] and 403 without the permission; 409 for a new profile
+    /// past [`MAX_PROFILES_PER_USER`]; 422 for the body (`SaveProfileRequest`, judged after
+    /// the permission; none or null: defaults); 503 when a key is sent to a server without the
+    /// installation key; storage.
+    pub fn save_profile(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+        body: Option<&Value>,
+    ) -> Result<(), DomainError> {
+        self.require_in(ctx, org, Permission::EditOrgSettings)?;
+        let save = parse_save_profile(body)?;
+        let sent_key = match &save.api_key {
+            Some(k) => Some(self.sealer()?.seal(k, &OrgBinding::ProfileApiKey.of(org))),
+            None => None,
+        };
+        let sealer = self.sealer.clone();
+        self.edit_org(ctx, org, &mut |rec| {
+            let existing = rec.profiles.iter().find(|p| p.name == name).cloned();
+            if existing.is_none() && rec.profiles.len() >= MAX_PROFILES_PER_USER {
+                return Err(DomainError::AlreadyExists(format!(
+                    "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
+                )));
+            }
+            let (config, mut key) = match &save.llm {
+                Some(llm) => (
+                    llm.clone(),
+                    sent_key
+                        .clone()
+                        .or_else(|| existing.as_ref().and_then(|p| p.api_key_sealed.clone())),
+                ),
+                None => {
+                    let key = match (&rec.llm_api_key_sealed, &sealer) {
+                        (Some(s), Some(sealer)) => Some(reseal(
+                            sealer,
+                            s,
+                            org,
+                            OrgBinding::LlmApiKey,
+                            OrgBinding::ProfileApiKey,
+                        )?),
+                        _ => None,
+                    };
+                    let llm = rec
+                        .agent_settings
+                        .get("llm")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    (llm, key)
+                }
+            };
+            if save.preserve_existing_api_key
+                && let Some(p) = &existing
+            {
+                key.clone_from(&p.api_key_sealed);
+            }
+            if !save.include_secrets {
+                key = None;
+            }
+            rec.profiles.retain(|p| p.name != name);
+            rec.profiles.push(StoredProfile {
+                name: name.to_owned(),
+                config,
+                api_key_sealed: key,
+            });
+            rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+            if rec.active_profile.as_deref() == Some(name) {
+                apply_profile(rec, name, sealer.as_ref(), org)?;
+            }
+            Ok(true)
+        })?;
+        tracing::info!(%org, user = %ctx.principal.user_id, profile = name, "an organization profile was saved");
+        Ok(())
+    }
+
+    /// `DELETE /api/organizations/{org_id}/profiles/{name}`: idempotent; the defaults' LLM
+    /// stays as it is.
+    ///
+    /// # Errors
+    /// 403/404 as [`Self::save_profile`]; storage.
+    pub fn delete_profile(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+    ) -> Result<(), DomainError> {
+        self.edit_org(ctx, org, &mut |rec| {
+            let before = rec.profiles.len();
+            rec.profiles.retain(|p| p.name != name);
+            if rec.active_profile.as_deref() == Some(name) {
+                rec.active_profile = None;
+            }
+            Ok(rec.profiles.len() != before)
+        })?;
+        Ok(())
+    }
+
+    /// `POST /api/organizations/{org_id}/profiles/{name}/rename`: configuration, key and
+    /// active flag kept.
+    ///
+    /// # Errors
+    /// 404 for an unknown profile; 409 when another has the new name; 422 for the body
+    /// (`{"new_name": …}`, after the permission); 403/404 as [`Self::save_profile`]; storage.
+    /// Returns the new name.
+    pub fn rename_profile(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+        body: &Value,
+    ) -> Result<String, DomainError> {
+        self.require_in(ctx, org, Permission::EditOrgSettings)?;
+        let new_name = parse_rename(body)?;
+        let new_name = new_name.as_str();
+        self.edit_org(ctx, org, &mut |rec| {
+            if !rec.profiles.iter().any(|p| p.name == name) {
+                return Err(profile_not_found(name));
+            }
+            if name == new_name {
+                return Ok(false);
+            }
+            if rec.profiles.iter().any(|p| p.name == new_name) {
+                return Err(DomainError::AlreadyExists(format!(
+                    "Profile '{new_name}' already exists"
+                )));
+            }
+            for p in &mut rec.profiles {
+                if p.name == name {
+                    new_name.clone_into(&mut p.name);
+                }
+            }
+            rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+            if rec.active_profile.as_deref() == Some(name) {
+                rec.active_profile = Some(new_name.to_owned());
+            }
+            Ok(true)
+        })?;
+        Ok(new_name.to_owned())
+    }
+
+    /// `POST /api/organizations/{org_id}/profiles/{name}/activate`: the profile's LLM and key
+    /// become the organization's default LLM. Returns the LLM (`api_key` null).
+    ///
+    /// # Errors
+    /// 404 for an unknown profile; 403/404 as [`Self::save_profile`]; storage.
+    pub fn activate_profile(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+    ) -> Result<Value, DomainError> {
+        let sealer = self.sealer.clone();
+        let mut llm = Value::Null;
+        self.edit_org(ctx, org, &mut |rec| {
+            llm = apply_profile(rec, name, sealer.as_ref(), org)?;
+            Ok(true)
+        })?;
+        tracing::info!(%org, user = %ctx.principal.user_id, profile = name, "an organization profile was activated");
+        Ok(llm)
+    }
+
+    /// `GET /api/organizations/{org_id}/provider-connections`: `{connections: [...]}`, each
+    /// Agent Canvas's `ProviderConnection` (no key; `api_key_set`).
+    ///
+    /// # Errors
+    /// 403 for a key bound elsewhere, 404 when not a member; storage.
+    pub fn connections(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
+        let rec = self.read_org(ctx, org)?;
+        let items: Vec<Value> = rec
+            .provider_connections
+            .iter()
+            .map(StoredConnection::view)
+            .collect();
+        Ok(json!({ "connections": items }))
+    }
+
+    /// `POST /api/organizations/{org_id}/provider-connections`: a new connection, its key
+    /// sealed. Returns it.
+    ///
+    /// # Errors
+    /// 409 past [`MAX_CONNECTIONS`]; 422 for the body (after the permission); 503 on a
+    /// server without the installation key; 403/404 as [`Self::save_profile`]; storage.
+    pub fn create_connection(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        body: &Value,
+    ) -> Result<Value, DomainError> {
+        self.require_in(ctx, org, Permission::EditOrgSettings)?;
+        let input = parse_connection(body, true)?;
+        let key = match &input.api_key {
+            Some(k) => Some(
+                self.sealer()?
+                    .seal(k, &OrgBinding::ConnectionApiKey.of(org)),
+            ),
+            None => None,
+        };
+        let now = now_micros().unix_timestamp();
+        let made = StoredConnection {
+            id: Uuid::new_v4(),
+            display_name: input.display_name.clone().unwrap_or_default(),
+            provider: input.provider.clone().unwrap_or_default(),
+            base_url: input.base_url.clone().flatten(),
+            api_key_sealed: key,
+            created_at: now,
+            updated_at: now,
+        };
+        self.edit_org(ctx, org, &mut |rec| {
+            if rec.provider_connections.len() >= MAX_CONNECTIONS {
+                return Err(DomainError::AlreadyExists(format!(
+                    "Provider connection limit reached: at most {MAX_CONNECTIONS}"
+                )));
+            }
+            rec.provider_connections.push(made.clone());
+            Ok(true)
+        })?;
+        Ok(made.view())
+    }
+
+    /// `PATCH /api/organizations/{org_id}/provider-connections/{id}`: the fields sent
+    /// changed (a key sent is sealed). Returns the connection.
+    ///
+    /// # Errors
+    /// 404 for an unknown id; 422 for the body (after the permission); 503 when a key is
+    /// sent to a server without the installation key; 403/404 as [`Self::save_profile`];
+    /// storage.
+    pub fn update_connection(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        id: &str,
+        body: &Value,
+    ) -> Result<Value, DomainError> {
+        self.require_in(ctx, org, Permission::EditOrgSettings)?;
+        let input = parse_connection(body, false)?;
+        let key = match &input.api_key {
+            Some(k) => Some(
+                self.sealer()?
+                    .seal(k, &OrgBinding::ConnectionApiKey.of(org)),
+            ),
+            None => None,
+        };
+        let wanted = Uuid::parse_str(id).ok();
+        let mut out = Value::Null;
+        self.edit_org(ctx, org, &mut |rec| {
+            let c = rec
+                .provider_connections
+                .iter_mut()
+                .find(|c| Some(c.id) == wanted)
+                .ok_or_else(|| connection_not_found(id))?;
+            if let Some(v) = &input.display_name {
+                v.clone_into(&mut c.display_name);
+            }
+            if let Some(v) = &input.provider {
+                v.clone_into(&mut c.provider);
+            }
+            if let Some(v) = &input.base_url {
+                c.base_url.clone_from(v);
+            }
+            if key.is_some() {
+                c.api_key_sealed.clone_from(&key);
+            }
+            c.updated_at = now_micros().unix_timestamp();
+            out = c.view();
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+
+    /// `DELETE /api/organizations/{org_id}/provider-connections/{id}`: returns the connection
+    /// deleted.
+    ///
+    /// # Errors
+    /// 404 for an unknown id; 403/404 as [`Self::save_profile`]; storage.
+    pub fn delete_connection(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        id: &str,
+    ) -> Result<Value, DomainError> {
+        let wanted = Uuid::parse_str(id).ok();
+        let mut out = Value::Null;
+        self.edit_org(ctx, org, &mut |rec| {
+            let at = rec
+                .provider_connections
+                .iter()
+                .position(|c| Some(c.id) == wanted)
+                .ok_or_else(|| connection_not_found(id))?;
+            out = rec.provider_connections.remove(at).view();
+            Ok(true)
+        })?;
+        Ok(out)
+    }
+}
