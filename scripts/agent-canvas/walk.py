@@ -9,6 +9,9 @@ address and an API key (seeded into the client's local storage before its script
 Steps, each asserted:
   list      `/` loads, the conversation list is fetched (200) and the backend's status dot
             says connected (`GET /api/keys/current` answered);
+  llm-key   the member saves their LLM (model, base URL, API key) with the request the client's
+            LLM page sends (`POST /api/v1/settings`, `agent_settings_diff.llm`), from the page:
+            the client starts nothing before a key is saved;   [with --llm-model]
   start     "say hello" typed on the home page and sent starts a conversation: the browser
             lands on `/conversations/{id}`, whose page shows the agent's reply (the fake
             LLM's closing message) and a finished state;       [--skip-start to leave out]
@@ -23,6 +26,7 @@ screenshots into --shots. Exit 0 when every check passed; 1 with the failures li
 
 Usage: walk.py --base http://127.0.0.1:PORT --key sb_... [--chromium /usr/bin/chromium]
                [--out requests.md] [--shots DIR] [--skip-start] [--timeout 240]
+               [--llm-model M --llm-base-url URL [--llm-api-key K]] [--allow-missing REGEX]
 """
 
 import argparse
@@ -32,7 +36,9 @@ import sys
 import time
 import urllib.parse
 
-REPLY = "I ran `echo hello` and it printed hello. Done."
+# The fake LLM's closing message is "I ran `echo hello` and it printed hello. Done."; the page
+# renders `echo hello` as code, so the walk looks for the plain text after it.
+REPLY = "and it printed hello. Done."
 PAGES = [
     ("settings", "/settings/app"),
     ("llm", "/settings/llm"),
@@ -155,9 +161,17 @@ class Walk:
             page.on("response", self.on_response)
             page.on("requestfailed", self.on_failed)
             page.on("websocket", self.on_websocket)
-            page.on("console", lambda m: m.type == "error" and print(f"  console[{self.step}]: {m.text[:300]}"))
+            # Console errors, less the walk's own refusals of other origins (net::ERR_FAILED).
+            page.on(
+                "console",
+                lambda m: m.type == "error"
+                and "net::ERR_FAILED" not in m.text
+                and print(f"  console[{self.step}]: {m.text[:300]}"),
+            )
             try:
                 self.list_step(page)
+                if self.args.llm_model:
+                    self.llm_step(page)
                 if not self.args.skip_start:
                     conversation = self.start_step(page)
                     if conversation:
@@ -210,6 +224,28 @@ class Walk:
         failed = self.failed_requests("list")
         self.check(not failed, f"no failed request while loading the list {failed}")
 
+    def llm_step(self, page):
+        self.step = "llm-key"
+        body = {
+            "agent_settings_diff": {
+                "llm": {
+                    "model": self.args.llm_model,
+                    "base_url": self.args.llm_base_url,
+                    "api_key": self.args.llm_api_key,
+                }
+            }
+        }
+        status = page.evaluate(
+            """async ([base, key, body]) => {
+                const r = await fetch(`${base}/api/v1/settings`, {method: "POST",
+                    headers: {Authorization: `Bearer ${key}`, "Content-Type": "application/json"},
+                    body: JSON.stringify(body)});
+                return r.status;
+            }""",
+            [self.base, self.args.key, body],
+        )
+        self.check(status == 200, f"the member's LLM saved (POST /api/v1/settings: {status})")
+
     def start_step(self, page):
         self.step = "start"
         page.goto(self.base + "/", wait_until="domcontentloaded")
@@ -250,6 +286,7 @@ class Walk:
         replied = self.wait_text(page, REPLY, 60)
         self.shot(page, "4-reloaded")
         self.check(replied, "after a reload the conversation's page still shows the reply")
+        self.check(self.finished(page, conversation), "after a reload it still shows finished")
         failed = self.failed_requests("reload")
         self.check(not failed, f"no failed request after the reload {failed}")
 
@@ -296,13 +333,12 @@ class Walk:
                 [self.base, self.args.key, conversation],
             )
             status = (answer or {}).get("execution_status")
-            if status == "finished":
-                shown = page.locator(
-                    '[data-testid="agent-status"], [data-testid="agent-state"], [data-testid*="status"]'
-                ).all_inner_texts()
-                print(f"  execution_status finished; status texts on the page: {shown[:6]}")
+            # The client marks a finished conversation with a check in the list beside it.
+            shown = page.locator('[data-testid="conversation-status-check"]').count() > 0
+            if status == "finished" and shown:
                 return True
             page.wait_for_timeout(1000)
+        print(f"  execution_status {status}; finished mark on the page: {shown}")
         return False
 
     def write_report(self):
@@ -355,6 +391,9 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--shots")
     parser.add_argument("--skip-start", action="store_true")
+    parser.add_argument("--llm-model", help="the member's LLM model, saved before the start")
+    parser.add_argument("--llm-base-url")
+    parser.add_argument("--llm-api-key", default="fake-key")
     parser.add_argument("--timeout", type=int, default=240)
     parser.add_argument(
         "--allow-missing",
