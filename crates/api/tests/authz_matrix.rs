@@ -80,6 +80,10 @@ enum Kind {
     Sandbox,
     /// A conversation id.
     Conversation,
+    /// An organization id: the target's organization (issue 25).
+    Org,
+    /// `<org>/members/<user>`: the target's organization and user (issue 25).
+    OrgMember,
 }
 
 /// Where the credential goes.
@@ -148,6 +152,26 @@ const fn by_visibility(ok: u16) -> [[u16; 4]; 11] {
     visibility(ok, 404, 401)
 }
 
+/// An organization's route: `ok` for its owners and admins (and `member_ok` for its members)
+/// in their own organization; 404 for one they are not a member of; 403 for a key bound to
+/// another; 401 for revoked, expired, session keys and none. Targets: own, A, B, unknown.
+const fn org_cells(ok: u16, member_ok: u16) -> [[u16; 4]; 11] {
+    const R: [u16; 4] = [401, 401, 401, 401];
+    [
+        [ok, ok, 404, 404],
+        [ok, ok, 404, 404],
+        [member_ok, member_ok, 404, 404],
+        [ok, 404, ok, 404],
+        [ok, ok, 403, 403],
+        [ok, 403, ok, 403],
+        R,
+        R,
+        R,
+        R,
+        R,
+    ]
+}
+
 /// The same status for the four targets.
 const fn same(s: [u16; 11]) -> [[u16; 4]; 11] {
     let mut out = [[0; 4]; 11];
@@ -194,6 +218,20 @@ fn rows() -> Vec<Row> {
         row(Method::POST, "/api/organizations/app", Some(r#"{"registered_marketplaces":[]}"#), K::None, Api,
             same([200, 200, 403, 200, 200, 200, 401, 401, 401, 401, 401])),
         row(Method::GET, "/api/keys", None, K::None, Api, ok_for_users),
+        // Issue 25. Agent profiles are each user's own, in the effective organization.
+        row(Method::GET, "/api/agent-profiles", None, K::None, Api, ok_for_users),
+        row(Method::POST, "/api/agent-profiles/m", Some(r#"{"llm_profile_ref":"x"}"#), K::None, Api,
+            same([201, 201, 201, 201, 201, 201, 401, 401, 401, 401, 401])),
+        // The organization's LLM profiles and provider connections, and one member: any
+        // member reads (view_org_settings), owners and admins write (edit_org_settings); a
+        // non-member is 404, a key bound to another organization 403.
+        row(Method::GET, "/api/organizations/{t}/profiles", None, K::Org, Api, org_cells(200, 200)),
+        row(Method::POST, "/api/organizations/{t}/profiles/m", Some(r#"{"llm":{"model":"m"}}"#), K::Org, Api,
+            org_cells(201, 403)),
+        row(Method::GET, "/api/organizations/{t}/provider-connections", None, K::Org, Api, org_cells(200, 200)),
+        row(Method::POST, "/api/organizations/{t}/provider-connections",
+            Some(r#"{"display_name":"m","provider":"openai","api_key":"sk-m"}"#), K::Org, Api, org_cells(201, 403)),
+        row(Method::GET, "/api/organizations/{t}", None, K::OrgMember, Api, org_cells(200, 200)),
         row(Method::POST, "/api/keys", Some(r#"{"name":"m"}"#), K::None, Api, ok_for_users),
         // A key is its user's: another's, or one of another org, is 404.
         // (For B's actors, "in B" is their own.)
@@ -330,12 +368,16 @@ async fn matrix(backend: Backend) {
                     Target::InB => (app.non_member.user_id, app.other_org),
                     Target::Unknown => (user, org),
                 };
-                let id = if target == Target::Unknown {
+                let id = if target == Target::Unknown && r.kind == Kind::OrgMember {
+                    format!("{}/members/{}", uuid::Uuid::new_v4(), uuid::Uuid::new_v4())
+                } else if target == Target::Unknown {
                     uuid::Uuid::new_v4().to_string()
                 } else {
                     match r.kind {
                         Kind::None => String::new(),
                         Kind::Key => make_key(app, t_user).await,
+                        Kind::Org => t_org.to_string(),
+                        Kind::OrgMember => format!("{t_org}/members/{t_user}"),
                         Kind::Sandbox => register(app, t_org, t_user).await.0,
                         Kind::Conversation => {
                             // A session actor's own conversation is its own sandbox's.

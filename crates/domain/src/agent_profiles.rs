@@ -205,7 +205,7 @@ pub fn parse_agent_profile(body: &Value) -> Result<AgentProfileInput, Validation
     }
     match obj.get("schema_version") {
         None | Some(Value::Null) => {}
-        Some(v) => match v.as_i64() {
+        Some(v) => match whole(v) {
             Some(n) if (1..=SCHEMA_VERSION).contains(&n) => {}
             Some(_) => {
                 return Err(crate::validation::value_error(
@@ -312,7 +312,7 @@ fn openhands_fields(
     }
     let limit = match obj.get("tool_concurrency_limit") {
         None => 1,
-        Some(v) => match v.as_i64() {
+        Some(v) => match whole(v) {
             Some(n) if n >= 1 => n,
             Some(_) => {
                 return Err(ValidationError::new(
@@ -421,6 +421,16 @@ fn opt_names_value(v: &Value, at: Vec<LocItem>) -> Result<Value, ValidationError
         }
         other => Err(list_type(at, other)),
     }
+}
+
+/// An integer, or a number with no fraction written as one (`2.0`, as pydantic's lax mode
+/// takes it).
+fn whole(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
+            .map(|f| f as i64)
+    })
 }
 
 fn int_type(at: Vec<LocItem>, input: &Value) -> ValidationError {

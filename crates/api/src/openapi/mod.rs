@@ -5,6 +5,7 @@
 //! the agent SDK's schema adjusted to this server). Its `info.version` is the API version
 //! `0.0.1` (spec §9), not the crates' version.
 
+pub mod canvas_requests;
 pub mod events;
 pub(crate) mod params;
 pub mod requests;

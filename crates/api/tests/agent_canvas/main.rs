@@ -1,11 +1,13 @@
 //! Agent Canvas's own requests (issue 25), replayed from the fixtures captured from its
 //! source (`fixtures/agent_canvas/`, `@openhands/agent-canvas` 1.20.0) against the real server
 //! on both backends, with `Authorization: Bearer` as the client sends it: agent profiles
-//! (`profiles.rs`), a start from one with the stand-in agent server (`start.rs`).
+//! (`profiles.rs`), a start from one with the stand-in agent server (`start.rs`), and the
+//! organization routes (`orgs.rs`).
 
 #[path = "../common/mod.rs"]
 #[macro_use]
 mod common;
+mod orgs;
 mod profiles;
 mod start;
 

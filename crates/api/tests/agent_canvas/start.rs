@@ -17,6 +17,7 @@ use crate::{fixture, has_reads, request};
 on_both_backends!(a_start_launches_from_the_profile);
 
 const PROFILE_KEY: &str = "sk-fast-profile-Rq8Lm3Vz";
+const TEAM_KEY: &str = "sk-team-profile-Hc5Wq2Tn";
 
 async fn app(backend: Backend) -> SandboxApp {
     spawn_sandbox_app_with(backend, SandboxOptions::default(), &[], |s| {
@@ -184,6 +185,46 @@ async fn a_start_launches_from_the_profile(backend: Backend) {
         "{backend}: {} {got}",
         read["path"]
     );
+
+    // A reference to an LLM profile of the organization's (what the client lists when an
+    // organization is picked); a member's own profile of the same name wins.
+    let org = app.org.to_string();
+    let admin = app.admin.key.clone();
+    for (name, model) in [
+        ("team-llm", "openai/team-model"),
+        ("fast", "openai/org-fast"),
+    ] {
+        let (code, e) = call(&app, Method::POST, &format!("/api/organizations/{org}/profiles/{name}"), &admin,
+            Some(json!({"llm": {"model": model, "base_url": "https://team.example.test/v1", "api_key": TEAM_KEY}}))).await;
+        assert_eq!(code, 201, "{e}");
+    }
+    for (reference, model, api_key) in [
+        ("team-llm", "openai/team-model", TEAM_KEY),
+        ("fast", "openai/fast-model", PROFILE_KEY),
+    ] {
+        let pid = save_profile(
+            &app,
+            &key,
+            "teamwork",
+            json!({"llm_profile_ref": reference}),
+        )
+        .await;
+        let done = start_from(&app, &key, &pid).await;
+        assert_eq!(done["status"], "READY", "{backend}: {done}");
+        let url = done["agent_server_url"].as_str().unwrap();
+        let creates: Vec<Value> = reqwest::get(format!("{url}/standin/creates"))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let llm = &creates.last().unwrap()["agent"]["llm"];
+        assert_eq!(
+            (&llm["model"], &llm["api_key"]),
+            (&json!(model), &json!(api_key)),
+            "{backend}: {reference}"
+        );
+    }
 
     // What cannot launch ends in ERROR, saying why.
     let missing = uuid::Uuid::new_v4().to_string();

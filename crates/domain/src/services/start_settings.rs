@@ -15,8 +15,9 @@
 //! else the organization's.
 //!
 //! A start naming `agent_profile_id` (issue 25) launches from that agent profile of the user's:
-//! its `llm_profile_ref` (an LLM profile of the user's) is the user's level instead of the
-//! active profile or settings, its `system_message_suffix` comes before the request's, its
+//! its `llm_profile_ref` (an LLM profile of the user's, else of the organization's) is the
+//! user's level instead of the active profile or settings, its `system_message_suffix` comes
+//! before the request's, its
 //! `tools` (when not null) replace the standard ones, its `mcp_server_refs` (when not null)
 //! keep only the named MCP servers, its `secret_refs` (when not null) only the named
 //! secrets, and the conversation is tagged with the profile's id and revision (read back as
@@ -154,17 +155,20 @@ impl PersonalSettings {
             )));
         }
         let reference = p.text("llm_profile_ref").unwrap_or_default();
-        let llm_profile = rec
-            .profile(reference)
-            .ok_or_else(|| DomainError::NotFound(format!("LLM profile '{reference}' not found")))?;
-        let llm = if self.settings.sealer.is_some() || llm_profile.api_key_sealed.is_none() {
-            self.settings.profile_own_llm(llm_profile, org, user)?
-        } else {
-            OwnLlm {
-                model: llm_profile.config_str("model").map(str::to_owned),
-                base_url: llm_profile.config_str("base_url").map(str::to_owned),
-                api_key: None,
+        let llm = match rec.profile(reference) {
+            Some(mine) if self.settings.sealer.is_some() || mine.api_key_sealed.is_none() => {
+                self.settings.profile_own_llm(mine, org, user)?
             }
+            Some(mine) => OwnLlm {
+                model: mine.config_str("model").map(str::to_owned),
+                base_url: mine.config_str("base_url").map(str::to_owned),
+                api_key: None,
+            },
+            // Agent Canvas lists the organization's LLM profiles when an organization is
+            // picked, so a reference may name one of those.
+            None => self.org.profile_llm(org, reference)?.ok_or_else(|| {
+                DomainError::NotFound(format!("LLM profile '{reference}' not found"))
+            })?,
         };
         Ok((p.clone(), llm))
     }

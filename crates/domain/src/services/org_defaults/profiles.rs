@@ -295,6 +295,35 @@ impl OrgDefaultsService {
         Ok(llm)
     }
 
+    /// The LLM of the organization's profile `name`, its key opened (for a start from an
+    /// agent profile whose `llm_profile_ref` names no LLM profile of the member's own); `None`
+    /// when there is no such profile. On a server without the installation key the key is
+    /// left out.
+    ///
+    /// # Errors
+    /// A key that does not open (another installation key); storage.
+    pub(crate) fn profile_llm(
+        &self,
+        org: OrgId,
+        name: &str,
+    ) -> Result<Option<crate::user_settings::own_llm::OwnLlm>, DomainError> {
+        let Some(rec) = self.store.org_defaults(org)? else {
+            return Ok(None);
+        };
+        let Some(p) = rec.profiles.iter().find(|p| p.name == name) else {
+            return Ok(None);
+        };
+        let api_key = match (&p.api_key_sealed, &self.sealer) {
+            (Some(s), Some(_)) => Some(self.open(s, OrgBinding::ProfileApiKey, org)?),
+            _ => None,
+        };
+        Ok(Some(crate::user_settings::own_llm::OwnLlm {
+            model: p.config_str("model").map(str::to_owned),
+            base_url: p.config_str("base_url").map(str::to_owned),
+            api_key,
+        }))
+    }
+
     /// `GET /api/organizations/{org_id}/provider-connections`: `{connections: [...]}`, each
     /// Agent Canvas's `ProviderConnection` (no key; `api_key_set`).
     ///
