@@ -279,6 +279,20 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub proxy_ws_queue: usize,
+    /// Narrows the LLM models members are offered (`GET /api/v1/config/models/search` and `/providers/search`) to those a pattern matches: `provider/name` with `*` for any run of characters (e.g. `anthropic/*,openai/gpt-5*`). Repeat or separate with commas. Default: LiteLLM's whole list as shipped.
+    #[arg(
+        long = "llm-model-allow",
+        env = "SWITCHBOARD_LLM_MODEL_ALLOW",
+        value_name = "PATTERN",
+        value_delimiter = ','
+    )]
+    pub llm_model_allow: Vec<switchboard_domain::llm_catalog::ModelPattern>,
+    /// The skills directory `GET /api/v1/skills/search` lists: `DIR/global/**/*.md` for everyone, `DIR/users/<user id>/**/*.md` for that user (markdown with YAML front matter). Default: none.
+    #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR")]
+    pub skills_dir: Option<PathBuf>,
+    /// Serves a browser client's built files at `/` from DIR (e.g. the `build/` directory of the npm package `@openhands/agent-canvas`), beside the API on the same origin; client-side routes get its `index.html`.
+    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client)]
+    pub web_client: Option<switchboard_api::web_client::WebClient>,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
@@ -563,6 +577,11 @@ fn parse_host_pattern(
     s: &str,
 ) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
     switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
+}
+
+/// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.
+fn parse_web_client(s: &str) -> Result<switchboard_api::web_client::WebClient, String> {
+    switchboard_api::web_client::WebClient::new(std::path::Path::new(s))
 }
 
 /// One `--git-provider-url KEY=URL`.

@@ -9,6 +9,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use switchboard_api::{AppState, Metrics, PoolStats, create_app};
 use switchboard_domain::Switchboard;
+use switchboard_domain::llm_catalog::LlmCatalog;
+use switchboard_domain::skills::SkillLibrary;
 use switchboard_storage::BackendKind;
 
 use switchboard_domain::jobs::Job;
@@ -85,6 +87,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             ..Default::default()
         })
         .with_cors_origins(args.cors_allowed_origin.clone());
+    state = client_facing(state, &args);
     state.metrics = metrics;
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());
@@ -274,6 +277,25 @@ fn app_state(
             max_relays: files.relays as usize,
             ..Default::default()
         })
+}
+
+/// What the state offers browser clients: the LLM catalog (`--llm-model-allow`), the skills
+/// directory (`--skills-dir`) and the client served at `/` (`--web-client`).
+fn client_facing(state: AppState, args: &ServeArgs) -> AppState {
+    let mut state = state
+        .with_llm_catalog(LlmCatalog::shipped(&args.llm_model_allow))
+        .with_skills(SkillLibrary::new(args.skills_dir.clone()));
+    if let Some(client) = &args.web_client {
+        tracing::info!(dir = %client.root().display(), "serving the web client at /");
+        state = state.with_web_client(client.clone());
+    }
+    if !args.llm_model_allow.is_empty() {
+        tracing::info!(
+            models = state.llm_catalog.model_count(),
+            "LLM catalog narrowed by --llm-model-allow"
+        );
+    }
+    state
 }
 
 /// On SIGINT or SIGTERM: stop accepting connections, let requests in flight finish (up to

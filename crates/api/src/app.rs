@@ -38,6 +38,10 @@ pub fn create_app(
         Some(limits) => components.app_data(web::Data::from(limits)),
         None => components,
     };
+    let components = match state.web_client.clone() {
+        Some(client) => components.app_data(web::Data::from(client)),
+        None => components,
+    };
     let (app, doc) = components
         .into_utoipa_app()
         .app_data(state)

@@ -6,15 +6,16 @@
 
 use actix_web::dev::{ServiceFactory, ServiceRequest};
 use actix_web::http::header;
-use actix_web::{App, HttpResponse, web};
+use actix_web::{App, HttpRequest, HttpResponse, web};
 use utoipa::openapi::PathItem;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::dto::ErrorDetail;
+use crate::web_client::WebClient;
 use crate::{
-    agent_profiles, app_conversations, events, health, keys, live, llm_profiles, org_defaults,
-    org_profiles, org_settings, organizations, sandbox_secrets, sandbox_specs, sandboxes,
-    server_details, user_secrets, user_settings, users, webhooks,
+    agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
+    org_defaults, org_profiles, org_settings, organizations, sandbox_secrets, sandbox_specs,
+    sandboxes, server_details, skills, user_secrets, user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -29,6 +30,8 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     org_profiles::configure(cfg);
     user_settings::configure(cfg);
     llm_profiles::configure(cfg);
+    llm_catalog::configure(cfg);
+    skills::configure(cfg);
     agent_profiles::configure(cfg);
     user_secrets::configure(cfg);
     events::configure(cfg);
@@ -91,8 +94,14 @@ pub fn method_not_allowed(allow: &str) -> HttpResponse {
         })
 }
 
-/// Unknown routes: 404 `{"detail": "Not Found"}`, as FastAPI answers.
-pub async fn not_found() -> HttpResponse {
+/// Unknown routes: the browser client's files when Switchboard serves one
+/// ([`crate::web_client`]), else 404 `{"detail": "Not Found"}`, as FastAPI answers.
+pub async fn not_found(req: HttpRequest) -> HttpResponse {
+    if let Some(client) = req.app_data::<web::Data<WebClient>>()
+        && let Some(answer) = client.answer(&req).await
+    {
+        return answer;
+    }
     HttpResponse::NotFound().json(ErrorDetail {
         detail: "Not Found".into(),
     })

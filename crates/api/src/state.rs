@@ -8,6 +8,8 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use switchboard_domain::Switchboard;
+use switchboard_domain::llm_catalog::LlmCatalog;
+use switchboard_domain::skills::SkillLibrary;
 
 use crate::cors::CorsConfig;
 use crate::error::ApiError;
@@ -16,6 +18,7 @@ use crate::live::{Live, LiveConfig};
 use crate::metrics::{Metrics, PoolStatsFn};
 use crate::rate_limit::{RateLimitConfig, RateLimits};
 use crate::sandbox_proxy::config::{Proxy, ProxyConfig};
+use crate::web_client::WebClient;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -41,6 +44,13 @@ pub struct AppState {
     pub proxy: Arc<Proxy>,
     /// Browser origins allowed to call the API (`--cors-allowed-origin`; none by default).
     pub cors: Arc<CorsConfig>,
+    /// The LLM models members may pick (`--llm-model-allow`; the whole shipped catalog by
+    /// default).
+    pub llm_catalog: Arc<LlmCatalog>,
+    /// The operator's skills directory (`--skills-dir`; none by default).
+    pub skills: SkillLibrary,
+    /// The browser client served at `/` (`--web-client`), if any.
+    pub web_client: Option<Arc<WebClient>>,
     /// When this server started (`/server_info`, the web client config's `updated_at`).
     pub started: std::time::SystemTime,
 }
@@ -72,6 +82,9 @@ impl AppState {
             live: Arc::new(Live::default()),
             proxy: Arc::new(Proxy::default()),
             cors: Arc::new(CorsConfig::default()),
+            llm_catalog: Arc::new(LlmCatalog::shipped(&[])),
+            skills: SkillLibrary::default(),
+            web_client: None,
             started: std::time::SystemTime::now(),
         }
     }
@@ -80,6 +93,24 @@ impl AppState {
     /// URLs the API shows).
     pub fn with_proxy(mut self, config: ProxyConfig) -> Self {
         self.proxy = Arc::new(Proxy::new(config));
+        self
+    }
+
+    /// The catalog of LLM models members are offered.
+    pub fn with_llm_catalog(mut self, catalog: LlmCatalog) -> Self {
+        self.llm_catalog = Arc::new(catalog);
+        self
+    }
+
+    /// The skills directory `GET /api/v1/skills/search` reads.
+    pub fn with_skills(mut self, skills: SkillLibrary) -> Self {
+        self.skills = skills;
+        self
+    }
+
+    /// Serves a browser client's built files at `/` ([`crate::web_client`]).
+    pub fn with_web_client(mut self, client: WebClient) -> Self {
+        self.web_client = Some(Arc::new(client));
         self
     }
 

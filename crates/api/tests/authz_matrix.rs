@@ -248,6 +248,10 @@ fn rows() -> Vec<Row> {
             [401, 401, 401, 401],
             [401, 401, 401, 401],
         ]),
+        // The LLM catalogs and the skills: any member's key (issue 25).
+        row(Method::GET, "/api/v1/config/models/search?limit=5", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/config/providers/search", None, K::None, Api, ok_for_users),
+        row(Method::GET, "/api/v1/skills/search", None, K::None, Api, ok_for_users),
         row(Method::GET, "/api/v1/sandboxes/search", None, K::None, Api, ok_for_users),
         row(Method::GET, "/api/v1/sandbox-specs/search", None, K::None, Api, ok_for_users),
         // Batch get: 200 always for users; invisible ones are null (checked below).

@@ -80,9 +80,22 @@ impl QueryPairs {
     /// # Errors
     /// [`ApiError::Validation`].
     pub fn paging<C: Keyset>(&self, max: u32) -> Result<(Option<C>, u32), ApiError> {
+        self.paging_or(max, max)
+    }
+
+    /// As [`QueryPairs::paging`], `limit` defaulting to `default` (OpenHands' model and
+    /// provider searches: 50 of at most 100).
+    ///
+    /// # Errors
+    /// [`ApiError::Validation`].
+    pub fn paging_or<C: Keyset>(
+        &self,
+        max: u32,
+        default: u32,
+    ) -> Result<(Option<C>, u32), ApiError> {
         let mut errors = Vec::new();
         let mut after = None;
-        let mut limit = max;
+        let mut limit = default;
         for (name, value) in &self.0 {
             let input = || Value::String(value.clone());
             let at = || QueryPairs::loc(name);
