@@ -8,11 +8,11 @@
 #   3. the client: `npm pack @openhands/agent-canvas@1.20.0`, unpacked; its prebuilt web app is
 #      `$CANVAS_DIR/package/build` (what `switchboard serve --web-client` serves).
 # Idempotent; prints what it skipped and why, and exits 0 even where a piece cannot be had (the
-# test then skips with that reason). Knobs: CANVAS_VENV [/tmp/agent-canvas-venv],
-# CANVAS_DIR [/tmp/agent-canvas], CANVAS_VERSION [1.20.0], PLAYWRIGHT_VERSION [1.65.2].
+# test then skips with that reason). Knobs: CANVAS_VENV [${TMPDIR:-/tmp}/agent-canvas-venv],
+# CANVAS_DIR [${TMPDIR:-/tmp}/agent-canvas], CANVAS_VERSION [1.20.0], PLAYWRIGHT_VERSION [1.65.2].
 set -uo pipefail
-VENV="${CANVAS_VENV:-/tmp/agent-canvas-venv}"
-DIR="${CANVAS_DIR:-/tmp/agent-canvas}"
+VENV="${CANVAS_VENV:-${TMPDIR:-/tmp}/agent-canvas-venv}"
+DIR="${CANVAS_DIR:-${TMPDIR:-/tmp}/agent-canvas}"
 VERSION="${CANVAS_VERSION:-1.20.0}"
 PLAYWRIGHT="${PLAYWRIGHT_VERSION:-1.65.2}"
 log() { printf '[agent-canvas setup] %s\n' "$*" >&2; }
@@ -21,7 +21,7 @@ if ! command -v chromium >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     log "installing Debian's chromium"
     (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) \
-      >/tmp/agent-canvas-apt.log 2>&1 || log "chromium did not install (see /tmp/agent-canvas-apt.log)"
+      >"${TMPDIR:-/tmp}/agent-canvas-apt.log" 2>&1 || log "chromium did not install (see ${TMPDIR:-/tmp}/agent-canvas-apt.log)"
   else
     log "no chromium and no apt-get as root: the walk will be skipped"
   fi

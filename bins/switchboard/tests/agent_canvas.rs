@@ -47,8 +47,13 @@ struct Prerequisites {
 
 fn prerequisites() -> Result<Prerequisites, String> {
     let chromium = env_path("CHROMIUM", "/usr/bin/chromium");
-    let venv = env_path("CANVAS_VENV", "/tmp/agent-canvas-venv");
-    let build = env_path("CANVAS_DIR", "/tmp/agent-canvas").join("package/build");
+    // scripts/agent-canvas/setup.sh's defaults: under ${TMPDIR:-/tmp}.
+    let temp = std::env::temp_dir();
+    let venv = std::env::var_os("CANVAS_VENV")
+        .map_or_else(|| temp.join("agent-canvas-venv"), PathBuf::from);
+    let build = std::env::var_os("CANVAS_DIR")
+        .map_or_else(|| temp.join("agent-canvas"), PathBuf::from)
+        .join("package/build");
     let python = venv.join("bin/python");
     if !chromium.is_file() {
         return Err(format!(
