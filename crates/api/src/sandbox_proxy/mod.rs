@@ -20,6 +20,7 @@ pub mod hosts;
 pub mod http;
 pub mod public;
 pub mod route;
+pub mod upstream;
 pub mod ws;
 
 use actix_web::body::{EitherBody, MessageBody};
@@ -192,10 +193,12 @@ pub fn document(doc: &mut serde_json::Value) {
                 "200": {"description": "The service's answer (any status it gives is passed through)", "content": {"*/*": {"schema": {}}}},
                 "401": {"description": "No credentials, or an unknown, expired or revoked key", "content": error},
                 "404": {"description": "Unknown sandbox, one the caller does not see, another sandbox's session key, or a service the sandbox does not expose", "content": error},
+                "408": {"description": "The request body did not arrive within the body read timeout or above the minimum rate (the connection is closed)", "content": error},
                 "409": {"description": "The sandbox is not RUNNING", "content": error},
                 "413": {"description": "Body over the proxy's limit (--proxy-max-body-bytes, default 1 MiB)", "content": error},
                 "429": {"description": "Rate limited", "content": error},
                 "502": {"description": "The service did not answer", "content": error},
+                "503": {"description": "No socket to sandboxes left in the proxy's share of the open-files budget (Retry-After: 1)", "content": error},
                 "504": {"description": "The service did not answer in time", "content": error},
             },
         })

@@ -12,6 +12,7 @@
 mod common;
 mod access;
 mod http;
+mod limits;
 mod urls;
 mod websockets;
 mod workers;
@@ -32,6 +33,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use access::who_gets_through;
 use http::http_streams_both_ways;
+use limits::sockets_and_slow_bodies;
 use urls::{routes_by_host, urls_point_at_the_proxy};
 use websockets::websockets_relay;
 use workers::workers_through_the_proxy;
@@ -42,7 +44,8 @@ on_both_backends!(
     websockets_relay,
     urls_point_at_the_proxy,
     routes_by_host,
-    workers_through_the_proxy
+    workers_through_the_proxy,
+    sockets_and_slow_bodies
 );
 
 /// The proxy's limits in these tests: a small body limit and a short read timeout (a sandbox
