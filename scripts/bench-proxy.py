@@ -14,7 +14,11 @@ session key):
   * websocket frames: N echo round trips (`echo:` text frames) on one socket, direct and
     proxied: median and p99 round trip;
   * idle websockets: W sockets opened through the proxy and left idle; Switchboard's RSS
-    before and after, per socket.
+    before and after, per socket;
+  * an exposed worker (issue 22: the spec exposes WORKER_1): `python3 -m http.server
+    "$WORKER_1"` started in the sandbox, `GET` of a small file with wrk and a 100 MiB file with
+    curl, directly (the worker's loopback port, from the runtime handle) and through
+    `/sandboxes/{id}/worker_1`.
 
 Needs wrk and curl. Prints one report (Markdown lines) for docs/benchmarks.md.
 
@@ -138,6 +142,44 @@ def round_trips(host, port, path, session, count):
     return statistics.median(times), times[int(len(times) * 0.99) - 1]
 
 
+def worker(db, info, session, agent, args):
+    """The WORKER_1 rows: a real HTTP server in the sandbox, direct and through the proxy."""
+    proxied = next(u["url"] for u in info["exposed_urls"] if u["name"] == "WORKER_1")
+    with sqlite3.connect(db) as c:
+        handle = json.loads(c.execute("SELECT handle FROM sandboxes WHERE handle IS NOT NULL").fetchone()[0])
+    direct = next(s["url"] for s in handle["services"] if s["service"] == "WORKER_1")
+    command = (f"mkdir -p site && echo hello > site/hello.txt && head -c {100 << 20} /dev/zero > site/blob && "
+               f"nohup {sys.executable} -m http.server \"$WORKER_1\" --bind 127.0.0.1 --directory site "
+               f"> worker.log 2>&1 &")
+    http("POST", f"{agent}/api/bash/execute_bash_command", session=session,
+         body={"command": command, "cwd": None, "timeout": 60})
+    for _ in range(100):
+        try:
+            urllib.request.urlopen(f"{direct}/hello.txt", timeout=2).read()
+            break
+        except OSError:
+            time.sleep(0.1)
+    print(f"\nWORKER_1 (python3 -m http.server in the sandbox): direct {direct}; proxied {proxied}")
+    rows = {name: wrk(f"{url}/hello.txt", session, args.seconds, args.connections)
+            for name, url in (("direct", direct), ("proxied", proxied))}
+    print(f"GET /hello.txt, wrk, {args.connections} connections, {args.seconds} s each:")
+    print("| path | requests/s | p50 | p90 | p99 | errors |\n| --- | --- | --- | --- | --- | --- |")
+    for name, (rps, lat, errors) in rows.items():
+        print(f"| {name} | {rps:.0f} | {lat.get('50%')} | {lat.get('90%')} | {lat.get('99%')} | {'; '.join(errors) or 'none'} |")
+    speeds = {}
+    for name, url in (("direct", direct), ("proxied", proxied)):
+        runs = []
+        for _ in range(3):
+            speed, got = curl_speed(f"{url}/blob", session)
+            assert got == 100 << 20, got
+            runs.append(speed)
+        speeds[name] = statistics.median(runs)
+    print("100 MiB file from the worker, curl, median of 3:")
+    for name, s in speeds.items():
+        print(f"- {name}: {s / (1 << 20):.0f} MiB/s")
+    print(f"- proxied / direct: {speeds['proxied'] / speeds['direct'] * 100:.0f} %")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bin", default=os.path.join(ROOT, "target/release/switchboard"))
@@ -149,7 +191,8 @@ def main():
     work = tempfile.mkdtemp(prefix="bench-proxy-")
     specs = os.path.join(work, "specs.json")
     with open(specs, "w") as f:
-        json.dump([{"id": "standin", "command": [sys.executable, STANDIN]}], f)
+        json.dump([{"id": "standin", "command": [sys.executable, STANDIN],
+                    "exposed_services": ["WORKER_1"]}], f)
     db = os.path.join(work, "switchboard.sqlite")
     out = open(os.path.join(work, "out"), "w+")
     err = open(os.path.join(work, "err"), "w")
@@ -223,6 +266,8 @@ def main():
               f"{(after - before) / args.sockets:.1f} KiB per socket (client side and upstream side together)")
         for s in sockets:
             s.s.close()
+
+        worker(db, info, session, proxied, args)
         print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     finally:
         server.terminate()

@@ -7,8 +7,9 @@
 #        -H 'Content-Type: application/json' \
 #        -d '{"initial_message": {"role": "user", "content": [{"type": "text", "text": "say hello"}]}}'
 #
-# The script then prints the start task's steps, every event of the conversation as it
-# arrives, and the final status.
+# The script then prints the start task's steps, reads the conversation from its agent server
+# through Switchboard's sandbox proxy (the sandbox's own port is never used: issue 22), and
+# prints every event of the conversation as it arrives, and the final status.
 #
 # The agent server: $VENV/bin/agent-server (openhands-agent-server 1.58.2, installed there from
 # PyPI on first use when a Python 3.12+ is found). Without Python 3.12+ the demo says so and
@@ -159,18 +160,23 @@ while time.time() < deadline:
 if status != "READY":
     sys.exit(f"the start did not reach READY: {status}")
 cid = t["app_conversation_id"]
+# The sandbox is reached through Switchboard alone (issue 22): its agent server's URL is under
+# Switchboard's own address (the proxy, /sandboxes/{id}/agent_server), never the sandbox's own
+# port, and the API key is the credential (Switchboard presents the session key upstream).
+agent = t["agent_server_url"]
+if not agent.startswith(base + "/sandboxes/"):
+    sys.exit(f"CHECK FAILED: the agent server URL {agent} is not Switchboard's ({base})")
+req = urllib.request.Request(f"{agent}/api/conversations/{cid.replace('-', '')}",
+                             headers={"X-Access-Token": key})
+with urllib.request.urlopen(req, timeout=10) as r:
+    info = json.load(r)
+print(f"agent server through Switchboard: {agent}")
 secret = os.environ.get("E2E_SECRET")
 if secret:
     # e2e-main: the request secret is never echoed, and reached the agent server.
     if secret in json.dumps(t):
         sys.exit("CHECK FAILED: the request secret is in the start task")
     if os.environ.get("E2E_AGENT") == "real":
-        sandbox = get(f"/api/v1/sandboxes?id={t['sandbox_id']}")[0]
-        req = urllib.request.Request(
-            f"{t['agent_server_url']}/api/conversations/{cid.replace('-', '')}",
-            headers={"X-Session-API-Key": sandbox["session_api_key"]})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            info = json.load(r)
         sources = (info.get("secret_registry") or {}).get("secret_sources") or {}
         if (sources.get("E2E_SECRET") or {}).get("kind") != "StaticSecret":
             sys.exit(f"CHECK FAILED: the agent server has no StaticSecret E2E_SECRET: {sources}")

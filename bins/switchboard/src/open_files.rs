@@ -16,10 +16,15 @@
 //!   [`MAX_SANDBOX_RESERVE`] (the agent-server client's pooled connections, health probes,
 //!   clone and setup calls, the relays of transient events, which get half of it, the Docker
 //!   daemon's connections, sandbox log files);
+//! - **the sandbox proxy's upstream sockets** (issue 22): a third of what is left
+//!   ([`PROXY_DIVISOR`]): every socket the proxy opens to a sandbox (HTTP, in use or idle in
+//!   its pool, and websockets) holds one of them, and past them it answers 503, so proxied
+//!   traffic never takes a descriptor another part needs;
 //! - **connections**: the rest. actix's connection cap is set to it (divided among workers),
 //!   and the websocket cap (`--max-subscribers`) to it less a tenth ([`HEADROOM_DIVISOR`]; at
 //!   least [`MIN_HEADROOM`]), so that with every socket open, `/health` and other requests
-//!   still get a connection.
+//!   still get a connection. A proxied exchange takes one of these (its client's) and one
+//!   of the proxy's share (its sandbox's).
 //!
 //! A cap the operator set lower is kept; a higher one is lowered and the log says so.
 
@@ -34,6 +39,11 @@ pub const MIN_SANDBOX_RESERVE: u64 = 32;
 /// The most kept for sandboxes: their lasting descriptors are the agent-server client's pool
 /// (at most 10 idle connections), the Docker client's and the relays (half of this share).
 pub const MAX_SANDBOX_RESERVE: u64 = 4096;
+/// The sandbox proxy's upstream sockets: one in this many of the descriptors left once the
+/// process, the database and the sandboxes have theirs.
+pub const PROXY_DIVISOR: u64 = 3;
+/// The least number of upstream sockets the proxy gets.
+pub const MIN_PROXY_SOCKETS: u64 = 8;
 /// The share of connections kept from websockets: one in this many.
 pub const HEADROOM_DIVISOR: u64 = 10;
 /// The least number of connections kept from websockets.
@@ -109,6 +119,8 @@ pub struct FileBudget {
     pub subscribers: u64,
     /// Upstream sockets of transient-event relays at once (half the sandboxes' share).
     pub relays: u64,
+    /// Sockets of the sandbox proxy to sandboxes at once (`ProxyConfig::max_upstream_sockets`).
+    pub proxy: u64,
 }
 
 /// The database a budget reserves for.
@@ -142,17 +154,21 @@ impl FileBudget {
         };
         let rest = limit.saturating_sub(process + database);
         let sandboxes = (rest / 4).clamp(MIN_SANDBOX_RESERVE, MAX_SANDBOX_RESERVE);
-        let connections = rest.saturating_sub(sandboxes);
+        let shared = rest.saturating_sub(sandboxes);
+        let proxy = (shared / PROXY_DIVISOR).max(MIN_PROXY_SOCKETS);
+        let connections = shared.saturating_sub(proxy);
         let headroom = (connections / HEADROOM_DIVISOR).max(MIN_HEADROOM);
         let subscribers = connections.saturating_sub(headroom);
         if subscribers < MIN_SUBSCRIBERS {
-            let needed = process + database + MIN_SANDBOX_RESERVE + MIN_HEADROOM + MIN_SUBSCRIBERS;
+            let least = MIN_HEADROOM + MIN_SUBSCRIBERS;
+            let least_proxy = (least / (PROXY_DIVISOR - 1)).max(MIN_PROXY_SOCKETS);
+            let needed = process + database + MIN_SANDBOX_RESERVE + least + least_proxy;
             return Err(format!(
                 "the open-files limit ({limit}) is too low: at least {needed} are needed \
                  ({process} for the process, {database} for the database pool, \
-                 {MIN_SANDBOX_RESERVE} for sandboxes, {} for connections); raise the hard \
-                 limit (ulimit -Hn, systemd LimitNOFILE=, docker --ulimit nofile=)",
-                MIN_HEADROOM + MIN_SUBSCRIBERS
+                 {MIN_SANDBOX_RESERVE} for sandboxes, {least_proxy} for the sandbox proxy, \
+                 {least} for connections); raise the hard limit (ulimit -Hn, systemd \
+                 LimitNOFILE=, docker --ulimit nofile=)"
             ));
         }
         Ok(FileBudget {
@@ -166,6 +182,7 @@ impl FileBudget {
                 .min(ACTIX_MAX_CONNECTIONS_PER_WORKER),
             subscribers,
             relays: sandboxes / 2,
+            proxy,
         })
     }
 }
@@ -232,6 +249,7 @@ pub fn budget(
         max_connections_per_worker = b.connections_per_worker,
         max_subscribers = subscribers,
         max_relays = b.relays,
+        max_proxy_sockets = b.proxy,
         "open files: caps derived from the limit"
     );
     if (args.max_subscribers as u64) > b.subscribers {
@@ -262,11 +280,13 @@ mod tests {
         assert_eq!(b.process, 10 + 64 + 16);
         assert_eq!(b.database, 24);
         assert_eq!(b.sandboxes, (1024 - 90 - 24) / 4);
-        assert_eq!(b.connections, 1024 - 90 - 24 - b.sandboxes);
+        let shared = 1024 - 90 - 24 - b.sandboxes;
+        assert_eq!(b.proxy, shared / 3);
+        assert_eq!(b.connections, shared - b.proxy);
         assert_eq!(b.subscribers, b.connections - b.connections / 10);
         assert_eq!(b.connections_per_worker, b.connections.div_ceil(2));
         // Everything adds up to the limit at most.
-        assert!(b.process + b.database + b.sandboxes + b.connections <= 1024);
+        assert!(b.process + b.database + b.sandboxes + b.proxy + b.connections <= 1024);
         assert!(b.subscribers + MIN_HEADROOM <= b.connections);
     }
 

@@ -84,6 +84,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
             max_body: args.proxy_max_body_bytes,
             read_timeout: Duration::from_secs(args.proxy_read_timeout),
             ws_queue: args.proxy_ws_queue,
+            max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
             ..Default::default()
         })
         .with_cors_origins(args.cors_allowed_origin.clone());

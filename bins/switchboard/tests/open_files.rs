@@ -3,7 +3,10 @@
 //! websockets from several keys are opened until the server refuses one (1013, the cap it
 //! derived from the limit), and while they are held `/health` and the API answer at once, a
 //! running sandbox stays `RUNNING` through several reconciliations, and nothing in the log
-//! says "Too many open files".
+//! says "Too many open files". Then the sandbox proxy (issue 22): websockets through it to
+//! the sandbox are opened until one is refused with 503 (its sockets' share of the budget,
+//! `max_proxy_sockets` in the log), no more than that share is served, and meanwhile the API
+//! and `/health` answer.
 
 mod common;
 
@@ -216,13 +219,15 @@ fn open_files(backend: Backend) {
         }
         other => problems.push(format!("the sandbox could not be read: {other:?}")),
     }
+    drop(held);
+    proxied_sockets(&server, &owner, &sandbox, &session, &mut problems);
+
     let log = server.stderr_lines();
     for needle in ["Too many open files", "to=MISSING", "os error 24"] {
         if let Some(line) = log.iter().find(|l| l.contains(needle)) {
             problems.push(format!("the log says {needle:?}: {line}"));
         }
     }
-    drop(held);
     let (code, _) = send_json(
         client()
             .delete(server.url(&format!("/api/v1/sandboxes/{sandbox}")))
@@ -230,6 +235,113 @@ fn open_files(backend: Backend) {
     );
     assert_eq!(code, 200);
     assert!(problems.is_empty(), "{backend}:\n{}", problems.join("\n"));
+}
+
+/// The sandbox's event socket through the proxy, with its session key: `Ok(socket)` once
+/// upgraded (the stand-in sends nothing first), `Err(status line)` otherwise.
+fn open_proxied(
+    addr: std::net::SocketAddr,
+    sandbox: &str,
+    session: &str,
+) -> Result<TcpStream, String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let conv = uuid::Uuid::new_v4().simple();
+    let request = format!(
+        "GET /sandboxes/{sandbox}/agent_server/sockets/events/{conv} HTTP/1.1\r\nHost: {addr}\r\n\
+         Upgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\
+         X-Session-API-Key: {session}\r\n\r\n"
+    );
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("write: {e}"))?;
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            Ok(_) => return Err("closed before answering".into()),
+            Err(e) => return Err(format!("no answer: {e}")),
+        }
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    if head.starts_with("HTTP/1.1 101") {
+        Ok(s)
+    } else {
+        Err(head.lines().next().unwrap_or_default().to_owned())
+    }
+}
+
+/// Proxied websockets until one is refused: 503, after no more than the proxy's share of the
+/// budget (from the log); `/health` and the API answer meanwhile; the sockets come back.
+fn proxied_sockets(
+    server: &Server,
+    owner: &str,
+    sandbox: &str,
+    session: &str,
+    problems: &mut Vec<String>,
+) {
+    let cap: Option<usize> = server
+        .wait_for_stderr("max_proxy_sockets", Duration::from_secs(1))
+        .and_then(|line| {
+            let at = line.find("max_proxy_sockets=")? + "max_proxy_sockets=".len();
+            line[at..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        });
+    let Some(cap) = cap else {
+        problems.push("no max_proxy_sockets in the log".into());
+        return;
+    };
+    let addr = server.socket_addr();
+    let mut held = Vec::new();
+    let mut refused = None;
+    for _ in 0..MAX_TRIES {
+        match open_proxied(addr, sandbox, session) {
+            Ok(s) => held.push(s),
+            Err(line) => {
+                refused = Some(line);
+                break;
+            }
+        }
+    }
+    eprintln!(
+        "{} proxied sockets served (cap {cap}), then {refused:?}",
+        held.len()
+    );
+    if !refused
+        .as_deref()
+        .is_some_and(|l| l.starts_with("HTTP/1.1 503"))
+    {
+        problems.push(format!(
+            "after {} proxied sockets: no 503 ({refused:?})",
+            held.len()
+        ));
+    }
+    if held.len() > cap || held.is_empty() {
+        problems.push(format!(
+            "{} proxied sockets served with a share of {cap}",
+            held.len()
+        ));
+    }
+    let api = format!("/api/v1/sandboxes?id={sandbox}");
+    for (path, key) in [("/health", None), (api.as_str(), Some(owner))] {
+        match quick_get(server, path, key) {
+            Ok(200) => {}
+            other => problems.push(format!("{path} beside the proxied sockets: {other:?}")),
+        }
+    }
+    drop(held);
+    let back = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        open_proxied(addr, sandbox, session).is_ok()
+    });
+    if !back {
+        problems.push("the proxied sockets did not come back once closed".into());
+    }
 }
 
 #[test]

@@ -47,6 +47,10 @@ pub enum ApiError {
     /// Sandbox proxy): 502.
     #[error("The sandbox's service did not answer")]
     UpstreamUnreachable,
+    /// Every socket the open-files budget gives the sandbox proxy is in use (API.md, Sandbox
+    /// proxy): 503 with `Retry-After`; the API itself goes on.
+    #[error("Too many connections to sandboxes, retry later")]
+    ProxySocketsExhausted,
     /// A sandbox's service did not answer within the proxy's read timeout: 504.
     #[error("The sandbox's service did not answer in time")]
     UpstreamTimeout,
@@ -135,7 +139,9 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string()),
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, self.to_string()),
             ApiError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, self.to_string()),
-            ApiError::BodiesInFlight => (StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
+            ApiError::BodiesInFlight | ApiError::ProxySocketsExhausted => {
+                (StatusCode::SERVICE_UNAVAILABLE, self.to_string())
+            }
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string()),
             ApiError::UpstreamUnreachable => (StatusCode::BAD_GATEWAY, self.to_string()),
             ApiError::UpstreamTimeout => (StatusCode::GATEWAY_TIMEOUT, self.to_string()),
@@ -167,7 +173,7 @@ impl ResponseError for ApiError {
             ApiError::BodyTimeout => {
                 resp.force_close();
             }
-            ApiError::BodiesInFlight => {
+            ApiError::BodiesInFlight | ApiError::ProxySocketsExhausted => {
                 resp.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
             }
             ApiError::RateLimited { retry_after_secs } => {

@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
+use switchboard_domain::sandboxes::services::ExposedService;
 
 /// The variable that carries the session key (reference agent-server-webhooks §1).
 pub const SESSION_KEY_VAR: &str = "OH_SESSION_API_KEYS_0";
@@ -23,14 +24,32 @@ pub const WEBHOOK_FLUSH_VAR: &str = "OH_WEBHOOKS_0_FLUSH_DELAY";
 pub const WEBHOOK_FAST_PATH: [(&str, &str); 2] =
     [(WEBHOOK_BUFFER_VAR, "1"), (WEBHOOK_FLUSH_VAR, "0.1")];
 
+/// The complete environment of a sandbox that exposes no service besides its agent server:
+/// [`environment_with`] and no service ports.
+///
+/// # Errors
+/// As [`environment_with`].
+pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, RuntimeError> {
+    environment_with(launch, &[])
+}
+
 /// The complete environment of a sandbox, in order of precedence: the passthrough variables,
-/// overridden by the spec's `initial_env`, overridden by the session key, the webhook URL and
-/// the webhook's [`WEBHOOK_FAST_PATH`] settings (which a spec cannot change).
+/// overridden by the spec's `initial_env`, overridden by the session key, the webhook URL,
+/// the webhook's [`WEBHOOK_FAST_PATH`] settings (which a spec cannot change) and the ports
+/// the runtime gave its exposed services, `(service, port inside the sandbox)`
+/// ([`ExposedService::env`]: `WORKER_1=<port>`, `VSCODE` and `OH_VSCODE_PORT`; issue 22).
 ///
 /// # Errors
 /// [`RuntimeError::InvalidSpec`] for a name that cannot be a variable's (empty, `=`, NUL) or
 /// a value with NUL.
-pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, RuntimeError> {
+pub fn environment_with(
+    launch: &LaunchSpec,
+    services: &[(ExposedService, u16)],
+) -> Result<BTreeMap<String, String>, RuntimeError> {
+    let ports: Vec<(&str, String)> = services
+        .iter()
+        .flat_map(|(service, port)| service.env(*port))
+        .collect();
     let mut env = BTreeMap::new();
     let pairs = launch
         .passthrough_env
@@ -47,7 +66,8 @@ pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, Runt
             (SESSION_KEY_VAR, launch.session_key.expose()),
             (WEBHOOK_URL_VAR, launch.webhook_base_url.as_str()),
         ])
-        .chain(WEBHOOK_FAST_PATH);
+        .chain(WEBHOOK_FAST_PATH)
+        .chain(ports.iter().map(|(k, v)| (*k, v.as_str())));
     for (name, value) in pairs {
         if name.is_empty() || name.contains(['=', '\0']) {
             return Err(RuntimeError::InvalidSpec(format!(
@@ -147,6 +167,7 @@ mod tests {
                 limits: Default::default(),
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
                 runtime: None,
+                exposed_services: Vec::new(),
             },
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://127.0.0.1:9/api/v1/webhooks".into(),
@@ -184,6 +205,24 @@ mod tests {
         .map(|(k, v)| (k.into(), v.into()))
         .collect();
         assert_eq!(env, expected);
+        let with = environment_with(
+            &launch(&[("WORKER_1", "1"), ("OH_VSCODE_PORT", "2")], &[]),
+            &[
+                (ExposedService::Vscode, 40001),
+                (ExposedService::Worker1, 40002),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            (&with["VSCODE"], &with["OH_VSCODE_PORT"], &with["WORKER_1"]),
+            (
+                &"40001".to_owned(),
+                &"40001".to_owned(),
+                &"40002".to_owned()
+            ),
+            "the runtime's ports win over the spec's"
+        );
+        assert!(!with.contains_key("WORKER_2"));
         assert!(matches!(
             environment(&launch(&[], &[("A=B", "1")])),
             Err(RuntimeError::InvalidSpec(_))

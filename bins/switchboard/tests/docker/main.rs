@@ -9,6 +9,7 @@ mod attacker;
 mod common;
 mod helpers;
 mod unpublished;
+mod workers;
 
 use std::time::{Duration, Instant};
 

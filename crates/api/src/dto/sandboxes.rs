@@ -44,10 +44,12 @@ impl From<SandboxStatus> for SandboxStatusName {
 /// A URL a sandbox exposes.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ExposedUrl {
-    /// `AGENT_SERVER`.
+    /// `AGENT_SERVER`, and `VSCODE`, `WORKER_1`, `WORKER_2` where the sandbox's spec exposes
+    /// them.
     pub name: String,
     /// Where the service answers: under Switchboard's public URL
-    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`; API.md, Sandbox proxy).
+    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`, `…/worker_1`; API.md, Sandbox
+    /// proxy).
     pub url: String,
     /// The port inside the sandbox.
     pub port: u16,
@@ -69,7 +71,8 @@ pub struct SandboxInfo {
     /// The agent server's `X-Session-API-Key`: only when `RUNNING`, and only for its creator
     /// and the organization's admins and owners; `null` otherwise.
     pub session_api_key: Option<String>,
-    /// `[AGENT_SERVER]` when `RUNNING` (and run by Switchboard); `null` otherwise.
+    /// `AGENT_SERVER` (first) and the other services its spec exposes, when `RUNNING` (and run
+    /// by Switchboard); `null` otherwise.
     pub exposed_urls: Option<Vec<ExposedUrl>>,
     /// Creation time (RFC 3339, UTC).
     #[schema(format = DateTime)]
@@ -210,6 +213,7 @@ mod tests {
             limits: Default::default(),
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             runtime: None,
+            exposed_services: Vec::new(),
         };
         let info = SandboxSpecInfo::from(spec);
         assert_eq!(info.initial_env["LLM_API_KEY"], "**********");

@@ -14,6 +14,7 @@ mod query;
 mod sandbox_caller;
 
 pub use body::{Body, DEFAULT_BODY_LIMIT, RawBody, WEBHOOK_BODY_LIMIT, parse_json_body};
+pub(crate) use body_limits::RATE_CHECK_EVERY;
 pub use body_limits::{
     BodyGate, BodyLimits, DEFAULT_BODY_MIN_RATE, DEFAULT_BODY_READ_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES_IN_FLIGHT, MIN_RATE_GRACE,

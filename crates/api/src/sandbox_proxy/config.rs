@@ -3,8 +3,14 @@
 
 use std::time::Duration;
 
+use http_body_util::combinators::UnsyncBoxBody;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
+
 use super::hosts::HostPattern;
 use super::public::PublicUrls;
+use super::upstream::{CountedConnector, UpstreamSockets};
 use crate::extract::DEFAULT_BODY_LIMIT;
 
 /// How the proxy behaves (`switchboard serve` flags; API.md, Sandbox proxy).
@@ -32,6 +38,10 @@ pub struct ProxyConfig {
     pub ws_auth_timeout: Duration,
     /// The largest websocket message relayed either way, bytes.
     pub ws_max_message: usize,
+    /// The most sockets to sandboxes open at once (HTTP, in use or idle in the pool, and
+    /// websockets): the share of the open-files budget `serve` gives the proxy. Past it the
+    /// proxy answers 503 with `Retry-After` ([`super::upstream`]).
+    pub max_upstream_sockets: usize,
 }
 
 impl Default for ProxyConfig {
@@ -45,15 +55,26 @@ impl Default for ProxyConfig {
             ws_queue: 1024,
             ws_auth_timeout: Duration::from_secs(10),
             ws_max_message: 16 << 20,
+            max_upstream_sockets: DEFAULT_MAX_UPSTREAM_SOCKETS,
         }
     }
 }
 
+/// [`ProxyConfig::max_upstream_sockets`] when nothing derives it from the open-files limit
+/// (the app as tests build it in-process).
+pub const DEFAULT_MAX_UPSTREAM_SOCKETS: usize = 1024;
+/// Idle connections the pool keeps per sandbox service, at most.
+const IDLE_PER_SERVICE: usize = 32;
+
+/// A request body sent upstream.
+pub(super) type UpstreamBody = UnsyncBoxBody<bytes::Bytes, std::io::Error>;
+
 /// The proxy's configuration and its upstream HTTP client (a connection pool shared by every
-/// worker).
+/// worker, its sockets counted in [`UpstreamSockets`]).
 pub struct Proxy {
     pub(super) config: ProxyConfig,
-    pub(super) client: reqwest::Client,
+    pub(super) client: Client<CountedConnector, UpstreamBody>,
+    pub(super) sockets: UpstreamSockets,
 }
 
 impl Default for Proxy {
@@ -64,26 +85,31 @@ impl Default for Proxy {
 
 impl Proxy {
     /// A proxy under `config`.
-    ///
-    /// # Panics
-    /// When the HTTP client cannot be built (no TLS is configured, so it always can).
     pub fn new(mut config: ProxyConfig) -> Self {
         config.public_url = config
             .public_url
             .map(|u| u.trim_end_matches('/').to_owned());
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(config.connect_timeout)
-            .read_timeout(config.read_timeout)
-            // An idle pooled connection is dropped before the read timeout could fire on it
-            // (the timeout runs on idle connections too; one cut there would fail the next
-            // request sent on it).
+        let sockets = UpstreamSockets::new(config.max_upstream_sockets);
+        let mut http = HttpConnector::new();
+        http.set_connect_timeout(Some(config.connect_timeout));
+        http.set_nodelay(true);
+        let client = Client::builder(TokioExecutor::new())
+            // An idle pooled connection is dropped before the read timeout could matter, and
+            // gives its socket back (the timer closes idle connections as they expire).
             .pool_idle_timeout(Duration::from_secs(30).min(config.read_timeout / 2))
-            .redirect(reqwest::redirect::Policy::none())
-            .tcp_nodelay(true)
-            .build()
-            .expect("the proxy's HTTP client builds");
-        Proxy { config, client }
+            .pool_max_idle_per_host(IDLE_PER_SERVICE)
+            .pool_timer(TokioTimer::new())
+            .build(CountedConnector::new(http, sockets.clone()));
+        Proxy {
+            config,
+            client,
+            sockets,
+        }
+    }
+
+    /// The proxy's upstream sockets (their count and permits).
+    pub fn sockets(&self) -> &UpstreamSockets {
+        &self.sockets
     }
 
     /// The configuration.

@@ -20,6 +20,7 @@ pub mod hosts;
 pub mod http;
 pub mod public;
 pub mod route;
+pub mod upstream;
 pub mod ws;
 
 use actix_web::body::{EitherBody, MessageBody};
@@ -178,11 +179,11 @@ pub fn document(doc: &mut serde_json::Value) {
         json!({
             "tags": ["Sandbox proxy"],
             "summary": format!("{} to a sandbox's service", method.to_uppercase()),
-            "description": "Forwarded to the sandbox's service (`agent_server`; the agent server's own API under it) with the sandbox's session key added; both bodies streamed. Websocket upgrades (GET) are relayed. Credentials: the sandbox's session key (X-Session-API-Key, the query session_api_key, or a websocket's first {\"type\":\"auth\"} frame) or an API key of a user who sees the sandbox. Without credentials, GET /alive, /health and /ready of the agent server are answered by Switchboard from the sandbox's status.",
+            "description": "Forwarded to the sandbox's service (`agent_server`: the agent server's own API under it; `vscode`, `worker_1`, `worker_2` where the sandbox's spec exposes them) with the sandbox's session key added; both bodies streamed. Websocket upgrades (GET) are relayed. Credentials: the sandbox's session key (X-Session-API-Key, the query session_api_key, or a websocket's first {\"type\":\"auth\"} frame) or an API key of a user who sees the sandbox. Without credentials, GET /alive, /health and /ready of the agent server are answered by Switchboard from the sandbox's status.",
             "operationId": format!("proxy_{method}"),
             "parameters": [
                 {"name": "sandbox_id", "in": "path", "required": true, "schema": {"type": "string"}, "description": "Sandbox id (dashed or 32 hex; anything else is 404)"},
-                {"name": "service", "in": "path", "required": true, "schema": {"type": "string"}, "description": "The exposed service: agent_server (AGENT_SERVER)"},
+                {"name": "service", "in": "path", "required": true, "schema": {"type": "string"}, "description": "The exposed service, OpenHands' name in lowercase: agent_server (AGENT_SERVER), and where the spec exposes them vscode (VSCODE), worker_1 (WORKER_1), worker_2 (WORKER_2); `-` for `_` is accepted"},
                 {"name": "path", "in": "path", "required": true, "schema": {"type": "string"}, "description": "The path on the service (may contain /)"},
                 {"name": "session_api_key", "in": "query", "required": false, "schema": {"type": "string"}, "description": "The sandbox's session key (the agent server's query form)"},
             ],
@@ -192,10 +193,12 @@ pub fn document(doc: &mut serde_json::Value) {
                 "200": {"description": "The service's answer (any status it gives is passed through)", "content": {"*/*": {"schema": {}}}},
                 "401": {"description": "No credentials, or an unknown, expired or revoked key", "content": error},
                 "404": {"description": "Unknown sandbox, one the caller does not see, another sandbox's session key, or a service the sandbox does not expose", "content": error},
+                "408": {"description": "The request body did not arrive within the body read timeout or above the minimum rate (the connection is closed)", "content": error},
                 "409": {"description": "The sandbox is not RUNNING", "content": error},
                 "413": {"description": "Body over the proxy's limit (--proxy-max-body-bytes, default 1 MiB)", "content": error},
                 "429": {"description": "Rate limited", "content": error},
                 "502": {"description": "The service did not answer", "content": error},
+                "503": {"description": "No socket to sandboxes left in the proxy's share of the open-files budget (Retry-After: 1)", "content": error},
                 "504": {"description": "The service did not answer in time", "content": error},
             },
         })

@@ -26,6 +26,7 @@ use futures_util::{SinkExt, StreamExt};
 use switchboard_domain::DomainError;
 use switchboard_domain::services::ProxyTarget;
 use tokio::net::TcpStream;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::protocol::frame::CloseFrame;
@@ -36,11 +37,19 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use super::access::{Credential, credential, resolve};
 use super::config::ProxyConfig;
 use super::route::Route;
+use super::upstream::UpstreamSockets;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-/// The upstream socket.
-type Upstream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+/// The upstream socket, and its permit among the proxy's sockets (given back when the relay
+/// ends: [`super::upstream`]).
+struct Upstream {
+    socket: Socket,
+    _permit: OwnedSemaphorePermit,
+}
+
+/// The upstream socket itself.
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Close code for a failed first-frame auth (the agent server's).
 pub const CLOSE_AUTH_FAILED: u16 = 4001;
@@ -53,6 +62,9 @@ pub const CLOSE_NOT_RUNNING: u16 = 4009;
 pub const CLOSE_TOO_SLOW: u16 = 1008;
 /// Close code when the sandbox's socket failed (RFC 6455 internal error).
 pub const CLOSE_UPSTREAM_FAILED: u16 = 1011;
+/// Close code when no socket to the sandbox is left in the open-files budget (RFC 6455 "try
+/// again later").
+pub const CLOSE_TRY_AGAIN: u16 = 1013;
 /// How long a close is given to reach a client or the sandbox.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// The upstream socket's read buffer (allocated up front, per socket): small, so an idle
@@ -83,7 +95,8 @@ pub async fn relay(
     let config = state.proxy.config().clone();
     if let Some(cred) = credential(&req) {
         let target = resolve(&state, route.sandbox_id, cred).await?;
-        let (upstream, protocol) = connect(&req, &route, &target, &config).await?;
+        let (upstream, protocol) =
+            connect(&req, &route, &target, &config, state.proxy.sockets()).await?;
         let (response, session, stream) = match protocol {
             Some(p) => actix_ws::handle_with_protocols(&req, payload, &[p.as_str()]),
             None => actix_ws::handle(&req, payload),
@@ -109,8 +122,16 @@ pub async fn relay(
                 return;
             }
         };
-        match connect(&req, &route, &target, &config).await {
+        match connect(&req, &route, &target, &config, state.proxy.sockets()).await {
             Ok((upstream, _)) => pump(session, stream, upstream, config).await,
+            Err(ApiError::ProxySocketsExhausted) => {
+                close(
+                    session,
+                    CLOSE_TRY_AGAIN,
+                    "too many connections to sandboxes",
+                )
+                .await;
+            }
             Err(_) => close(session, CLOSE_UPSTREAM_FAILED, "sandbox unreachable").await,
         }
     });
@@ -181,16 +202,26 @@ pub fn auth_key(text: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Opens the sandbox's socket with its session key; with the subprotocol it chose.
+/// Opens the sandbox's socket with its session key, holding one of `sockets`' permits; with
+/// the subprotocol it chose.
+///
+/// # Errors
+/// 404 for a service the sandbox does not expose; 503 when no socket is left in the
+/// open-files budget; 502/504 when the socket cannot be opened.
 async fn connect(
     req: &HttpRequest,
     route: &Route,
     target: &ProxyTarget,
     config: &ProxyConfig,
+    sockets: &UpstreamSockets,
 ) -> Result<(Upstream, Option<String>), ApiError> {
     let base = target
         .service_url(&route.service)
         .ok_or(DomainError::SandboxNotFound)?;
+    let permit = sockets.take().map_err(|_| {
+        tracing::warn!(sandbox = ?route.sandbox_id, "no socket left in the proxy's share of the open-files budget");
+        ApiError::ProxySocketsExhausted
+    })?;
     let url = super::http::upstream_url(base, route, req.query_string());
     let url = match url.split_once("://") {
         Some(("https", rest)) => format!("wss://{rest}"),
@@ -216,7 +247,13 @@ async fn connect(
                 .get("sec-websocket-protocol")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            Ok((socket, protocol))
+            Ok((
+                Upstream {
+                    socket,
+                    _permit: permit,
+                },
+                protocol,
+            ))
         }
         Ok(Err(tungstenite::Error::Http(answer))) => {
             let status = answer.status().as_u16();
@@ -265,7 +302,8 @@ async fn pump(
     upstream: Upstream,
     config: ProxyConfig,
 ) {
-    let (mut up_tx, up_rx) = upstream.split();
+    let Upstream { socket, _permit } = upstream;
+    let (mut up_tx, up_rx) = socket.split();
     let (queue, queued) = tokio::sync::mpsc::channel::<Message>(config.ws_queue.max(1));
     let mut reader = actix_web::rt::spawn(read_upstream(up_rx, queue));
     let mut writer = actix_web::rt::spawn(write_client(session.clone(), queued));
@@ -304,7 +342,7 @@ async fn pump(
 /// Forwards one client message upstream; `false` once the client is gone or closed (its
 /// close frame, code and reason, forwarded).
 async fn to_upstream(
-    up: &mut SplitSink<Upstream, Message>,
+    up: &mut SplitSink<Socket, Message>,
     msg: Option<Result<AggregatedMessage, actix_ws::ProtocolError>>,
 ) -> bool {
     let out = match msg {
@@ -339,7 +377,7 @@ async fn to_upstream(
 /// Reads the sandbox's frames as they come into the client's queue; ends at the sandbox's
 /// close (queued too), at its socket's end, or when the queue is full.
 async fn read_upstream(
-    mut up: SplitStream<Upstream>,
+    mut up: SplitStream<Socket>,
     queue: tokio::sync::mpsc::Sender<Message>,
 ) -> UpstreamEnd {
     while let Some(msg) = up.next().await {

@@ -18,6 +18,7 @@ use switchboard_domain::ports::SandboxStore;
 use switchboard_domain::sandboxes::runtime::{
     RuntimeHandle, SandboxRuntime, SandboxStatus, StatusPolicy,
 };
+use switchboard_domain::sandboxes::services::ExposedService;
 use switchboard_domain::sandboxes::settings::{ManagedSandboxes, Runtimes, SandboxSettings};
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_domain::{SandboxId, Switchboard};
@@ -51,6 +52,9 @@ pub struct SandboxOptions {
     /// The sandbox proxy's configuration (issue 22); its public URL, when `None`, is the
     /// app's own address. `None`: the defaults, URLs shown as the sandboxes' own.
     pub proxy: Option<switchboard_api::sandbox_proxy::ProxyConfig>,
+    /// More specs running the stand-in, each exposing these services besides its agent
+    /// server (issue 22: `VSCODE`, `WORKER_1`, `WORKER_2`).
+    pub exposing: Vec<(&'static str, Vec<ExposedService>)>,
 }
 
 impl Default for SandboxOptions {
@@ -63,6 +67,7 @@ impl Default for SandboxOptions {
             local_repositories: Vec::new(),
             git_provider_urls: std::collections::BTreeMap::new(),
             proxy: None,
+            exposing: Vec::new(),
         }
     }
 }
@@ -107,6 +112,7 @@ fn spec(id: &str, command: Vec<String>, env: &[(&str, &str)]) -> SandboxSpec {
         limits: Default::default(),
         created_at: time::OffsetDateTime::now_utc(),
         runtime: None,
+        exposed_services: Vec::new(),
     }
 }
 
@@ -152,6 +158,11 @@ pub async fn spawn_sandbox_app_with(
     ];
     for (id, mode) in standin_modes {
         specs.push(spec(id, standin.clone(), &[("STANDIN_MODE", mode)]));
+    }
+    for (id, services) in &options.exposing {
+        let mut s = spec(id, standin.clone(), &[]);
+        s.exposed_services.clone_from(services);
+        specs.push(s);
     }
     let managed = ManagedSandboxes {
         settings: SandboxSettings {

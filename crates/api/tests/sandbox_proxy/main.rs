@@ -3,15 +3,19 @@
 //! sandbox, HTTP streamed both ways (a 100 MiB download with flat memory, chunked uploads),
 //! a sandbox that stops answering, websockets relayed to 200 clients of one sandbox, a client
 //! that stops reading while the others and the sandbox go on, heartbeats, close codes and
-//! first-frame auth; and the URLs the API shows under the public URL.
+//! first-frame auth; the URLs the API shows under the public URL; and the workers a spec
+//! exposes (`WORKER_1`, `WORKER_2`), a real HTTP server in the sandbox reached through the
+//! proxy alone.
 
 #[macro_use]
 #[path = "../common/mod.rs"]
 mod common;
 mod access;
 mod http;
+mod limits;
 mod urls;
 mod websockets;
+mod workers;
 
 use std::time::{Duration, Instant};
 
@@ -20,6 +24,7 @@ use futures_util::{SinkExt, StreamExt};
 use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_api::sandbox_proxy::ProxyConfig;
+use switchboard_domain::sandboxes::services::ExposedService;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
@@ -28,15 +33,19 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use access::who_gets_through;
 use http::http_streams_both_ways;
+use limits::sockets_and_slow_bodies;
 use urls::{routes_by_host, urls_point_at_the_proxy};
 use websockets::websockets_relay;
+use workers::workers_through_the_proxy;
 
 on_both_backends!(
     who_gets_through,
     http_streams_both_ways,
     websockets_relay,
     urls_point_at_the_proxy,
-    routes_by_host
+    routes_by_host,
+    workers_through_the_proxy,
+    sockets_and_slow_bodies
 );
 
 /// The proxy's limits in these tests: a small body limit and a short read timeout (a sandbox

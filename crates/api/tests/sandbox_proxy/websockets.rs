@@ -3,12 +3,12 @@
 
 use super::*;
 
-type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Opens the agent server's event socket of `conv` through the proxy (`url`: the URL shown),
 /// with `session` in the header, or none.
-async fn open(url: &str, conv: &str, session: Option<&str>) -> Result<Socket, WsError> {
+pub(crate) async fn open(url: &str, conv: &str, session: Option<&str>) -> Result<Socket, WsError> {
     let ws = url.replacen("http://", "ws://", 1);
     let mut req = format!("{ws}/sockets/events/{conv}")
         .into_client_request()

@@ -12,6 +12,7 @@ pub mod limits;
 pub mod quotas;
 pub mod records;
 pub mod runtime;
+pub mod services;
 pub mod settings;
 pub mod specs;
 

@@ -116,7 +116,8 @@ impl Keyset for SandboxCursor {
 /// A URL a sandbox exposes (reference app-server §3.1 `ExposedUrl`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExposedUrl {
-    /// `AGENT_SERVER`.
+    /// `AGENT_SERVER`, `VSCODE`, `WORKER_1` or `WORKER_2`
+    /// ([`crate::sandboxes::services::ExposedService::name`]).
     pub name: String,
     /// Where Switchboard reaches it.
     pub url: String,
@@ -138,7 +139,8 @@ pub struct SandboxView {
     /// Only when `RUNNING`, and only for its creator and the organization's admins and
     /// owners (issue 9).
     pub session_api_key: Option<SessionKey>,
-    /// Only when `RUNNING` and managed: the agent server's URL.
+    /// Only when `RUNNING` and managed: the agent server's URL, then those of the other
+    /// services its spec exposes.
     pub exposed_urls: Option<Vec<ExposedUrl>>,
     /// Creation time.
     pub created_at: OffsetDateTime,

@@ -19,6 +19,7 @@ pub use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::sandboxes::agent_requests::StartConversationRequest;
 pub use crate::sandboxes::agent_server_error::AgentServerError;
+use crate::sandboxes::services::ServiceEndpoint;
 use crate::sandboxes::specs::SandboxSpec;
 
 /// Everything a runtime needs to start one sandbox. `Debug` shows variable names, never
@@ -92,6 +93,11 @@ pub struct RuntimeHandle {
     /// time from `/proc`, so a reused pid is never mistaken for the sandbox).
     #[serde(default)]
     pub data: serde_json::Value,
+    /// The services the sandbox exposes besides its agent server (its spec's
+    /// `exposed_services`, issue 22), each where Switchboard reaches it; empty for the agent
+    /// server only (and in handles stored before there were any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub services: Vec<ServiceEndpoint>,
 }
 
 impl RuntimeHandle {
@@ -539,9 +545,24 @@ mod tests {
             sandbox_port: 40001,
             working_dir: PathBuf::from("/data/sandboxes/x"),
             data: serde_json::json!({"pid": 42, "start_time": 1234}),
+            services: Vec::new(),
         };
         let text = handle.to_json();
         assert_eq!(RuntimeHandle::from_json(&text).unwrap(), handle);
+        assert!(
+            !text.contains("services"),
+            "{text}: none, as handles stored before them"
+        );
+        let with = RuntimeHandle {
+            services: vec![ServiceEndpoint {
+                service: crate::sandboxes::services::ExposedService::Worker1,
+                url: "http://127.0.0.1:40002".into(),
+                host_port: 40002,
+                sandbox_port: 40002,
+            }],
+            ..handle
+        };
+        assert_eq!(RuntimeHandle::from_json(&with.to_json()).unwrap(), with);
         assert!(matches!(
             RuntimeHandle::from_json("{\"runtime\":\"process\"}"),
             Err(RuntimeError::BadHandle(_))

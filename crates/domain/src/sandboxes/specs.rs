@@ -17,6 +17,7 @@ use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::sandboxes::limits::{self, ResourceLimits};
+use crate::sandboxes::services::ExposedService;
 
 /// The id of the built-in process preset.
 pub const PROCESS_PRESET_ID: &str = "agent-server";
@@ -62,6 +63,10 @@ pub struct SandboxSpec {
     /// The runtime that runs it (`process`, `docker`, …); `None`: the server's default
     /// (`--sandbox-runtime`).
     pub runtime: Option<String>,
+    /// The services it exposes besides `AGENT_SERVER` (always exposed): `VSCODE`,
+    /// `WORKER_1`, `WORKER_2` (issue 22), sorted, each once, never `AGENT_SERVER`. Empty
+    /// (the default): the agent server only.
+    pub exposed_services: Vec<ExposedService>,
 }
 
 /// A sandbox spec that cannot be used, with where it came from.
@@ -91,7 +96,7 @@ fn location_prefix(location: &str) -> String {
 
 /// The fields a spec object may have; `created_at` is accepted (so a spec copied from an API
 /// answer loads) and ignored: it is always the load time.
-const KNOWN_FIELDS: [&str; 8] = [
+const KNOWN_FIELDS: [&str; 9] = [
     "id",
     "command",
     "initial_env",
@@ -100,6 +105,7 @@ const KNOWN_FIELDS: [&str; 8] = [
     "cpus",
     "created_at",
     "runtime",
+    "exposed_services",
 ];
 
 // Over 100 lines, on purpose: one pass over a spec's fields, a match arm per field (each
@@ -110,8 +116,10 @@ const KNOWN_FIELDS: [&str; 8] = [
 /// (non-empty string, optional, default [`DEFAULT_WORKING_DIR`]), `memory_mb` (whole MiB,
 /// optional, [`limits::MIN_MEMORY_MB`]..=[`limits::MAX_MEMORY_MB`]), `cpus` (a number of
 /// CPUs, optional, [`limits::MIN_CPUS`]..=[`limits::MAX_CPUS`]) and `runtime` (the name of
-/// the runtime that runs it, optional: the server's default). Every spec's `created_at` is
-/// `now`.
+/// the runtime that runs it, optional: the server's default) and `exposed_services` (an
+/// array of `VSCODE`, `WORKER_1`, `WORKER_2`, optional, default none: the services exposed
+/// besides `AGENT_SERVER`, which is always exposed and may be listed). Every spec's
+/// `created_at` is `now`.
 ///
 /// # Errors
 /// A [`SpecError`] naming `source_name` and the first field in error: JSON syntax (with line
@@ -149,7 +157,7 @@ pub fn parse_sandbox_specs(
             return Err(err(
                 at(unknown),
                 "unknown field (expected id, command, initial_env, working_dir, memory_mb, \
-                 cpus, runtime)"
+                 cpus, runtime, exposed_services)"
                     .into(),
             ));
         }
@@ -212,6 +220,8 @@ pub fn parse_sandbox_specs(
                 .map_err(|m| err(at("memory_mb"), m))?,
             cpus: limits::parse_cpus(fields.get("cpus")).map_err(|m| err(at("cpus"), m))?,
         };
+        let exposed_services = ExposedService::parse_list(fields.get("exposed_services"))
+            .map_err(|m| err(at("exposed_services"), m))?;
         specs.push(SandboxSpec {
             id,
             command,
@@ -220,6 +230,7 @@ pub fn parse_sandbox_specs(
             limits,
             created_at: now,
             runtime,
+            exposed_services,
         });
     }
     Ok(specs)
@@ -298,6 +309,7 @@ pub fn process_preset(
         limits: ResourceLimits::default(),
         created_at: now,
         runtime: None,
+        exposed_services: Vec::new(),
     })
 }
 
@@ -326,6 +338,7 @@ pub fn docker_preset(image: &str, now: OffsetDateTime) -> Result<SandboxSpec, Sp
         limits: ResourceLimits::default(),
         created_at: now,
         runtime: None,
+        exposed_services: Vec::new(),
     })
 }
 
@@ -383,7 +396,8 @@ mod tests {
     fn parses_full_and_minimal_specs() {
         let specs = parse(
             r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w",
-                 "memory_mb":512,"cpus":1.5,"runtime":"docker"},
+                 "memory_mb":512,"cpus":1.5,"runtime":"docker",
+                 "exposed_services":["WORKER_2","AGENT_SERVER","VSCODE","WORKER_2"]},
                 {"id":"b","command":["other"],"created_at":"2020-01-01T00:00:00Z"}]"#,
         )
         .unwrap();
@@ -402,6 +416,9 @@ mod tests {
         assert_eq!(specs[1].created_at, now(), "created_at is the load time");
         assert_eq!(specs[0].runtime.as_deref(), Some("docker"));
         assert_eq!(specs[1].runtime, None);
+        let (vscode, worker2) = (ExposedService::Vscode, ExposedService::Worker2);
+        assert_eq!(specs[0].exposed_services, [vscode, worker2]);
+        assert!(specs[1].exposed_services.is_empty(), "none by default");
     }
 
     #[test]
@@ -471,7 +488,11 @@ mod tests {
             (
                 r#"[{"id":"a","command":["x"],"initial_evn":{}}]"#,
                 "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, \
-                 working_dir, memory_mb, cpus, runtime)",
+                 working_dir, memory_mb, cpus, runtime, exposed_services)",
+            ),
+            (
+                r#"[{"id":"a","command":["x"],"exposed_services":"VSCODE"}]"#,
+                "specs.json: [0].exposed_services: expected an array of VSCODE, WORKER_1, WORKER_2",
             ),
             (
                 r#"[{"id":"a","command":["x"],"runtime":3}]"#,

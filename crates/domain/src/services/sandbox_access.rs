@@ -6,7 +6,7 @@ use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::ports::sandboxes::{SandboxUpdate, later};
-use crate::sandboxes::records::SandboxRecord;
+use crate::sandboxes::records::{AGENT_SERVER_URL_NAME, ExposedUrl, SandboxRecord};
 use crate::sandboxes::runtime::RuntimeHandle;
 use crate::services::SandboxService;
 use crate::time_input::now_micros;
@@ -23,6 +23,31 @@ impl SandboxService {
                 .ok()
                 .map(|h| h.agent_server_url)
         })
+    }
+
+    /// Every service a launched managed sandbox exposes, where Switchboard reaches it:
+    /// `AGENT_SERVER` first (its recorded URL, else its handle's), then those of its spec's
+    /// `exposed_services` the runtime gave a port (the handle's, issue 22); `None` for a
+    /// registered sandbox or one not launched (or whose handle does not read).
+    pub(super) fn exposed_urls(&self, record: &SandboxRecord) -> Option<Vec<ExposedUrl>> {
+        if !record.is_managed() {
+            return None;
+        }
+        let handle = RuntimeHandle::from_json(record.handle.as_deref()?).ok()?;
+        let agent = ExposedUrl {
+            name: AGENT_SERVER_URL_NAME.to_owned(),
+            url: record
+                .agent_server_url
+                .clone()
+                .unwrap_or_else(|| handle.agent_server_url.clone()),
+            port: handle.sandbox_port,
+        };
+        let others = handle.services.iter().map(|s| ExposedUrl {
+            name: s.service.name().to_owned(),
+            url: s.url.clone(),
+            port: s.sandbox_port,
+        });
+        Some(std::iter::once(agent).chain(others).collect())
     }
 
     /// The session key of a managed sandbox, unsealed; `None` for a registered one (only its

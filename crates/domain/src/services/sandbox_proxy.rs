@@ -6,8 +6,9 @@
 use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
-use crate::sandboxes::records::{AGENT_SERVER_URL_NAME, ExposedUrl};
-use crate::sandboxes::runtime::{RuntimeHandle, SandboxStatus};
+use crate::sandboxes::records::ExposedUrl;
+use crate::sandboxes::runtime::SandboxStatus;
+use crate::sandboxes::services::ExposedService;
 
 use super::Switchboard;
 
@@ -44,13 +45,14 @@ impl std::fmt::Debug for ProxyTarget {
 }
 
 impl ProxyTarget {
-    /// The upstream base URL of `service` (case-insensitive, `-` read as `_`: `agent-server`
-    /// is `AGENT_SERVER`); `None` when the sandbox does not expose it.
+    /// The upstream base URL of `service` (OpenHands' name, case-insensitive, `-` read as
+    /// `_`: `agent-server` is `AGENT_SERVER`, `worker-1` is `WORKER_1`); `None` when the
+    /// sandbox does not expose it.
     pub fn service_url(&self, service: &str) -> Option<&str> {
-        let wanted = service.replace('-', "_");
+        let wanted = ExposedService::parse(service)?;
         self.services
             .iter()
-            .find(|s| s.name.eq_ignore_ascii_case(&wanted))
+            .find(|s| s.name == wanted.name())
             .map(|s| s.url.as_str())
     }
 }
@@ -111,24 +113,15 @@ impl Switchboard {
         if record.status != SandboxStatus::Running {
             return Err(DomainError::SandboxNotReachable(record.status));
         }
-        let url = sandboxes
-            .agent_url(&record)
+        let services = sandboxes
+            .exposed_urls(&record)
             .ok_or(DomainError::SandboxNotReachable(record.status))?;
-        let port = record
-            .handle
-            .as_deref()
-            .and_then(|h| RuntimeHandle::from_json(h).ok())
-            .map_or(0, |h| h.sandbox_port);
         let session_key = sandboxes
             .session_key(&record)
             .ok_or_else(|| DomainError::ConversationSandboxUnavailable("RUNNING".into()))?;
         Ok(ProxyTarget {
             sandbox_id: record.id,
-            services: vec![ExposedUrl {
-                name: AGENT_SERVER_URL_NAME.to_owned(),
-                url,
-                port,
-            }],
+            services,
             session_key,
         })
     }

@@ -22,9 +22,7 @@ use crate::ports::sandboxes::{
 };
 use crate::ports::{IdentityStore, SandboxStore};
 use crate::sandboxes::quotas::SandboxQuota;
-use crate::sandboxes::records::{
-    AGENT_SERVER_URL_NAME, ExposedUrl, Page, SandboxCursor, SandboxRecord, SandboxView,
-};
+use crate::sandboxes::records::{Page, SandboxCursor, SandboxRecord, SandboxView};
 use crate::sandboxes::runtime::{RuntimeError, RuntimeHandle, SandboxRuntime, SandboxStatus};
 use crate::sandboxes::settings::ManagedSandboxes;
 use crate::sandboxes::{RegisteredSandbox, Sandbox};
@@ -531,19 +529,7 @@ impl SandboxService {
             }
             _ => None,
         };
-        let exposed_urls = running
-            .then(|| {
-                let handle = RuntimeHandle::from_json(record.handle.as_deref()?).ok()?;
-                Some(vec![ExposedUrl {
-                    name: AGENT_SERVER_URL_NAME.to_owned(),
-                    url: record
-                        .agent_server_url
-                        .clone()
-                        .unwrap_or(handle.agent_server_url),
-                    port: handle.sandbox_port,
-                }])
-            })
-            .flatten();
+        let exposed_urls = running.then(|| self.exposed_urls(record)).flatten();
         SandboxView {
             id: record.id,
             created_by_user_id: record.owner_id,

@@ -8,6 +8,7 @@
 use std::net::Ipv4Addr;
 
 use switchboard_domain::sandboxes::runtime::{RuntimeError, RuntimeHandle};
+use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use crate::docker::error::{io, is_not_found};
 use crate::docker::{ContainerIdentity, DockerNetwork, DockerRuntime};
@@ -67,8 +68,18 @@ impl DockerRuntime {
             .block_on(self.network_address(&identity.container_id))
             .ok()?;
         let url = self.network_url(ip);
+        // The other exposed services are on the same address (issue 22).
+        let services = handle
+            .services
+            .iter()
+            .map(|s| ServiceEndpoint {
+                url: format!("http://{ip}:{}", s.sandbox_port),
+                ..s.clone()
+            })
+            .collect();
         (url != handle.agent_server_url).then(|| RuntimeHandle {
             agent_server_url: url,
+            services,
             ..handle.clone()
         })
     }

@@ -11,6 +11,7 @@ use bollard::models::{
 };
 use switchboard_domain::OrgId;
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
+use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use crate::docker::config::{
     CONTAINER_PREFIX, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
@@ -87,11 +88,14 @@ pub fn working_dir(spec_working_dir: &str) -> Result<Option<String>, RuntimeErro
 /// The request body creating the container of `launch`, its agent server on `host_port` of
 /// the Docker host (published from [`DockerConfig::container_port`] on a bridge; on a bridge
 /// without [`DockerConfig::publish_ports`], nothing is published or exposed and `host_port`
-/// is unused), confined as [`hardening::confine`] says for `image`.
+/// is unused), its other exposed services (`services`: VSCODE, WORKER_1, WORKER_2 on their
+/// OpenHands container ports, issue 22) published the same way on theirs, confined as
+/// [`hardening::confine`] says for `image`.
 ///
-/// The environment is exactly [`launch::environment`] (the passthrough variables, the spec's
-/// `initial_env`, the session key, the webhook URL and its fast-path settings), on top of the image's own; nothing of
-/// Switchboard's own environment is added.
+/// The environment is exactly [`launch::environment_with`] (the passthrough variables, the
+/// spec's `initial_env`, the session key, the webhook URL and its fast-path settings, and
+/// each exposed service's container port, `WORKER_1=8011` as OpenHands' Docker runtime sets
+/// it), on top of the image's own; nothing of Switchboard's own environment is added.
 ///
 /// # Errors
 /// [`RuntimeError::InvalidSpec`] for a working directory or variable that cannot be used.
@@ -100,9 +104,14 @@ pub fn container_body(
     config: &DockerConfig,
     labels: HashMap<String, String>,
     host_port: u16,
+    services: &[ServiceEndpoint],
     image: &ImageFacts,
 ) -> Result<ContainerCreateBody, RuntimeError> {
-    let env = launch::environment(launch)?
+    let ports: Vec<_> = services
+        .iter()
+        .map(|s| (s.service, s.sandbox_port))
+        .collect();
+    let env = launch::environment_with(launch, &ports)?
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
@@ -143,16 +152,28 @@ pub fn container_body(
             None
         }
         DockerNetwork::Bridge => {
-            let port_key = format!("{}/tcp", config.container_port);
             host_config.network_mode = Some(config.bridge_network.clone());
-            host_config.port_bindings = Some(HashMap::from([(
-                port_key.clone(),
-                Some(vec![PortBinding {
-                    host_ip: Some(config.publish_address.to_string()),
-                    host_port: Some(host_port.to_string()),
-                }]),
-            )]));
-            Some(vec![port_key])
+            let published: Vec<(String, u16)> =
+                std::iter::once((format!("{}/tcp", config.container_port), host_port))
+                    .chain(
+                        services
+                            .iter()
+                            .map(|s| (format!("{}/tcp", s.sandbox_port), s.host_port)),
+                    )
+                    .collect();
+            host_config.port_bindings = Some(
+                published
+                    .iter()
+                    .map(|(key, port)| {
+                        let binding = PortBinding {
+                            host_ip: Some(config.publish_address.to_string()),
+                            host_port: Some(port.to_string()),
+                        };
+                        (key.clone(), Some(vec![binding]))
+                    })
+                    .collect(),
+            );
+            Some(published.into_iter().map(|(key, _)| key).collect())
         }
         DockerNetwork::Host => {
             host_config.network_mode = Some("host".to_owned());
@@ -190,6 +211,7 @@ mod tests {
                 limits,
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
                 runtime: None,
+                exposed_services: Vec::new(),
             },
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://host.docker.internal:3000/api/v1/webhooks".into(),
@@ -211,6 +233,7 @@ mod tests {
             &config,
             labels(&config, &l, None),
             41234,
+            &[],
             &ImageFacts::default(),
         )
         .unwrap();
@@ -274,6 +297,7 @@ mod tests {
             &config,
             labels(&config, &l, None),
             8000,
+            &[],
             &ImageFacts::default(),
         )
         .unwrap();
@@ -303,6 +327,7 @@ mod tests {
             &config,
             labels(&config, &l, Some(&org)),
             41234,
+            &[],
             &ImageFacts::default(),
         )
         .unwrap();
@@ -323,10 +348,70 @@ mod tests {
     }
 
     #[test]
+    fn exposed_services_get_their_openhands_ports() {
+        use switchboard_domain::sandboxes::services::ExposedService;
+        let l = launch(".", ResourceLimits::default());
+        let services = [
+            ServiceEndpoint {
+                service: ExposedService::Vscode,
+                url: "http://127.0.0.1:41001".into(),
+                host_port: 41001,
+                sandbox_port: 8001,
+            },
+            ServiceEndpoint {
+                service: ExposedService::Worker1,
+                url: "http://127.0.0.1:41011".into(),
+                host_port: 41011,
+                sandbox_port: 8011,
+            },
+        ];
+        let config = DockerConfig::new("inst");
+        let labels = labels(&config, &l, None);
+        let body = container_body(
+            &l,
+            &config,
+            labels.clone(),
+            41000,
+            &services,
+            &ImageFacts::default(),
+        )
+        .unwrap();
+        let env = body.env.unwrap();
+        for var in ["VSCODE=8001", "OH_VSCODE_PORT=8001", "WORKER_1=8011"] {
+            assert!(env.contains(&var.to_owned()), "{var}: {env:?}");
+        }
+        assert!(!env.iter().any(|v| v.starts_with("WORKER_2=")), "{env:?}");
+        let mut exposed = body.exposed_ports.unwrap();
+        exposed.sort();
+        assert_eq!(exposed, ["8000/tcp", "8001/tcp", "8011/tcp"]);
+        let bindings = body.host_config.unwrap().port_bindings.unwrap();
+        for (key, port) in [
+            ("8000/tcp", "41000"),
+            ("8001/tcp", "41001"),
+            ("8011/tcp", "41011"),
+        ] {
+            let b = &bindings[key].as_ref().unwrap()[0];
+            assert_eq!(
+                (b.host_ip.as_deref(), b.host_port.as_deref()),
+                (Some("127.0.0.1"), Some(port)),
+                "{key}"
+            );
+        }
+        // Unpublished: the same variables, nothing published.
+        let config = config.with_publish_ports(false);
+        let body =
+            container_body(&l, &config, labels, 8000, &services, &ImageFacts::default()).unwrap();
+        assert!(body.env.unwrap().contains(&"WORKER_1=8011".to_owned()));
+        assert_eq!(body.exposed_ports, None);
+        assert_eq!(body.host_config.unwrap().port_bindings, None);
+    }
+
+    #[test]
     fn relative_working_dirs_are_refused() {
         let l = launch("work", ResourceLimits::default());
         let config = DockerConfig::new("inst");
-        let e = container_body(&l, &config, HashMap::new(), 1, &ImageFacts::default()).unwrap_err();
+        let e = container_body(&l, &config, HashMap::new(), 1, &[], &ImageFacts::default())
+            .unwrap_err();
         assert!(matches!(e, RuntimeError::InvalidSpec(_)), "{e}");
         assert!(e.to_string().contains("absolute path"), "{e}");
     }

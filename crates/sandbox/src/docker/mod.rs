@@ -375,6 +375,7 @@ impl SandboxRuntime for DockerRuntime {
                 .await
         })?;
         self.release_port(handle.host_port);
+        self.release_services(&handle.services);
         Ok(())
     }
 

@@ -9,6 +9,7 @@ use bollard::models::VolumeCreateRequest;
 use bollard::query_parameters::{CreateContainerOptionsBuilder, RemoveVolumeOptions};
 use switchboard_domain::OrgId;
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError, RuntimeHandle};
+use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use crate::docker::config::{DockerNetwork, RUNTIME_NAME};
 use crate::docker::error::{is_not_found, is_port_clash, words};
@@ -68,7 +69,7 @@ impl DockerRuntime {
         let volume = create::volume_name(launch);
         self.create_volume(&volume, &labels, launch).await?;
         let started = self.create_and_start(launch, &labels, &image).await;
-        let (container_id, port) = match started {
+        let (container_id, port, mut services) = match started {
             Ok(ok) => ok,
             Err(e) => {
                 let _ = self
@@ -81,7 +82,12 @@ impl DockerRuntime {
         let (agent_server_url, sandbox_port) = match self.config.network {
             DockerNetwork::Bridge if !self.config.publish_ports => {
                 match self.network_address(&container_id).await {
-                    Ok(ip) => (self.network_url(ip), self.config.container_port),
+                    Ok(ip) => {
+                        for s in &mut services {
+                            s.url = format!("http://{ip}:{}", s.sandbox_port);
+                        }
+                        (self.network_url(ip), self.config.container_port)
+                    }
                     Err(e) => {
                         self.remove_container(&container_id).await.ok();
                         let _ = self
@@ -120,7 +126,50 @@ impl DockerRuntime {
                     .unwrap_or_else(|| "/".into()),
             ),
             data: serde_json::to_value(identity).expect("an identity always serializes"),
+            services,
         })
+    }
+
+    /// The services `launch`'s spec exposes besides the agent server (issue 22), each on its
+    /// OpenHands container port ([`ExposedService::container_port`]): published on a free
+    /// host port of its own on a bridge that publishes, reached at the container's address
+    /// on one that does not (the URL is written once the address is known), on the host's
+    /// port of that number with host networking.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Launch`] when no host port can be had (those taken are given back).
+    ///
+    /// [`ExposedService::container_port`]: switchboard_domain::sandboxes::services::ExposedService::container_port
+    fn service_endpoints(&self, launch: &LaunchSpec) -> Result<Vec<ServiceEndpoint>, RuntimeError> {
+        let mut services = Vec::with_capacity(launch.spec.exposed_services.len());
+        for service in &launch.spec.exposed_services {
+            let inside = service.container_port();
+            let host_port = if self.config.publishes() {
+                match self.ports.reserve(self.config.publish_address) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        self.release_services(&services);
+                        return Err(e);
+                    }
+                }
+            } else {
+                inside
+            };
+            services.push(ServiceEndpoint {
+                service: *service,
+                url: format!("http://{}:{host_port}", self.config.publish_address),
+                host_port,
+                sandbox_port: inside,
+            });
+        }
+        Ok(services)
+    }
+
+    /// Gives the host ports of `services` back to the pool.
+    pub(super) fn release_services(&self, services: &[ServiceEndpoint]) {
+        for s in services {
+            self.release_port(s.host_port);
+        }
     }
 
     /// What the container needs to know of its image (working directory, user, declared
@@ -169,13 +218,14 @@ impl DockerRuntime {
     }
 
     /// Creates and starts the container on a free host port, trying another port when the
-    /// chosen one was taken in the meantime. Returns the container's id and the port.
+    /// chosen one was taken in the meantime. Returns the container's id, the port and the
+    /// other exposed services' endpoints.
     async fn create_and_start(
         &self,
         launch: &LaunchSpec,
         labels: &HashMap<String, String>,
         image: &ImageFacts,
-    ) -> Result<(String, u16), RuntimeError> {
+    ) -> Result<(String, u16, Vec<ServiceEndpoint>), RuntimeError> {
         let name = create::container_name(launch);
         let mut last_clash = String::new();
         for _ in 0..PORT_ATTEMPTS {
@@ -185,13 +235,27 @@ impl DockerRuntime {
             } else {
                 self.config.container_port
             };
-            let body = create::container_body(launch, &self.config, labels.clone(), port, image)
+            let services = self
+                .service_endpoints(launch)
                 .inspect_err(|_| self.release_port(port))?;
+            let release = || {
+                self.release_port(port);
+                self.release_services(&services);
+            };
+            let body = create::container_body(
+                launch,
+                &self.config,
+                labels.clone(),
+                port,
+                &services,
+                image,
+            )
+            .inspect_err(|_| release())?;
             let options = CreateContainerOptionsBuilder::default().name(&name).build();
             let id = match self.docker.create_container(Some(options), body).await {
                 Ok(created) => created.id,
                 Err(e) => {
-                    self.release_port(port);
+                    release();
                     return Err(match e {
                         e if is_not_found(&e) => missing_image(&launch.spec.id),
                         e => RuntimeError::Launch(format!(
@@ -202,10 +266,10 @@ impl DockerRuntime {
                 }
             };
             match self.docker.start_container(&id, None).await {
-                Ok(()) => return Ok((id, port)),
+                Ok(()) => return Ok((id, port, services)),
                 Err(e) => {
                     self.remove_container(&id).await.ok();
-                    self.release_port(port);
+                    release();
                     if !is_port_clash(&e) {
                         return Err(RuntimeError::Launch(format!(
                             "Docker: starting container {name}: {}",

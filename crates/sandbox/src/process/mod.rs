@@ -17,7 +17,9 @@
 //!   also its user id and its pid namespace (inode, and its init's pid and start time), so a
 //!   restarted Switchboard finds every process of the sandbox again.
 //! - **Port**: bound on `127.0.0.1:0` and released to the child; kept reserved by this runtime
-//!   until delete, so concurrent starts never get the same port.
+//!   until delete, so concurrent starts never get the same port. Each service the spec
+//!   exposes besides the agent server (`VSCODE`, `WORKER_1`, `WORKER_2`) gets one the same
+//!   way, told to the sandbox as `WORKER_1=<port>` (and so on) in its environment.
 //! - **Pause / resume**: SIGSTOP / SIGCONT to every process of the sandbox (its group, and
 //!   confined, its pid namespace: also what left the group, such as a daemonized `tmux`);
 //!   they return once all show the new state, so the status that follows is already
@@ -47,6 +49,7 @@ use std::time::{Duration, Instant};
 use switchboard_domain::sandboxes::runtime::{
     LaunchSpec, Observed, RuntimeError, RuntimeHandle, SandboxRuntime,
 };
+use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use crate::confine::Isolation;
 use crate::launch;
@@ -230,8 +233,13 @@ impl ProcessRuntime {
         launch: &LaunchSpec,
         sandbox_dir: &Path,
         port: u16,
+        services: &[ServiceEndpoint],
     ) -> Result<(Child, Option<u32>), RuntimeError> {
-        let mut env = launch::environment(launch)?;
+        let ports: Vec<_> = services
+            .iter()
+            .map(|s| (s.service, s.sandbox_port))
+            .collect();
+        let mut env = launch::environment_with(launch, &ports)?;
         let cwd = launch::working_dir(sandbox_dir, &launch.spec.working_dir)?;
         let (program, args) = launch
             .spec
@@ -342,9 +350,20 @@ impl ProcessRuntime {
     ) -> Result<RuntimeHandle, RuntimeError> {
         let waiter = self.waiter()?;
         let port = self.reserve_port()?;
-        let (child, uid) = self.spawn(launch, sandbox_dir, port).inspect_err(|_| {
+        let services = match self.reserve_services(launch) {
+            Ok(s) => s,
+            Err(e) => {
+                self.release_port(port);
+                return Err(e);
+            }
+        };
+        let release = || {
             self.release_port(port);
-        })?;
+            services.iter().for_each(|s| self.release_port(s.host_port));
+        };
+        let (child, uid) = self
+            .spawn(launch, sandbox_dir, port, &services)
+            .inspect_err(|_| release())?;
         // Not yet reaped, so its /proc entry is there even if it has already ended.
         let pid = child.id();
         let start_time = procfs::read_stat(pid).map(|stat| stat.start_time);
@@ -373,7 +392,7 @@ impl ProcessRuntime {
         let _ = waiter.send((child, identity));
         if start_time.is_none() {
             let _ = members::signal_group(identity, rustix::process::Signal::KILL);
-            self.release_port(port);
+            release();
             return Err(RuntimeError::Launch(format!(
                 "cannot read /proc/{pid}/stat of the started process (is /proc mounted?)"
             )));
@@ -385,7 +404,30 @@ impl ProcessRuntime {
             sandbox_port: port,
             working_dir: sandbox_dir.to_path_buf(),
             data: serde_json::to_value(identity).expect("an identity always serializes"),
+            services,
         })
+    }
+
+    /// A loopback port for each service the spec exposes besides the agent server (issue 22),
+    /// reserved as the agent server's; the sandbox learns them from its environment
+    /// ([`launch::environment_with`]) and listens on `127.0.0.1:<port>`.
+    fn reserve_services(&self, launch: &LaunchSpec) -> Result<Vec<ServiceEndpoint>, RuntimeError> {
+        let mut services = Vec::with_capacity(launch.spec.exposed_services.len());
+        for service in &launch.spec.exposed_services {
+            match self.reserve_port() {
+                Ok(port) => services.push(ServiceEndpoint {
+                    service: *service,
+                    url: format!("http://{LISTEN_HOST}:{port}"),
+                    host_port: port,
+                    sandbox_port: port,
+                }),
+                Err(e) => {
+                    services.iter().for_each(|s| self.release_port(s.host_port));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(services)
     }
 
     /// Pause and resume: only a sandbox that is still there. Returns once every live process
@@ -506,6 +548,9 @@ impl SandboxRuntime for ProcessRuntime {
         }
         self.remove_files(dir)?;
         self.release_port(handle.host_port);
+        for service in &handle.services {
+            self.release_port(service.host_port);
+        }
         Ok(())
     }
 

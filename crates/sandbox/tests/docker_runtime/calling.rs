@@ -35,6 +35,7 @@ fn the_runtime_works_from_a_blocking_pool_and_drops_inside_async_code() {
             "installation": installation,
             "sandbox_id": "x",
         }),
+        services: Vec::new(),
     };
     let (observed, listed) = server.block_on(async {
         let rt = Arc::clone(&runtime);

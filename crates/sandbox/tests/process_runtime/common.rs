@@ -159,6 +159,7 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
             limits: Default::default(),
             created_at: time::OffsetDateTime::now_utc(),
             runtime: None,
+            exposed_services: Vec::new(),
         },
         session_key: SessionKey::generate(),
         webhook_base_url: WEBHOOK_URL.into(),

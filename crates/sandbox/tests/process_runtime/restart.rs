@@ -70,6 +70,7 @@ fn a_reused_pid_is_not_mistaken_for_the_sandbox() {
         sandbox_port: 9,
         working_dir: dir.clone(),
         data: serde_json::to_value(stale).unwrap(),
+        services: Vec::new(),
     };
     assert_eq!(fx.runtime.observe(&handle), Observed::Gone);
     assert_eq!(fx.runtime.pause(&handle), Err(RuntimeError::Gone));
