@@ -15,7 +15,8 @@ Steps, each asserted:
   start     "say hello" typed on the home page and sent starts a conversation: the browser
             lands on `/conversations/{id}`, whose page shows the agent's reply (the fake
             LLM's closing message) and a finished state;       [--skip-start to leave out]
-  reload    the conversation's page reloaded shows the reply again;
+  reload    the conversation's page reloaded shows the reply again; the Files tab's list
+            (`GET …/files?path=<the conversation's working directory>`) was answered 200;
   pages     the settings, LLM, secrets and profiles pages load.
 Every request the page makes to Switchboard's origin is recorded with its status (websockets
 with their outcome); any failed one (status >= 400, or no answer) fails the walk. Requests to
@@ -289,6 +290,13 @@ class Walk:
         self.check(self.finished(page, conversation), "after a reload it still shows finished")
         failed = self.failed_requests("reload")
         self.check(not failed, f"no failed request after the reload {failed}")
+        # The Files tab's list: asked with the conversation's own working directory (never the
+        # client's fallback /workspace/project) and answered.
+        files = r"^/api/v1/app-conversations/[^/]+/files\?path=%2F"
+        self.check(
+            self.saw("start", "GET", files) or self.saw("reload", "GET", files),
+            "the Files tab's list was fetched (GET …/files?path=<working dir> 200)",
+        )
 
     def pages_step(self, page):
         for name, path in PAGES:

@@ -21,6 +21,8 @@ mod common;
 #[path = "../event_catch_up/rig.rs"]
 mod rig;
 
+mod files_tab;
+
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -232,6 +234,7 @@ fn fill(agent: &Agent, ws: &str) -> String {
              git init -q .; git config user.email t@example.com; git config user.name t; \
              git add PLAN.md sub; git commit -qm init; printf 'changed plan' > PLAN.md; \
              printf 'new' > new.txt; ln -s /etc escape; ln -s sub inner; \
+             mkdir -p sub/node_modules/m; printf 'm' > sub/node_modules/m/i.js; \
              printf 'workspace-agents-marker\\n' > AGENTS.md; mkdir -p .openhands; \
              printf '%s' '{{\"hooks\": {{\"PreToolUse\": [{{\"matcher\": \"terminal\", \"hooks\": [{{\"type\": \"command\", \"command\": \"echo hook-marker\", \"timeout\": 5}}]}}]}}}}' > .openhands/hooks.json; \
              head -c 3000000 /dev/urandom | base64 > big.txt"
@@ -334,36 +337,22 @@ fn reads(rig: &Rig, conv: &str, ws: &str, big_sha: &str) {
         "the big file differs"
     );
 
-    let (status, list) = get(rig, &rig.key, &format!("{BASE}/{conv}/files"));
-    assert_eq!(status, 200, "{list}");
-    assert_eq!(list["path"], ws);
-    let entries: Vec<(String, String)> = list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| {
-            (
-                e["name"].as_str().unwrap().to_owned(),
-                e["type"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    for want in [
-        ("PLAN.md", "file"),
-        ("sub", "directory"),
-        ("escape", "symlink"),
-        ("inner", "symlink"),
-        (".git", "directory"),
-    ] {
-        assert!(
-            entries.contains(&(want.0.to_owned(), want.1.to_owned())),
-            "{want:?} not in {entries:?}"
-        );
-    }
+    // Agent Canvas's requests: the conversation's `workspace.working_dir` as `path`; every
+    // file below it, relative, sorted; the symbolic links neither followed nor listed, `.git`
+    // and `node_modules` not entered.
+    let list = json!(files_tab::replay(rig, conv, ws));
+    let want = json!([
+        ".openhands/hooks.json",
+        "AGENTS.md",
+        "PLAN.md",
+        "big.txt",
+        "new.txt",
+        "sub/a.txt"
+    ]);
+    assert_eq!(list, want);
+    assert_eq!(get(rig, &rig.key, &format!("{BASE}/{conv}/files")).1, want);
     let (status, sub) = get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=inner"));
-    assert_eq!(status, 200, "{sub}");
-    assert_eq!(sub["items"][0]["name"], "a.txt");
-    assert_eq!(sub["path"], format!("{ws}/sub"));
+    assert_eq!((status, sub), (200, json!(["a.txt"])));
     assert_eq!(
         get(rig, &rig.key, &format!("{BASE}/{conv}/files?path=none")).0,
         404

@@ -1,6 +1,6 @@
 //! A conversation's workspace (issue 22; OpenHands' app-conversation routes `…/file`,
-//! `…/git/changes`, `…/git/diff`, `…/skills`, `…/hooks`, and `…/files`, a directory
-//! listing of Switchboard's own): read from the conversation's agent server, which Switchboard
+//! `…/git/changes`, `…/git/diff`, `…/skills`, `…/hooks`, and `…/files`, the workspace's file
+//! list as OpenHands' enterprise `list_conversation_files` answers it to Agent Canvas): read from the conversation's agent server, which Switchboard
 //! calls itself with the sandbox's session key. Whoever sees the conversation may read it;
 //! anyone else gets 404. A sandbox not `RUNNING` is 409 (`MISSING` or deleted included); a path
 //! outside the workspace (`..`, an absolute path elsewhere, a symbolic link out) is 400.
@@ -15,7 +15,7 @@ use switchboard_domain::{ConversationId, DomainError, OrgContext};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{ErrorDetail, GetHooksResponse, SkillsResponse, WorkspaceListing};
+use crate::dto::{ErrorDetail, GetHooksResponse, SkillsResponse};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, conversation_id};
 use crate::openapi::params::TextParam;
@@ -93,8 +93,13 @@ pub async fn read_file(
     })
 }
 
-/// The entries of a directory of the workspace (default: the workspace itself), in name order,
-/// at most 10 000; symbolic links are listed, not followed.
+/// Every regular file below a directory of the workspace (default: the workspace), as paths
+/// relative to it (`src/index.html`), in bytewise order: the answer of OpenHands' enterprise
+/// `list_conversation_files`, which Agent Canvas's Files tab reads
+/// (`api/cloud/conversation-service.api.ts`, `listCloudConversationFiles`). Symbolic links are
+/// neither followed nor listed; `.git`, `node_modules`, `target` and the other directories
+/// Agent Canvas prunes are not entered; at most 10 000 paths (the first in that order), none
+/// longer than 4 096 bytes (docs/API.md, "Workspace routes").
 #[utoipa::path(tag = "App conversations",
     params(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
@@ -103,8 +108,8 @@ pub async fn read_file(
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, body = WorkspaceListing),
-        (status = 400, description = "A path outside the workspace or not a directory", body = ErrorDetail),
+        (status = 200, description = "The files' paths, relative to the directory", body = Vec<String>),
+        (status = 400, description = "A path outside the workspace (.., elsewhere, a symbolic link out) or not a directory", body = ErrorDetail),
         (status = 404, description = "Unknown conversation (or one the caller does not see), or no such directory", body = ErrorDetail),
         (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
@@ -116,9 +121,9 @@ pub async fn list_files(
     caller: Caller,
     path: web::Path<String>,
     query: QueryPairs,
-) -> ApiResult<web::Json<WorkspaceListing>> {
+) -> ApiResult<web::Json<Vec<String>>> {
     let raw = path.into_inner();
-    let listing = caller
+    let files = caller
         .run(state, move |s, ctx| {
             let id = conversation_id(&raw)?;
             let dir = text(&query, "path")?;
@@ -127,7 +132,7 @@ pub async fn list_files(
                 .list_files(&ctx, id, dir.as_deref())?)
         })
         .await?;
-    Ok(web::Json(listing.into()))
+    Ok(web::Json(files))
 }
 
 /// A git read (`changes` or `diff`) of the workspace, as the agent server answers it.

@@ -6,6 +6,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 use switchboard_domain::conversations::app::AppConversation;
+use switchboard_domain::conversations::workspace::WORKING_DIR_TAG;
 use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use utoipa::ToSchema;
@@ -78,6 +79,18 @@ pub struct AppConversationOut {
     /// The sandbox's `X-Session-API-Key` while `RUNNING`, to the conversation's creator and
     /// the organization's admins and owners only; `null` otherwise.
     pub session_api_key: Option<String>,
+    /// The conversation's workspace in its sandbox (`{"working_dir"}`, as the agent server
+    /// names it), from the tag `workingdir` the start gave it; `null` for a conversation
+    /// Switchboard did not start. Not an OpenHands field: Agent Canvas reads it for the
+    /// Files tab and the git views.
+    pub workspace: Option<ConversationWorkspace>,
+}
+
+/// Where a conversation's files are in its sandbox.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ConversationWorkspace {
+    /// The working directory, absolute.
+    pub working_dir: String,
 }
 
 impl AppConversationOut {
@@ -85,6 +98,9 @@ impl AppConversationOut {
     pub fn present(c: AppConversation, public: PublicUrls<'_>) -> Self {
         let i = c.info;
         let tag = |k: &str| i.tags.get(k).and_then(Value::as_str).map(str::to_owned);
+        let workspace = tag(WORKING_DIR_TAG)
+            .filter(|w| w.starts_with('/'))
+            .map(|working_dir| ConversationWorkspace { working_dir });
         let acp_server = (i.agent_kind == "acp").then(|| tag("acpserver")).flatten();
         // The SDK's `LaunchedAgentProfile`: `{agent_profile_id, revision}`, the revision a
         // number (Agent Canvas drops the object otherwise).
@@ -126,6 +142,7 @@ impl AppConversationOut {
                 (url, _) => url,
             },
             session_api_key: c.session_api_key.map(|k| k.expose().to_owned()),
+            workspace,
         }
     }
 }

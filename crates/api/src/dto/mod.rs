@@ -11,7 +11,9 @@ mod user_settings;
 mod users;
 mod workspace;
 
-pub use app_conversations::{AppConversationOut, AppConversationPage, SendMessageResponse};
+pub use app_conversations::{
+    AppConversationOut, AppConversationPage, ConversationWorkspace, SendMessageResponse,
+};
 pub use keys::{ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
 pub use org_settings::{MarketplaceRegistration, OrgAppSettingsResponse};
 pub use sandboxes::{
@@ -29,7 +31,7 @@ pub use user_settings::{
 pub use users::MeResponse;
 pub use workspace::{
     GetHooksResponse, HookDefinitionResponse, HookEventResponse, HookMatcherResponse,
-    PendingMessageResponse, SkillResponse, SkillsResponse, WorkspaceEntry, WorkspaceListing,
+    PendingMessageResponse, SkillResponse, SkillsResponse,
 };
 
 use serde::Serialize;

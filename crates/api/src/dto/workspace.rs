@@ -1,57 +1,10 @@
-//! The workspace routes' answers (issue 22): a directory listing, skills, hooks, git changes
-//! and diffs (as the agent server answers them), and OpenHands' `PendingMessageResponse`.
+//! The workspace routes' answers (issue 22): skills, hooks, git changes and diffs (as the
+//! agent server answers them), and OpenHands' `PendingMessageResponse`. The file list is a
+//! plain list of strings.
 
 use serde::Serialize;
-use switchboard_domain::conversations::workspace::{DirEntry, Listing};
 use switchboard_domain::services::Queued;
 use utoipa::ToSchema;
-
-/// One entry of a directory.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct WorkspaceEntry {
-    /// Its name in the directory.
-    pub name: String,
-    /// Its absolute path in the sandbox.
-    pub path: String,
-    /// `file`, `directory`, `symlink` (not followed) or `other`.
-    #[serde(rename = "type")]
-    #[schema(pattern = "^(file|directory|symlink|other)$")]
-    pub kind: String,
-    /// Its size in bytes.
-    pub size: u64,
-}
-
-/// `GET …/files`: a directory's entries in name order (bytewise).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct WorkspaceListing {
-    /// The directory's absolute path in the sandbox (symbolic links resolved).
-    pub path: String,
-    /// Its entries, at most 10 000.
-    pub items: Vec<WorkspaceEntry>,
-    /// Whether the directory holds more entries than listed.
-    pub truncated: bool,
-}
-
-impl From<Listing> for WorkspaceListing {
-    fn from(l: Listing) -> Self {
-        WorkspaceListing {
-            path: l.path,
-            items: l.entries.into_iter().map(WorkspaceEntry::from).collect(),
-            truncated: l.truncated,
-        }
-    }
-}
-
-impl From<DirEntry> for WorkspaceEntry {
-    fn from(e: DirEntry) -> Self {
-        WorkspaceEntry {
-            name: e.name,
-            path: e.path,
-            kind: e.kind.as_str().to_owned(),
-            size: e.size,
-        }
-    }
-}
 
 /// One skill (OpenHands' `SkillResponse`).
 #[derive(Debug, Serialize, ToSchema)]

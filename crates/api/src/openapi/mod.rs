@@ -58,7 +58,7 @@ impl Modify for SecuritySchemes {
         dto::ApiKeyCreated, dto::ApiKeyResponse, dto::ApiKeyList, dto::ApiKeyRevoked,
         dto::MeResponse, dto::Status,
         dto::AppConversationOut, dto::AppConversationPage, dto::SendMessageResponse,
-        dto::WorkspaceEntry, dto::WorkspaceListing, dto::SkillResponse, dto::SkillsResponse,
+        dto::ConversationWorkspace, dto::SkillResponse, dto::SkillsResponse,
         dto::HookDefinitionResponse, dto::HookMatcherResponse, dto::HookEventResponse,
         dto::GetHooksResponse, dto::PendingMessageResponse,
         dto::SandboxInfo, dto::SandboxPage, dto::ExposedUrl, dto::SandboxStatusName,

@@ -22,9 +22,36 @@ use crate::ids::{ConversationId, OrgId, UserId};
 /// the 11th is 429).
 pub const MAX_PENDING_MESSAGES: u64 = 10;
 
-/// The most entries a directory listing answers (a larger directory is cut, in name order,
-/// and the answer says so with `truncated`).
-pub const MAX_LISTING_ENTRIES: usize = 10_000;
+/// The most paths the file listing answers (`GET …/files`): a larger tree is cut, the first
+/// ones in bytewise order kept. Agent Canvas itself shows at most 2 000.
+pub const MAX_LISTED_FILES: usize = 10_000;
+
+/// The longest path the file listing answers, in bytes (Linux's `PATH_MAX`); a longer one is
+/// left out. With [`MAX_LISTED_FILES`] it bounds the answer near 40 MiB at the very worst.
+pub const MAX_LISTED_PATH: usize = 4096;
+
+/// The directories the file listing does not descend into, wherever they are: those Agent
+/// Canvas 1.20.0 prunes from its own `find` (`hooks/query/use-workspace-files.ts`).
+pub const PRUNED_DIRS: [&str; 14] = [
+    ".git",
+    "node_modules",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "dist",
+    "build",
+    ".next",
+    ".cache",
+    ".pytest_cache",
+    ".mypy_cache",
+    ".turbo",
+    ".parcel-cache",
+    "target",
+];
+
+/// The tag the start pipeline gives a conversation with its working directory (the agent
+/// server's `workspace.working_dir`), shown as the conversation's `workspace.working_dir`.
+pub const WORKING_DIR_TAG: &str = "workingdir";
 
 /// The file the file route reads without `file_path`: OpenHands' default is
 /// `/workspace/project/PLAN.md`, its workspace's `PLAN.md`; here the conversation's own.
@@ -96,97 +123,30 @@ pub fn check_git_ref(git_ref: &str) -> Result<(), PathRefused> {
     Ok(())
 }
 
-/// What a directory entry is (`find -printf %y`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file.
-    File,
-    /// A directory.
-    Directory,
-    /// A symbolic link (not followed).
-    Symlink,
-    /// Anything else (socket, pipe, device).
-    Other,
-}
-
-impl EntryKind {
-    /// The wire name: `file`, `directory`, `symlink` or `other`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EntryKind::File => "file",
-            EntryKind::Directory => "directory",
-            EntryKind::Symlink => "symlink",
-            EntryKind::Other => "other",
-        }
-    }
-}
-
-/// One entry of a directory listing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DirEntry {
-    /// Its name in the directory.
-    pub name: String,
-    /// Its absolute path in the sandbox.
-    pub path: String,
-    /// What it is.
-    pub kind: EntryKind,
-    /// Its size in bytes (`st_size`; a symbolic link's is its target's length).
-    pub size: u64,
-}
-
-/// A directory listing: the entries in name order (bytewise), at most
-/// [`MAX_LISTING_ENTRIES`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Listing {
-    /// The directory's absolute (resolved) path.
-    pub path: String,
-    /// Its entries.
-    pub entries: Vec<DirEntry>,
-    /// Whether the directory held more entries than answered.
-    pub truncated: bool,
-}
-
-/// The shell command that lists `dir` (quoted already) one entry per NUL-terminated record
-/// `<type>/<size>/<name>`, at most one entry past [`MAX_LISTING_ENTRIES`] (to tell a cut).
-pub fn listing_command(dir_quoted: &str) -> String {
+/// The shell command that lists, below `dir` (quoted already), every regular file (symbolic
+/// links are not followed, nor listed) as its path relative to `dir`, NUL-terminated, in
+/// bytewise order, the [`PRUNED_DIRS`] not entered, at most [`MAX_LISTED_FILES`] of them.
+pub fn file_list_command(dir_quoted: &str) -> String {
+    let prune = PRUNED_DIRS
+        .iter()
+        .map(|d| format!("-name '{d}'"))
+        .collect::<Vec<_>>()
+        .join(" -o ");
     format!(
-        "find {dir_quoted} -mindepth 1 -maxdepth 1 -printf '%y/%s/%f\\0' | head -z -n {}",
-        MAX_LISTING_ENTRIES + 1
+        "find {dir_quoted} -mindepth 1 \\( -type d \\( {prune} \\) -prune \\) -o -type f -printf '%P\\0' \
+         | LC_ALL=C sort -z | head -z -n {MAX_LISTED_FILES}"
     )
 }
 
-/// The listing of `dir` from the output of [`listing_command`]; records that do not parse are
-/// skipped.
-pub fn parse_listing(dir: &str, stdout: &str) -> Listing {
-    let mut entries: Vec<DirEntry> = stdout
+/// The paths of the output of [`file_list_command`], in its order; empty records and paths
+/// longer than [`MAX_LISTED_PATH`] are left out.
+pub fn parse_file_list(stdout: &str) -> Vec<String> {
+    stdout
         .split('\0')
-        .filter_map(|record| {
-            let mut parts = record.splitn(3, '/');
-            let kind = match parts.next()?.trim_start_matches('\n') {
-                "f" => EntryKind::File,
-                "d" => EntryKind::Directory,
-                "l" => EntryKind::Symlink,
-                "" => return None,
-                _ => EntryKind::Other,
-            };
-            let size = parts.next()?.parse().ok()?;
-            let name = parts.next()?.to_owned();
-            (!name.is_empty()).then(|| DirEntry {
-                path: format!("{}/{name}", dir.trim_end_matches('/')),
-                name,
-                kind,
-                size,
-            })
-        })
-        .collect();
-    entries.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
-    let truncated = entries.len() > MAX_LISTING_ENTRIES;
-    entries.truncate(MAX_LISTING_ENTRIES);
-    Listing {
-        path: dir.to_owned(),
-        entries,
-        truncated,
-    }
+        .filter(|p| !p.is_empty() && p.len() <= MAX_LISTED_PATH)
+        .take(MAX_LISTED_FILES)
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The agent server's `POST /api/skills` body for a conversation's workspace: the user's and
@@ -343,24 +303,22 @@ mod tests {
     }
 
     #[test]
-    fn listings_parse_and_sort() {
-        let l = parse_listing("/w", "f/12/b.txt\0d/4096/a\0l/3/z\0x\0");
-        let names: Vec<_> = l
-            .entries
-            .iter()
-            .map(|e| (e.name.as_str(), e.kind))
-            .collect();
-        assert_eq!(
-            names,
-            [
-                ("a", EntryKind::Directory),
-                ("b.txt", EntryKind::File),
-                ("z", EntryKind::Symlink)
-            ]
+    fn file_lists_parse_and_bound() {
+        let long = "d/".repeat(MAX_LISTED_PATH);
+        let out = format!("a.txt\0sub/b c.txt\0\0{long}\0z\n.txt\0");
+        assert_eq!(parse_file_list(&out), ["a.txt", "sub/b c.txt", "z\n.txt"]);
+        let many = "f\0".repeat(MAX_LISTED_FILES + 5);
+        assert_eq!(parse_file_list(&many).len(), MAX_LISTED_FILES);
+        let cmd = file_list_command("'/w'");
+        assert!(cmd.starts_with("find '/w' -mindepth 1 "), "{cmd}");
+        assert!(
+            cmd.contains("-name 'node_modules'") && cmd.contains("-prune"),
+            "{cmd}"
         );
-        assert_eq!(l.entries[1].path, "/w/b.txt");
-        assert_eq!(l.entries[1].size, 12);
-        assert!(!l.truncated);
+        assert!(
+            cmd.ends_with(&format!("head -z -n {MAX_LISTED_FILES}")),
+            "{cmd}"
+        );
     }
 
     #[test]

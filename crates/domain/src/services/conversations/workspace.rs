@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::app::{agent_failed, visible};
 use crate::conversations::workspace::{
-    DEFAULT_FILE, Listing, PathRefused, check_git_ref, confine, escapes, hooks_view, inside,
-    listing_command, parse_listing, skills_request, skills_view,
+    DEFAULT_FILE, PathRefused, check_git_ref, confine, escapes, file_list_command, hooks_view,
+    inside, parse_file_list, skills_request, skills_view,
 };
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -146,7 +146,10 @@ impl WorkspaceService {
         }
     }
 
-    /// The entries of the directory at `path` (default: the workspace), in name order.
+    /// Every regular file below the directory at `path` (default: the workspace), as paths
+    /// relative to it, in bytewise order: OpenHands' `list_conversation_files` answer as Agent
+    /// Canvas reads it. Symbolic links are not followed; the bounds and pruned directories are
+    /// those of [`file_list_command`].
     ///
     /// # Errors
     /// Those of the workspace; [`DomainError::BadRequest`] for a path outside the workspace
@@ -156,23 +159,23 @@ impl WorkspaceService {
         ctx: &OrgContext,
         id: ConversationId,
         path: Option<&str>,
-    ) -> Result<Listing, DomainError> {
+    ) -> Result<Vec<String>, DomainError> {
         let ws = self.workspace(ctx, id)?;
         let requested = path.unwrap_or("");
         let dir = ws.resolve(requested)?;
         let q = quote(&dir);
         let out = ws.bash(format!(
             "if [ -d {q} ]; then {}; elif [ -e {q} ]; then exit 3; else exit 4; fi",
-            listing_command(&q)
+            file_list_command(&q)
         ))?;
         match out.exit_code {
-            Some(0) => Ok(parse_listing(&dir, &out.stdout)),
+            Some(0) => Ok(parse_file_list(&out.stdout)),
             Some(3) => Err(DomainError::BadRequest(format!(
                 "Path {requested:?} is not a directory"
             ))),
             Some(4) => Err(DomainError::NotFound("Directory not found".into())),
             _ => Err(DomainError::AgentServerFailed(
-                "listing the directory failed in the sandbox".into(),
+                "listing the files failed in the sandbox".into(),
             )),
         }
     }

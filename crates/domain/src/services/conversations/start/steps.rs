@@ -11,6 +11,7 @@ use super::{Failure, Run, quote};
 use crate::conversations::Conversation;
 use crate::conversations::start_request::StartRequest;
 use crate::conversations::start_tasks::StartTaskStatus;
+use crate::conversations::workspace::WORKING_DIR_TAG;
 use crate::error::DomainError;
 use crate::identity::redaction::mask_url_credentials;
 use crate::identity::session_keys::SessionKey;
@@ -286,13 +287,19 @@ impl Run<'_> {
             .clone()
             .or_else(|| personal.llm.model.clone());
         let mut started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
+        // Switchboard's own tags: the working directory (shown as `workspace.working_dir`) and
+        // the agent profile launched, over any the request gave under the same names.
+        let mut tags = request.tags.clone();
+        tags.insert(
+            WORKING_DIR_TAG.to_owned(),
+            Value::String(workdir.to_owned()),
+        );
         if let Some(launch) = &personal.launch {
-            let mut tags = request.tags.clone();
             for (k, v) in launch.tags() {
                 tags.insert(k.to_owned(), Value::String(v));
             }
-            started.tags = Value::Object(tags).to_string();
         }
+        started.tags = Value::Object(tags).to_string();
         let id = self.record_conversation(started, now)?;
         let Some(model) = model else {
             return Err(Failure(
