@@ -16,7 +16,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::*;
 use switchboard_testkit::{Backend, TestDatabase};
@@ -78,40 +77,6 @@ fn prerequisites() -> Result<Prerequisites, String> {
     })
 }
 
-/// The fake LLM (scripts/e2e/fake_llm.py) on loopback, killed on drop; its `/v1` base URL.
-struct FakeLlm(std::process::Child, String);
-
-impl FakeLlm {
-    fn start() -> FakeLlm {
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
-        let child = Command::new(python())
-            .arg(script)
-            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting the fake LLM");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "the fake LLM did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        FakeLlm(child, format!("http://127.0.0.1:{port}/v1"))
-    }
-}
-
-impl Drop for FakeLlm {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// One spec, `agent`, running the real agent server with the tests' environment.
 fn real_agent_specs(data: &Path, agent_server: &Path) -> String {
     let env: serde_json::Map<String, serde_json::Value> =
@@ -128,31 +93,6 @@ fn real_agent_specs(data: &Path, agent_server: &Path) -> String {
     )
     .unwrap();
     specs.display().to_string()
-}
-
-/// Waits for the warm sandbox (the real agent server takes about 20 s to answer), so the
-/// walk's start claims a running one.
-fn wait_warm(server: &Server, backend: Backend) {
-    let deadline = Instant::now() + Duration::from_secs(360);
-    loop {
-        let metrics = client()
-            .get(server.url("/metrics"))
-            .send()
-            .and_then(|r| r.text())
-            .unwrap_or_default();
-        if metrics
-            .lines()
-            .any(|l| l.starts_with("sandbox_warm_pool_ready") && l.ends_with(" 1"))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{backend}: no warm sandbox:\n{}",
-            server.stderr_lines().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(250));
-    }
 }
 
 #[test]
@@ -174,7 +114,7 @@ fn walk(p: &Prerequisites, backend: Backend) {
     let data = TempDir::new();
     let data_dir = data.path().display().to_string();
     let _end = EndProcessesUnder(data.path().to_path_buf());
-    let llm = FakeLlm::start();
+    let (llm, llm_base) = fake_llm();
     let build = p.build.display().to_string();
     let mut args = vec![
         "--data-dir".to_owned(),
@@ -184,7 +124,7 @@ fn walk(p: &Prerequisites, backend: Backend) {
         "--llm-model".to_owned(),
         "openai/fake-model".to_owned(),
         "--llm-base-url".to_owned(),
-        llm.1.clone(),
+        llm_base.clone(),
     ];
     let start = p.agent_server.is_some();
     if let Some(agent_server) = &p.agent_server {
@@ -235,7 +175,12 @@ fn walk(p: &Prerequisites, backend: Backend) {
         walk.args(["--allow-missing", path]);
     }
     if start {
-        walk.args(["--llm-model", "openai/fake-model", "--llm-base-url", &llm.1]);
+        walk.args([
+            "--llm-model",
+            "openai/fake-model",
+            "--llm-base-url",
+            &llm_base,
+        ]);
     } else {
         eprintln!(
             "{backend}: the start step is left out: no real agent server (scripts/e2e.sh installs it)"

@@ -15,7 +15,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod agents;
 mod sandboxes;
+#[allow(unused_imports)]
+pub use agents::*;
 #[allow(unused_imports)]
 pub use sandboxes::*;
 

@@ -20,7 +20,7 @@ use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::netns::{Netns, fake_llm, reachable_from, real_agent_specs};
+use crate::netns::{Netns, reachable_from, real_agent_specs};
 
 /// The task: the fake LLM runs the command after `run: `, then finishes.
 const TASK: &str = "Check the workspace, run: echo one-address-cli";
@@ -63,30 +63,6 @@ fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> (bool, String
     };
     let (stdout, stderr) = (reader.join().unwrap(), err_reader.join().unwrap());
     (status.is_some_and(|s| s.success()), stdout, stderr)
-}
-
-/// Waits until the warm pool holds a `RUNNING` sandbox (`sandbox_warm_pool_ready 1`).
-fn wait_warm(server: &Server, backend: Backend) {
-    let deadline = Instant::now() + Duration::from_secs(360);
-    loop {
-        let metrics = client()
-            .get(server.url("/metrics"))
-            .send()
-            .and_then(|r| r.text())
-            .unwrap_or_default();
-        if metrics
-            .lines()
-            .any(|l| l.starts_with("sandbox_warm_pool_ready") && l.ends_with(" 1"))
-        {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{backend}: no warm sandbox:\n{}",
-            server.stderr_lines().join("\n")
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// `GET path` with the key, until `done` holds for the JSON answer (240 s).

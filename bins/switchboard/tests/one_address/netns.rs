@@ -1,13 +1,10 @@
 //! The network namespace the one-address tests run their clients in, joined to this one by
 //! a veth pair: only the pair's two addresses and the namespace's own loopback exist there.
-//! Also the fake LLM on this side's loopback (out of the namespace's reach, as the sandboxes'
-//! agent servers), and a reachability check run inside the namespace.
+//! Also the real agent server's spec and a reachability check run inside the namespace (the
+//! fake LLM, on this side's loopback and so out of the namespace's reach, is `common::fake_llm`).
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
-use crate::common::python;
+use std::process::{Command, Output};
 
 /// A network namespace and its veth pair, removed on drop.
 pub struct Netns {
@@ -137,39 +134,6 @@ impl Drop for Netns {
         let _ = ip(&["netns", "del", &self.name]);
         let _ = std::fs::remove_dir_all(Path::new("/etc/netns").join(&self.name));
     }
-}
-
-/// A child process killed on drop.
-pub struct Killed(pub Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The fake LLM on this side's loopback; its `/v1` base URL.
-pub fn fake_llm() -> (Killed, String) {
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
-    let child = Command::new(python())
-        .arg(script)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the fake LLM");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the fake LLM did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    (Killed(child), format!("http://127.0.0.1:{port}/v1"))
 }
 
 /// Whether, from inside the namespace, a TCP connection to `host:port` opens within 3 s.
