@@ -177,6 +177,13 @@ for line in open(sys.argv[1]):
 ' "$1" "$2" "$3"
 }
 
+# The next_page_id of the first page of the search at path $1 (with ?limit=1), as the server's
+# owner ($key at $addr) reads it.
+next_page_id() {
+  curl -sf -H "X-Access-Token: $key" "$addr$1" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])'
+}
+
 # Runs one backend; returns Schemathesis's exit code (0: no failure).
 run_backend() {
   local name=$1 url=$2 out="$REPORT_DIR/$1"
@@ -226,8 +233,7 @@ run_backend() {
     { echo "seeding the spare key failed" >&2; return 2; }
   # A real cursor: page_id must be a next_page_id the service returned (API.md, Events), which
   # JSON Schema cannot state; generated requests use this one.
-  cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/conversation/$conv/events/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  cursor=$(next_page_id "/api/v1/conversation/$conv/events/search?limit=1") ||
     { echo "reading a cursor failed" >&2; return 2; }
 
   # A second conversation and two start tasks, so that the app-conversation and start-task
@@ -240,20 +246,16 @@ run_backend() {
       "$addr/api/v1/app-conversations" || { echo "seeding a start task failed" >&2; return 2; }
   done
   local app_cursor task_cursor
-  app_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/app-conversations/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  app_cursor=$(next_page_id "/api/v1/app-conversations/search?limit=1") ||
     { echo "reading an app-conversation cursor failed" >&2; return 2; }
-  task_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/app-conversations/start-tasks/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  task_cursor=$(next_page_id "/api/v1/app-conversations/start-tasks/search?limit=1") ||
     { echo "reading a start-task cursor failed" >&2; return 2; }
 
   # The sandbox and spec searches have cursors of their own kind.
   local sandbox_cursor spec_cursor
-  sandbox_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/sandboxes/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  sandbox_cursor=$(next_page_id "/api/v1/sandboxes/search?limit=1") ||
     { echo "reading a sandbox cursor failed" >&2; return 2; }
-  spec_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/sandbox-specs/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  spec_cursor=$(next_page_id "/api/v1/sandbox-specs/search?limit=1") ||
     { echo "reading a spec cursor failed" >&2; return 2; }
 
   # Two custom secrets, so that the secrets search has a second page and a cursor.
@@ -263,21 +265,17 @@ run_backend() {
       -d "{\"name\":\"$n\",\"value\":\"seed\"}" "$addr/api/v1/secrets" ||
       { echo "seeding a secret failed" >&2; return 2; }
   done
-  secret_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/secrets/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  secret_cursor=$(next_page_id "/api/v1/secrets/search?limit=1") ||
     { echo "reading a secrets cursor failed" >&2; return 2; }
 
   # The model, provider and skill searches have cursors of their own kind too (two global
   # skills are in $WORK/skills, so the skill search has a second page).
   local model_cursor provider_cursor skill_cursor
-  model_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/config/models/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  model_cursor=$(next_page_id "/api/v1/config/models/search?limit=1") ||
     { echo "reading a model cursor failed" >&2; return 2; }
-  provider_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/config/providers/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  provider_cursor=$(next_page_id "/api/v1/config/providers/search?limit=1") ||
     { echo "reading a provider cursor failed" >&2; return 2; }
-  skill_cursor=$(curl -sf -H "X-Access-Token: $key" "$addr/api/v1/skills/search?limit=1" |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["next_page_id"])') ||
+  skill_cursor=$(next_page_id "/api/v1/skills/search?limit=1") ||
     { echo "reading a skill cursor failed" >&2; return 2; }
 
   cat >"$WORK/$name.toml" <<TOML
