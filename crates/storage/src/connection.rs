@@ -119,7 +119,7 @@ impl DatabaseUrl {
     /// As [`DatabaseUrl::connect`].
     pub fn connect_with(&self, manual_checkpoints: bool) -> Result<DbConnection, DbError> {
         match self {
-            DatabaseUrl::Postgres(url) => Ok(DbConnection::Postgres(PgConnection::establish(url)?)),
+            DatabaseUrl::Postgres(url) => Ok(DbConnection::Postgres(establish_postgres(url)?)),
             DatabaseUrl::Sqlite(path) => {
                 let mut c = SqliteConnection::establish(&path.to_string_lossy())?;
                 c.batch_execute(SQLITE_PRAGMAS)?;
@@ -130,6 +130,23 @@ impl DatabaseUrl {
             }
         }
     }
+}
+
+/// Opens one PostgreSQL connection, OpenSSL initialized first without its exit-time cleanup.
+///
+/// libpq negotiates TLS through OpenSSL (`sslmode=prefer` by default), and OpenSSL left to
+/// initialize itself registers an `atexit` handler that frees its global state. A process that
+/// exits while another thread is inside libpq (an r2d2 worker filling the pool, a connection
+/// closing) then crashes with SIGSEGV. [`openssl_sys::init`] initializes OpenSSL once with
+/// `OPENSSL_INIT_NO_ATEXIT`, and OpenSSL registers the handler only on its first
+/// initialization, so this must run before libpq's first connection in the process: every
+/// PostgreSQL connection of the store is opened here.
+///
+/// # Errors
+/// diesel's connection error.
+pub fn establish_postgres(url: &str) -> diesel::ConnectionResult<PgConnection> {
+    openssl_sys::init();
+    PgConnection::establish(url)
 }
 
 /// Set on every SQLite connection (ARCHITECTURE.md, Storage): WAL so readers never wait for

@@ -4,7 +4,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
 use tempfile::TempDir;
 
 use crate::Backend;
@@ -136,7 +135,7 @@ impl TestDatabase {
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Kind::Postgres { server_url, name } = &self.kind
-            && let Ok(mut conn) = PgConnection::establish(server_url)
+            && let Ok(mut conn) = crate::postgres::establish(server_url)
         {
             // Errors are ignored: a database left behind only costs disk space.
             let _ = conn.batch_execute(&format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"));
@@ -148,7 +147,7 @@ impl Drop for TestDatabase {
 /// `server_url`, retrying for a while when the template database is busy (another
 /// session is connected to it, which PostgreSQL refuses to copy from).
 fn create_database(server_url: &str, name: &str) -> Result<(), String> {
-    let mut conn = PgConnection::establish(server_url).map_err(|e| e.to_string())?;
+    let mut conn = crate::postgres::establish(server_url).map_err(|e| e.to_string())?;
     let started = Instant::now();
     loop {
         match conn.batch_execute(&format!("CREATE DATABASE \"{name}\"")) {

@@ -58,7 +58,7 @@ fn find_server() -> Result<String, String> {
                 "switchboard-testkit: {PG_URL_ENV} is not valid UTF-8"
             ));
         };
-        return match PgConnection::establish(url) {
+        return match establish(url) {
             Ok(_) => Ok(url.to_owned()),
             Err(e) => Err(format!(
                 "switchboard-testkit: cannot connect to the PostgreSQL server in {PG_URL_ENV} ({}): {}",
@@ -91,9 +91,17 @@ fn find_server() -> Result<String, String> {
 fn probe(url: &str) -> Result<(), String> {
     let separator = if url.contains('?') { '&' } else { '?' };
     let url = format!("{url}{separator}connect_timeout={PROBE_CONNECT_TIMEOUT_SECS}");
-    PgConnection::establish(&url)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    establish(&url).map(drop).map_err(|e| e.to_string())
+}
+
+/// Opens one connection to `url`, OpenSSL initialized first without its exit-time cleanup: a
+/// test binary that exits while a pool's worker thread is inside libpq's TLS code would
+/// otherwise crash with SIGSEGV (`switchboard_storage::connection::establish_postgres` says
+/// why). Every connection of this crate is opened here, and tests open theirs through this
+/// crate first.
+pub(crate) fn establish(url: &str) -> diesel::ConnectionResult<PgConnection> {
+    openssl_sys::init();
+    PgConnection::establish(url)
 }
 
 /// `url` with the password of its user information, if any, replaced by `***`.
@@ -453,7 +461,7 @@ mod tests {
         let prefix = "switchboard-testkit-selftest-pg-";
         let cluster = start_cluster(prefix).unwrap_or_else(|e| panic!("{e}"));
         let found = running_cluster(&std::env::temp_dir(), prefix);
-        let mut conn = PgConnection::establish(&cluster.url).unwrap();
+        let mut conn = establish(&cluster.url).unwrap();
         conn.batch_execute("SELECT 1").unwrap();
         drop(conn);
         cluster.stop().unwrap();
