@@ -16,7 +16,7 @@ use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSetting
 use crate::time_input::now_micros;
 pub use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::patch::SettingsPatch;
-use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, SaveProfile, StoredProfile};
+use crate::user_settings::profiles::{SaveProfile, StoredProfile, save_into};
 use crate::user_settings::view::{ViewParts, mask_mcp, profile_list, settings_view};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
@@ -244,7 +244,7 @@ impl UserSettingsService {
     ///
     /// # Errors
     /// [`DomainError::AlreadyExists`] (409) for a new profile past
-    /// [`MAX_PROFILES_PER_USER`]; [`DomainError::SecretsUnavailable`]; storage.
+    /// [`MAX_PROFILES_PER_USER`](crate::user_settings::profiles::MAX_PROFILES_PER_USER); [`DomainError::SecretsUnavailable`]; storage.
     pub fn save_profile(
         &self,
         ctx: &OrgContext,
@@ -265,48 +265,20 @@ impl UserSettingsService {
         let sealer = self.sealer.clone();
         self.settings
             .update_user_settings(org, user, now_micros(), &mut |rec| {
-                let existing = rec.profile(name).cloned();
-                if existing.is_none() && rec.profiles.len() >= MAX_PROFILES_PER_USER {
-                    return Err(DomainError::AlreadyExists(format!(
-                        "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
-                    )));
-                }
-                let (config, mut key) = match &save.llm {
-                    Some(llm) => (
-                        llm.clone(),
-                        sent_key
-                            .clone()
-                            .or_else(|| existing.as_ref().and_then(|p| p.api_key_sealed.clone())),
-                    ),
-                    None => {
-                        let key = match (&rec.llm_api_key_sealed, &sealer) {
-                            (Some(s), Some(sealer)) => Some(reseal(
-                                sealer,
-                                s,
-                                &Binding::LlmApiKey.of(org, user),
-                                &Binding::ProfileApiKey.of(org, user),
-                            )?),
-                            _ => None,
-                        };
-                        (rec.llm().cloned().unwrap_or_default(), key)
-                    }
-                };
-                if save.preserve_existing_api_key
-                    && let Some(p) = &existing
-                {
-                    key.clone_from(&p.api_key_sealed);
-                }
-                if !save.include_secrets {
-                    key = None;
-                }
-                let profile = StoredProfile {
-                    name: name.to_owned(),
-                    config,
-                    api_key_sealed: key,
-                };
-                rec.profiles.retain(|p| p.name != name);
-                rec.profiles.push(profile);
-                rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+                let (llm_key, settings) = (&rec.llm_api_key_sealed, &rec.agent_settings);
+                save_into(&mut rec.profiles, name, &save, sent_key.as_deref(), || {
+                    let key = match (llm_key, &sealer) {
+                        (Some(s), Some(sealer)) => Some(reseal(
+                            sealer,
+                            s,
+                            &Binding::LlmApiKey.of(org, user),
+                            &Binding::ProfileApiKey.of(org, user),
+                        )?),
+                        _ => None,
+                    };
+                    let llm = settings.get("llm").and_then(Value::as_object);
+                    Ok((llm.cloned().unwrap_or_default(), key))
+                })?;
                 if rec.active_profile.as_deref() == Some(name) {
                     apply_profile(rec, name, sealer.as_ref(), org, user)?;
                 }

@@ -82,6 +82,58 @@ impl std::fmt::Debug for SaveProfile {
     }
 }
 
+/// Stores in `profiles` (kept sorted by name) the profile `name` that `save` makes, by
+/// OpenHands' rules for `POST /api/v1/settings/profiles/{name}`, which the organization's
+/// profiles follow too (issues 21 and 25): the LLM sent, with `sent_key` (already sealed to
+/// the profile) or else the stored profile's key; with no LLM sent, `current()`'s LLM and key
+/// (the settings' or the organization defaults' LLM now, its key sealed again for the
+/// profile); `preserve_existing_api_key` keeps the stored profile's key whatever else was
+/// sent; `include_secrets: false` stores none.
+///
+/// # Errors
+/// [`crate::error::DomainError::AlreadyExists`] (409) for a new name when `profiles` holds
+/// [`MAX_PROFILES_PER_USER`] already (judged first); `current`'s error.
+pub fn save_into(
+    profiles: &mut Vec<StoredProfile>,
+    name: &str,
+    save: &SaveProfile,
+    sent_key: Option<&str>,
+    current: impl FnOnce() -> Result<(Map<String, Value>, Option<String>), crate::error::DomainError>,
+) -> Result<(), crate::error::DomainError> {
+    let existing = profiles.iter().find(|p| p.name == name);
+    if existing.is_none() && profiles.len() >= MAX_PROFILES_PER_USER {
+        return Err(crate::error::DomainError::AlreadyExists(format!(
+            "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
+        )));
+    }
+    let stored_key = existing.map(|p| p.api_key_sealed.clone());
+    let (config, mut key) = match &save.llm {
+        Some(llm) => (
+            llm.clone(),
+            sent_key
+                .map(str::to_owned)
+                .or_else(|| stored_key.clone().flatten()),
+        ),
+        None => current()?,
+    };
+    if save.preserve_existing_api_key
+        && let Some(stored) = stored_key
+    {
+        key = stored;
+    }
+    if !save.include_secrets {
+        key = None;
+    }
+    profiles.retain(|p| p.name != name);
+    profiles.push(StoredProfile {
+        name: name.to_owned(),
+        config,
+        api_key_sealed: key,
+    });
+    profiles.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(())
+}
+
 /// Reads a save-profile body: none or `null` means all defaults.
 ///
 /// # Errors
@@ -183,6 +235,106 @@ pub fn parse_switch_profile(body: &Value) -> Result<String, ValidationError> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn llm(model: &str) -> Map<String, Value> {
+        json!({ "model": model }).as_object().unwrap().clone()
+    }
+
+    fn save(body: Value) -> SaveProfile {
+        parse_save_profile(Some(&body)).unwrap()
+    }
+
+    fn stored(name: &str, key: Option<&str>) -> StoredProfile {
+        StoredProfile {
+            name: name.into(),
+            config: llm("old"),
+            api_key_sealed: key.map(str::to_owned),
+        }
+    }
+
+    fn unused() -> Result<(Map<String, Value>, Option<String>), crate::error::DomainError> {
+        panic!("the current LLM is read only when no LLM is sent")
+    }
+
+    #[test]
+    fn saves_by_openhands_rules() {
+        // The LLM sent with the key sent; a new name is inserted in name order.
+        let mut ps = vec![stored("b", Some("kb"))];
+        save_into(
+            &mut ps,
+            "a",
+            &save(json!({"llm": {"model": "m"}})),
+            Some("ka"),
+            unused,
+        )
+        .unwrap();
+        assert_eq!(
+            ps.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(
+            (ps[0].config_str("model"), ps[0].api_key_sealed.as_deref()),
+            (Some("m"), Some("ka"))
+        );
+        // No key sent keeps the stored one.
+        save_into(
+            &mut ps,
+            "b",
+            &save(json!({"llm": {"model": "n"}})),
+            None,
+            unused,
+        )
+        .unwrap();
+        assert_eq!(
+            (ps[1].config_str("model"), ps[1].api_key_sealed.as_deref()),
+            (Some("n"), Some("kb"))
+        );
+        // No LLM sent: the current one, with its key.
+        save_into(&mut ps, "b", &save(json!({})), None, || {
+            Ok((llm("cur"), Some("kc".into())))
+        })
+        .unwrap();
+        assert_eq!(
+            (ps[1].config_str("model"), ps[1].api_key_sealed.as_deref()),
+            (Some("cur"), Some("kc"))
+        );
+        // preserve_existing_api_key keeps the stored key over the one sent, a missing one too.
+        let keep = save(json!({"llm": {"model": "m"}, "preserve_existing_api_key": true}));
+        save_into(&mut ps, "b", &keep, Some("new"), unused).unwrap();
+        assert_eq!(ps[1].api_key_sealed.as_deref(), Some("kc"));
+        ps.push(stored("c", None));
+        save_into(&mut ps, "c", &keep, Some("new"), unused).unwrap();
+        assert_eq!(ps[2].api_key_sealed, None);
+        // include_secrets: false stores none.
+        let bare = save(json!({"llm": {"model": "m"}, "include_secrets": false}));
+        save_into(&mut ps, "a", &bare, Some("ka"), unused).unwrap();
+        assert_eq!(ps[0].api_key_sealed, None);
+        assert_eq!(ps.len(), 3);
+    }
+
+    #[test]
+    fn profile_limit() {
+        let mut ps: Vec<_> = (0..MAX_PROFILES_PER_USER)
+            .map(|i| stored(&format!("p{i:02}"), None))
+            .collect();
+        let body = save(json!({"llm": {"model": "m"}}));
+        let err = save_into(&mut ps, "new", &body, None, unused).unwrap_err();
+        assert!(
+            matches!(err, crate::error::DomainError::AlreadyExists(_)),
+            "{err:?}"
+        );
+        assert_eq!(ps.len(), MAX_PROFILES_PER_USER);
+        // A namesake is replaced, not added.
+        save_into(&mut ps, "p07", &body, None, unused).unwrap();
+        assert_eq!(ps.len(), MAX_PROFILES_PER_USER);
+        assert_eq!(ps[7].config_str("model"), Some("m"));
+        // The current LLM's error is the save's.
+        let err = save_into(&mut ps, "p01", &save(json!({})), None, || {
+            Err(crate::error::DomainError::BadRequest("no".into()))
+        });
+        assert!(err.is_err());
+        assert_eq!(ps[1].config_str("model"), Some("old"));
+    }
 
     #[test]
     fn names() {

@@ -22,8 +22,7 @@ use crate::org_profiles::{
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
-use crate::user_settings::StoredProfile;
-use crate::user_settings::profiles::{MAX_PROFILES_PER_USER, parse_rename, parse_save_profile};
+use crate::user_settings::profiles::{parse_rename, parse_save_profile, save_into};
 
 fn profile_not_found(name: &str) -> DomainError {
     DomainError::NotFound(format!("Profile '{name}' not found"))
@@ -134,7 +133,7 @@ impl OrgDefaultsService {
     ///
     /// # Errors
     /// 403/404 as [`Self::profiles`] and 403 without the permission; 409 for a new profile
-    /// past [`MAX_PROFILES_PER_USER`]; 422 for the body (`SaveProfileRequest`, judged after
+    /// past [`MAX_PROFILES_PER_USER`](crate::user_settings::profiles::MAX_PROFILES_PER_USER); 422 for the body (`SaveProfileRequest`, judged after
     /// the permission; none or null: defaults); 503 when a key is sent to a server without the
     /// installation key; storage.
     pub fn save_profile(
@@ -152,54 +151,21 @@ impl OrgDefaultsService {
         };
         let sealer = self.sealer.clone();
         self.edit_org(ctx, org, &mut |rec| {
-            let existing = rec.profiles.iter().find(|p| p.name == name).cloned();
-            if existing.is_none() && rec.profiles.len() >= MAX_PROFILES_PER_USER {
-                return Err(DomainError::AlreadyExists(format!(
-                    "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
-                )));
-            }
-            let (config, mut key) = match &save.llm {
-                Some(llm) => (
-                    llm.clone(),
-                    sent_key
-                        .clone()
-                        .or_else(|| existing.as_ref().and_then(|p| p.api_key_sealed.clone())),
-                ),
-                None => {
-                    let key = match (&rec.llm_api_key_sealed, &sealer) {
-                        (Some(s), Some(sealer)) => Some(reseal(
-                            sealer,
-                            s,
-                            org,
-                            OrgBinding::LlmApiKey,
-                            OrgBinding::ProfileApiKey,
-                        )?),
-                        _ => None,
-                    };
-                    let llm = rec
-                        .agent_settings
-                        .get("llm")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
-                    (llm, key)
-                }
-            };
-            if save.preserve_existing_api_key
-                && let Some(p) = &existing
-            {
-                key.clone_from(&p.api_key_sealed);
-            }
-            if !save.include_secrets {
-                key = None;
-            }
-            rec.profiles.retain(|p| p.name != name);
-            rec.profiles.push(StoredProfile {
-                name: name.to_owned(),
-                config,
-                api_key_sealed: key,
-            });
-            rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+            let (llm_key, settings) = (&rec.llm_api_key_sealed, &rec.agent_settings);
+            save_into(&mut rec.profiles, name, &save, sent_key.as_deref(), || {
+                let key = match (llm_key, &sealer) {
+                    (Some(s), Some(sealer)) => Some(reseal(
+                        sealer,
+                        s,
+                        org,
+                        OrgBinding::LlmApiKey,
+                        OrgBinding::ProfileApiKey,
+                    )?),
+                    _ => None,
+                };
+                let llm = settings.get("llm").and_then(Value::as_object);
+                Ok((llm.cloned().unwrap_or_default(), key))
+            })?;
             if rec.active_profile.as_deref() == Some(name) {
                 apply_profile(rec, name, sealer.as_ref(), org)?;
             }
