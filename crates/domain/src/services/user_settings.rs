@@ -16,7 +16,9 @@ use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSetting
 use crate::time_input::now_micros;
 pub use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::patch::SettingsPatch;
-use crate::user_settings::profiles::{SaveProfile, StoredProfile, save_into};
+use crate::user_settings::profiles::{
+    SaveProfile, StoredProfile, delete_in, profile_not_found, rename_in, save_into,
+};
 use crate::user_settings::view::{ViewParts, mask_mcp, profile_list, settings_view};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
@@ -297,14 +299,7 @@ impl UserSettingsService {
             ctx.org.id,
             ctx.principal.user_id,
             now_micros(),
-            &mut |rec| {
-                let before = rec.profiles.len();
-                rec.profiles.retain(|p| p.name != name);
-                if rec.active_profile.as_deref() == Some(name) {
-                    rec.active_profile = None;
-                }
-                Ok(rec.profiles.len() != before)
-            },
+            &mut |rec| Ok(delete_in(&mut rec.profiles, &mut rec.active_profile, name)),
         )?;
         Ok(())
     }
@@ -346,29 +341,7 @@ impl UserSettingsService {
             ctx.org.id,
             ctx.principal.user_id,
             now_micros(),
-            &mut |rec| {
-                if rec.profile(name).is_none() {
-                    return Err(profile_not_found(name));
-                }
-                if name == new_name {
-                    return Ok(false);
-                }
-                if rec.profile(new_name).is_some() {
-                    return Err(DomainError::AlreadyExists(format!(
-                        "Profile '{new_name}' already exists"
-                    )));
-                }
-                for p in &mut rec.profiles {
-                    if p.name == name {
-                        new_name.clone_into(&mut p.name);
-                    }
-                }
-                rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
-                if rec.active_profile.as_deref() == Some(name) {
-                    rec.active_profile = Some(new_name.to_owned());
-                }
-                Ok(true)
-            },
+            &mut |rec| rename_in(&mut rec.profiles, &mut rec.active_profile, name, new_name),
         )?;
         Ok(())
     }
@@ -498,10 +471,6 @@ fn mcp_value(text: &str) -> Value {
         .ok()
         .filter(Value::is_object)
         .unwrap_or(Value::Null)
-}
-
-fn profile_not_found(name: &str) -> DomainError {
-    DomainError::NotFound(format!("Profile '{name}' not found"))
 }
 
 /// A sealed value opened under one binding and sealed again under another.

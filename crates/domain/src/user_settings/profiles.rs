@@ -134,6 +134,62 @@ pub fn save_into(
     Ok(())
 }
 
+/// The 404 of a profile route naming no profile: `Profile '<name>' not found`.
+pub fn profile_not_found(name: &str) -> crate::error::DomainError {
+    crate::error::DomainError::NotFound(format!("Profile '{name}' not found"))
+}
+
+/// Renames profile `name` to `new_name` in `profiles` (kept sorted), the `active` pointer
+/// following it; a member's and the organization's profiles alike. Returns whether anything
+/// changed (renaming to the same name changes nothing).
+///
+/// # Errors
+/// [`profile_not_found`] (404) when there is no `name`;
+/// [`crate::error::DomainError::AlreadyExists`] (409) when another profile is `new_name`.
+pub fn rename_in(
+    profiles: &mut [StoredProfile],
+    active: &mut Option<String>,
+    name: &str,
+    new_name: &str,
+) -> Result<bool, crate::error::DomainError> {
+    if !profiles.iter().any(|p| p.name == name) {
+        return Err(profile_not_found(name));
+    }
+    if name == new_name {
+        return Ok(false);
+    }
+    if profiles.iter().any(|p| p.name == new_name) {
+        return Err(crate::error::DomainError::AlreadyExists(format!(
+            "Profile '{new_name}' already exists"
+        )));
+    }
+    for p in profiles.iter_mut() {
+        if p.name == name {
+            new_name.clone_into(&mut p.name);
+        }
+    }
+    profiles.sort_by(|a, b| a.name.cmp(&b.name));
+    if active.as_deref() == Some(name) {
+        *active = Some(new_name.to_owned());
+    }
+    Ok(true)
+}
+
+/// Deletes profile `name` from `profiles` (idempotent), ending `active` when it named it.
+/// Returns whether a profile was deleted.
+pub fn delete_in(
+    profiles: &mut Vec<StoredProfile>,
+    active: &mut Option<String>,
+    name: &str,
+) -> bool {
+    let before = profiles.len();
+    profiles.retain(|p| p.name != name);
+    if active.as_deref() == Some(name) {
+        *active = None;
+    }
+    profiles.len() != before
+}
+
 /// Reads a save-profile body: none or `null` means all defaults.
 ///
 /// # Errors
@@ -310,6 +366,33 @@ mod tests {
         save_into(&mut ps, "a", &bare, Some("ka"), unused).unwrap();
         assert_eq!(ps[0].api_key_sealed, None);
         assert_eq!(ps.len(), 3);
+    }
+
+    #[test]
+    fn rename_and_delete() {
+        let mut ps = vec![stored("a", None), stored("b", None)];
+        let mut active = Some("a".to_owned());
+        let err = rename_in(&mut ps, &mut active, "x", "y").unwrap_err();
+        assert!(
+            matches!(err, crate::error::DomainError::NotFound(_)),
+            "{err:?}"
+        );
+        let err = rename_in(&mut ps, &mut active, "a", "b").unwrap_err();
+        assert!(
+            matches!(err, crate::error::DomainError::AlreadyExists(_)),
+            "{err:?}"
+        );
+        assert!(!rename_in(&mut ps, &mut active, "a", "a").unwrap());
+        // The active pointer follows; the list stays in name order.
+        assert!(rename_in(&mut ps, &mut active, "a", "c").unwrap());
+        assert_eq!(
+            ps.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
+            ["b", "c"]
+        );
+        assert_eq!(active.as_deref(), Some("c"));
+        assert!(!delete_in(&mut ps, &mut active, "zz"));
+        assert!(delete_in(&mut ps, &mut active, "c"));
+        assert_eq!((ps.len(), active), (1, None));
     }
 
     #[test]

@@ -22,11 +22,9 @@ use crate::org_profiles::{
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
-use crate::user_settings::profiles::{parse_rename, parse_save_profile, save_into};
-
-fn profile_not_found(name: &str) -> DomainError {
-    DomainError::NotFound(format!("Profile '{name}' not found"))
-}
+use crate::user_settings::profiles::{
+    delete_in, parse_rename, parse_save_profile, profile_not_found, rename_in, save_into,
+};
 
 fn connection_not_found(id: &str) -> DomainError {
     DomainError::NotFound(format!("Provider connection '{id}' not found"))
@@ -187,12 +185,7 @@ impl OrgDefaultsService {
         name: &str,
     ) -> Result<(), DomainError> {
         self.edit_org(ctx, org, &mut |rec| {
-            let before = rec.profiles.len();
-            rec.profiles.retain(|p| p.name != name);
-            if rec.active_profile.as_deref() == Some(name) {
-                rec.active_profile = None;
-            }
-            Ok(rec.profiles.len() != before)
+            Ok(delete_in(&mut rec.profiles, &mut rec.active_profile, name))
         })?;
         Ok(())
     }
@@ -215,27 +208,7 @@ impl OrgDefaultsService {
         let new_name = parse_rename(body)?;
         let new_name = new_name.as_str();
         self.edit_org(ctx, org, &mut |rec| {
-            if !rec.profiles.iter().any(|p| p.name == name) {
-                return Err(profile_not_found(name));
-            }
-            if name == new_name {
-                return Ok(false);
-            }
-            if rec.profiles.iter().any(|p| p.name == new_name) {
-                return Err(DomainError::AlreadyExists(format!(
-                    "Profile '{new_name}' already exists"
-                )));
-            }
-            for p in &mut rec.profiles {
-                if p.name == name {
-                    new_name.clone_into(&mut p.name);
-                }
-            }
-            rec.profiles.sort_by(|a, b| a.name.cmp(&b.name));
-            if rec.active_profile.as_deref() == Some(name) {
-                rec.active_profile = Some(new_name.to_owned());
-            }
-            Ok(true)
+            rename_in(&mut rec.profiles, &mut rec.active_profile, name, new_name)
         })?;
         Ok(new_name.to_owned())
     }
