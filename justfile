@@ -44,6 +44,11 @@ bench-app-conversations:
 e2e:
     scripts/e2e.sh
 
+# The listener check made before anything is sent to a process sandbox (issue 33): one
+# sock_diag look-up on a quiet host and on one with 2,000 other sockets (docs/benchmarks.md).
+bench-listeners:
+    cargo bench -p switchboard-sandbox --bench listeners
+
 # Sandbox benchmark: warm-pool start latency (50 starts), a 100-sandbox search (500 requests),
 # RSS with 50 supervised stand-ins; release build. Numbers go in docs/benchmarks.md.
 bench-sandboxes:
@@ -56,6 +61,12 @@ bench-docker-sandboxes:
     cargo build --release -p switchboard
     python3 scripts/bench-docker-sandboxes.py
 
+# Kubernetes runtime benchmark: 20 sandboxes at once across two nodes, idle upkeep against
+# polling, cold start -> RUNNING, warm-pool claim; needs the test cluster (just kube-cluster up).
+bench-kube-sandboxes:
+    cargo build --release -p switchboard
+    python3 scripts/bench-kube-sandboxes.py
+
 # The main job with the Docker runtime: an app conversation in a container of the image, the
 # fake LLM, every event through the webhooks; delete removes the container and its volume.
 # Prints "e2e docker skipped" and succeeds without a daemon or the image. Run by CI with Docker.
@@ -65,6 +76,13 @@ e2e-docker:
 # Build the agent-server image for the Docker runtime (debootstrap + PyPI; minutes, cached).
 agent-server-image *args:
     scripts/agent-server-image.sh {{args}}
+
+# A two-node Kubernetes 1.20 on this machine for the Kubernetes runtime's tests (root; the first
+# `up` builds the binaries from Debian's source package, about 430 CPU-seconds, then cached):
+# `up [--with-image]`, `down [--purge]`, `kubeconfig`, `status`, `smoke`, `freeze NODE`,
+# `thaw NODE` (docs/kubernetes.md).
+kube-cluster *args:
+    scripts/kube-cluster.sh {{args}}
 # Live delivery benchmark: webhook-to-frame latency (1/100/1,000 subscribers, SQLite and two
 # PostgreSQL replicas), 10,000 idle sockets, a 100k-event replay.
 bench-live:

@@ -110,7 +110,8 @@ class Switchboard:
         self.proc = subprocess.Popen(
             [self.binary, "--data-dir", str(self.work / "data"), "serve", "--bind", self.bind,
              "--sandbox-specs", str(self.specs), "--sandbox-start-timeout", "240",
-             "--llm-model", "openai/fake-model", "--llm-base-url", self.llm_base]
+             "--llm-model", "openai/fake-model", "--llm-base-url", self.llm_base,
+             "--sandbox-url-form", "path"]
             + ([] if self.streams else ["--no-event-streams"]),
             stdout=subprocess.PIPE, stderr=open(self.work / "serve.log", "a"), text=True, env=env)
         for line in self.proc.stdout:

@@ -39,7 +39,7 @@ trap cleanup EXIT
 
 # serve NAME URL: starts a server, sets ADDR and PID
 serve() {
-  SWITCHBOARD_LOG=warn "$BIN" --data-dir "$WORK/data-$1" serve --bind 127.0.0.1:0 --database-url "$2" --max-subscribers 50000 --max-sockets-per-key 50000 \
+  SWITCHBOARD_LOG=warn "$BIN" --data-dir "$WORK/data-$1" serve --bind 127.0.0.1:0 --database-url "$2" --max-subscribers 50000 --max-sockets-per-member 50000 \
     >"$WORK/$1.out" 2>"$WORK/$1.err" &
   PID=$!; PIDS+=("$PID")
   for _ in $(seq 200); do grep -q listening "$WORK/$1.out" 2>/dev/null && break; sleep 0.1; done

@@ -141,7 +141,7 @@ TASK=$(curl -sS -X POST "$SWITCHBOARD/api/v1/app-conversations" -H "X-Access-Tok
 echo "$TASK" | jq -c '{id, status}'
 
 E2E_REPO="${E2E_REPO:-}" E2E_DATA_DIR="$WORK/data" E2E_SECRET="$E2E_SECRET" E2E_AGENT="$AGENT" "$PY" - "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" "$TIMEOUT" <<'PY'
-import json, os, sys, time, urllib.request
+import json, os, sys, time, urllib.parse, urllib.request
 base, key, task_id, timeout = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 deadline = time.time() + timeout
 def get(path):
@@ -160,11 +160,16 @@ while time.time() < deadline:
 if status != "READY":
     sys.exit(f"the start did not reach READY: {status}")
 cid = t["app_conversation_id"]
-# The sandbox is reached through Switchboard alone (issue 22): its agent server's URL is under
-# Switchboard's own address (the proxy, /sandboxes/{id}/agent_server), never the sandbox's own
-# port, and the API key is the credential (Switchboard presents the session key upstream).
-agent = t["agent_server_url"]
-if not agent.startswith(base + "/sandboxes/"):
+# The sandbox is reached through Switchboard alone (issue 22): its agent server's URL is
+# Switchboard's (by default a port of Switchboard's own on its host, `http://<host>:<port>`; or
+# under its address, /sandboxes/{id}/agent_server), and the API key is the credential: the
+# agent server itself takes only its session key, which Switchboard presents upstream, so the
+# read below succeeds only through Switchboard.
+agent = t["agent_server_url"].rstrip("/")
+base_host = urllib.parse.urlsplit(base).hostname
+shown = urllib.parse.urlsplit(agent)
+if not (agent.startswith(base + "/sandboxes/")
+        or (shown.hostname == base_host and shown.path in ("", "/"))):
     sys.exit(f"CHECK FAILED: the agent server URL {agent} is not Switchboard's ({base})")
 req = urllib.request.Request(f"{agent}/api/conversations/{cid.replace('-', '')}",
                              headers={"X-Access-Token": key})
@@ -222,12 +227,14 @@ if os.environ.get("E2E_REPO"):
     for e in page["items"]:
         if e.get("key") == "full_state":
             workdir = ((e.get("value") or {}).get("workspace") or {}).get("working_dir")
-    if not workdir:
-        # The agent server sends no full_state through the webhooks: the process runtime's
-        # layout, DATA_DIR/sandboxes/{sandbox id}/{conversation id, 32 hex}.
-        t = get(f"/api/v1/app-conversations/start-tasks?ids={task_id}")[0]
-        workdir = os.path.join(os.environ["E2E_DATA_DIR"], "sandboxes", t["sandbox_id"],
-                               cid.replace("-", ""))
+    # On the host: a confined process sandbox's /workspace is its directory's workspace/
+    # (DATA_DIR/sandboxes/{sandbox id}/workspace); the agent server may send no full_state
+    # through the webhooks, and then the start's directory is /workspace/project.
+    t = get(f"/api/v1/app-conversations/start-tasks?ids={task_id}")[0]
+    sandbox_dir = os.path.join(os.environ["E2E_DATA_DIR"], "sandboxes", t["sandbox_id"])
+    workdir = workdir or "/workspace/project"
+    if workdir == "/workspace" or workdir.startswith("/workspace/"):
+        workdir = os.path.join(sandbox_dir, "workspace", workdir[len("/workspace/"):])
     if open(os.path.join(workdir, "README")).read() != "work\n":
         sys.exit("CHECK FAILED: the branch `work` is not checked out in " + workdir)
     if open(os.path.join(workdir, "setup-ran")).read() != "set-up\n":

@@ -17,17 +17,18 @@
 # prints "e2e skipped: no Python 3.12+ on this machine" and exits 0.
 #
 # It also installs the SDK's client workspace (openhands-workspace 1.58.2) into $SDK_VENV for the
-# catch-up tests, and the OpenHands CLI (openhands 1.16.0) into $CLI_VENV for the one-address
-# test.
+# catch-up tests, the OpenHands CLI (openhands 1.16.0) into $CLI_VENV for the one-address and
+# login tests, and OpenHands' automation service (openhands-automation 1.26.0) into
+# $AUTOMATION_VENV for the automation test.
 #
 # Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SDK_VENV [${TMPDIR:-/tmp}/openhands-workspace-venv],
-# CLI_VENV [${TMPDIR:-/tmp}/openhands-cli-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
+# CLI_VENV [${TMPDIR:-/tmp}/openhands-cli-venv], AUTOMATION_VENV [${TMPDIR:-/tmp}/openhands-automation-venv], SWITCHBOARD_BIN [the release build], E2E_HARNESS, TIMEOUT [180] (passed to the
 # harness), E2E_MAIN=0 (skip the main job), KEEP_WORK=1 (keep the temporary folder: database, logs, captured files).
 # Then, unless E2E_MAIN=0, it runs the main job (scripts/e2e-main.sh, `just e2e-main`) with the
 # same binary and venv: Switchboard starts the agent server as a sandbox, an app conversation
 # runs twice, is listed, paused and resumed, and deleted (about 20 s of agent-server start-up).
 # `scripts/e2e.sh sandbox` runs the sandbox mode instead (scripts/e2e-sandbox.sh): Switchboard
-# starts the agent server itself. `scripts/e2e.sh prepare` only installs the three venvs and
+# starts the agent server itself. `scripts/e2e.sh prepare` only installs the four venvs and
 # exits (CI runs it in the background while it compiles).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -97,8 +98,20 @@ if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$CLI_VENV/bin/openhands" 
     openhands==1.16.0
 fi
 
+# ---------------------------------------------------------------- the automation service
+# The automation test (bins/switchboard/tests/automation_service.rs) runs OpenHands' automation
+# service with Switchboard as its backend; it finds this venv through
+# switchboard_testkit::automation_service_python. Its own venv: it pins SDK 1.58.1.
+AUTOMATION_VENV="${AUTOMATION_VENV:-${TMPDIR:-/tmp}/openhands-automation-venv}"
+if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$AUTOMATION_VENV/bin/uvicorn" ]; then
+  log "installing the automation service (openhands-automation 1.26.0) into $AUTOMATION_VENV"
+  "$PY312" -m venv "$AUTOMATION_VENV"
+  "$VENV/bin/uv" pip install -q --python "$AUTOMATION_VENV/bin/python" --override "$VENV/overrides.txt" \
+    openhands-automation==1.26.0
+fi
+
 if [ "${1:-}" = prepare ]; then
-  log "venvs ready: $VENV $SDK_VENV $CLI_VENV"
+  log "venvs ready: $VENV $SDK_VENV $CLI_VENV $AUTOMATION_VENV"
   exit 0
 fi
 

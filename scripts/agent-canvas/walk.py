@@ -12,6 +12,8 @@ Steps, each asserted:
   llm-key   the member saves their LLM (model, base URL, API key) with the request the client's
             LLM page sends (`POST /api/v1/settings`, `agent_settings_diff.llm`), from the page:
             the client starts nothing before a key is saved;   [with --llm-model]
+            without it (a server whose operator provides the LLM), the member's settings must
+            already say an LLM is set: the home page shows no "isn't set up" warning;
   start     "say hello" typed on the home page and sent starts a conversation: the browser
             lands on `/conversations/{id}`, whose page shows the agent's reply (the fake
             LLM's closing message) and a finished state;       [--skip-start to leave out]
@@ -255,6 +257,10 @@ class Walk:
         if not self.check(box.count() > 0 or self.wait_for(box), "the home page has a chat input"):
             self.shot(page, "2-home")
             return None
+        if not self.args.llm_model:
+            # No key entered: the LLM a start would use (the operator's) is the member's.
+            unset = page.get_by_text(re.compile(r"LLM isn.t set up")).count()
+            self.check(unset == 0, "no \"LLM isn't set up\" warning without a key entered")
         box.click()
         page.keyboard.type("say hello")
         self.shot(page, "2-home-typed")

@@ -5,7 +5,10 @@ the sandbox's agent server, and deletes the sandbox as it leaves its `with` bloc
 does). Just before leaving, it reads the agent server's own event search: every event the agent
 server persisted, which Switchboard must then hold (issue 19).
 
-Prints one JSON line: {"sandbox_id", "conversation_id", "agent_event_ids": [...in order...]}.
+The workspace keeps the SDK's default `working_dir`, `/workspace/project` (issue 31).
+
+Prints one JSON line: {"sandbox_id", "conversation_id", "agent_event_ids": [...in order...],
+"working_dir", "execution_status", "written": [pwd, content of sdk.txt written there]}.
 
 Usage: sdk_cloud_workspace.py SWITCHBOARD_URL API_KEY LLM_BASE_URL [MESSAGE]
 Run with the Python of a venv holding openhands-workspace==1.58.2 and openhands-tools==1.58.2
@@ -59,24 +62,26 @@ def main():
         cloud_api_url=url, cloud_api_key=api_key, init_timeout=240
     ) as workspace:
         sandbox_id = workspace._sandbox_id
-        # A process sandbox has no /workspace (the SDK's default): the agent works in the
-        # sandbox's own directory, as Switchboard's start pipeline does.
-        home = workspace.execute_command("pwd").stdout.strip()
-        try:
-            workspace.working_dir = home
-        except Exception:  # a frozen model
-            object.__setattr__(workspace, "working_dir", home)
+        # The SDK's own default working_dir (/workspace/project), as every OpenHands client.
         conversation = Conversation(agent=agent, workspace=workspace)
         conversation.send_message(message)
         conversation.run()
         conversation_id = str(conversation.id)
         ids = agent_event_ids(workspace.host, workspace.api_key, conversation_id)
+        state = str(conversation.state.execution_status.value)
+        # Where the agent works, as the agent server says, and a file written there.
+        written = workspace.execute_command(
+            "echo from-sdk > sdk.txt && pwd && cat sdk.txt", cwd=workspace.working_dir
+        )
     print(
         json.dumps(
             {
                 "sandbox_id": sandbox_id,
                 "conversation_id": conversation_id,
                 "agent_event_ids": ids,
+                "working_dir": workspace.working_dir,
+                "execution_status": state,
+                "written": written.stdout.strip().splitlines(),
             }
         ),
         flush=True,

@@ -32,13 +32,7 @@ def main():
     ) as workspace:
         llm = workspace.get_llm(num_retries=0)
         secrets = workspace.get_secrets()
-        # A process sandbox has no /workspace (the SDK's default): the agent works in the
-        # sandbox's own directory.
-        home = workspace.execute_command("pwd").stdout.strip()
-        try:
-            workspace.working_dir = home
-        except Exception:  # a frozen model
-            object.__setattr__(workspace, "working_dir", home)
+        # The SDK's default working_dir, /workspace/project (issue 31).
         agent = Agent(llm=llm, tools=[Tool(name="terminal")])
         conversation = Conversation(agent=agent, workspace=workspace)
         conversation.update_secrets(secrets)

@@ -237,14 +237,23 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub max_subscribers: usize,
-    /// Websockets one API key may hold at once on this process (issue 18, Quotas); one more is closed with 1013, so one key never takes every socket.
+    /// Websockets one member (user) may hold at once on this process, whatever API keys they use: Switchboard's own sockets up to this many, and proxied sockets to sandboxes up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one member never takes every socket, also by minting keys (issue 33). `--max-sockets-per-key` is its former name.
     #[arg(
         long,
-        env = "SWITCHBOARD_MAX_SOCKETS_PER_KEY",
-        default_value_t = switchboard_api::live::DEFAULT_MAX_SOCKETS_PER_KEY,
+        alias = "max-sockets-per-key",
+        env = "SWITCHBOARD_MAX_SOCKETS_PER_MEMBER",
+        default_value_t = switchboard_api::live::DEFAULT_MAX_SOCKETS_PER_MEMBER,
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
-    pub max_sockets_per_key: usize,
+    pub max_sockets_per_member: usize,
+    /// The most live API keys (not revoked, not expired) one member may hold through `POST /api/keys`; one more is 409 until they revoke one (issue 33: minting keys must not multiply what a member may hold).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_API_KEYS_PER_MEMBER",
+        default_value_t = switchboard_domain::services::DEFAULT_MAX_API_KEYS_PER_MEMBER,
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub max_api_keys_per_member: usize,
     /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. `https://app.example.com`; none by default).
     #[arg(
         long = "cors-allowed-origin",
@@ -253,9 +262,8 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub cors_allowed_origin: Vec<String>,
-    /// Host-based routing of the sandbox proxy, for clients that need a service at the root of a host (the SDK's OpenHandsCloudWorkspace): a host name with {id} and {service}, e.g. `{id}-{service}.sandboxes.example.com` (a wildcard DNS record must point at Switchboard); URLs are then shown as `<scheme>://<host>[:<port>]` of the public URL. Default: path-based only (`<public-url>/sandboxes/{id}/{service}`).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_HOST_PATTERN", value_name = "PATTERN", value_parser = parse_host_pattern)]
-    pub sandbox_host_pattern: Option<switchboard_api::sandbox_proxy::hosts::HostPattern>,
+    #[command(flatten)]
+    pub urls: crate::sandbox_urls::SandboxUrlArgs,
     /// The largest request body the sandbox proxy forwards, bytes (as the API's routes: 1 MiB); larger is 413.
     #[arg(
         long,
@@ -297,6 +305,8 @@ pub struct ServeArgs {
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
+    #[command(flatten)]
+    pub service: crate::service_key::ServiceKeyArgs,
 }
 
 // The LLM of started conversations (issue 10; docs/API.md, App conversations: start).
@@ -425,7 +435,7 @@ pub struct SandboxArgs {
     #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64")]
     pub sandbox_log_max_mib: u64,
     // Issue 18 (docs/API.md, "What a sandbox can reach").
-    /// How process sandboxes are confined: bwrap (each in namespaces of its own, seeing only the system read-only and its own directory; as a user of its own when Switchboard runs as root) or none (single-user: sandboxes run as Switchboard's user and can read its data; warned at every start).
+    /// How process sandboxes are confined: bwrap (each in namespaces of its own, seeing only the system read-only and its own directory, whose workspace/ it also sees at /workspace; as a user of its own when Switchboard runs as root) or none (single-user: sandboxes run as Switchboard's user and can read its data; warned at every start; no /workspace: a conversation start with a working_dir under /workspace is refused with 422, pass the sandbox's DATA_DIR/sandboxes/ID/workspace/project instead).
     #[arg(
         long,
         env = "SWITCHBOARD_PROCESS_ISOLATION",
@@ -444,21 +454,23 @@ pub struct SandboxArgs {
     pub git_provider_urls: Vec<(String, String)>,
     #[command(flatten)]
     pub docker: DockerArgs,
+    #[command(flatten)]
+    pub kube: crate::cli_kube::KubeArgs,
 }
 
 // Which sandbox specs there are (`serve` and `specs pull`).
 #[derive(Args, Clone)]
 pub struct SpecArgs {
-    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` a container of `--agent-server-image`).
+    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` or `kubernetes` a container of `--agent-server-image`).
     #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS")]
     pub sandbox_specs: Option<PathBuf>,
     /// The agent server command of the built-in process spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
     #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND")]
     pub agent_server_command: Option<String>,
-    /// The runtime of specs that name none: process or docker.
+    /// The runtime of specs that name none: process, docker or kubernetes.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process")]
     pub sandbox_runtime: String,
-    /// The image of the built-in Docker spec (with `--sandbox-runtime docker` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
+    /// The image of the built-in container spec (with `--sandbox-runtime docker` or `kubernetes` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
     #[arg(
         long,
         env = "SWITCHBOARD_AGENT_SERVER_IMAGE",
@@ -568,15 +580,9 @@ pub enum ProcessIsolation {
     /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
     /// a user of its own.
     Bwrap,
-    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only).
+    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only);
+    /// they have no `/workspace` of their own (docs/API.md, issue 31).
     None,
-}
-
-/// `--sandbox-host-pattern`.
-fn parse_host_pattern(
-    s: &str,
-) -> Result<switchboard_api::sandbox_proxy::hosts::HostPattern, String> {
-    switchboard_api::sandbox_proxy::hosts::HostPattern::parse(s)
 }
 
 /// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.

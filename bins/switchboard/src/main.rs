@@ -7,18 +7,23 @@
 //! stdout; errors go to stderr with a non-zero exit.
 
 mod cli;
+mod cli_kube;
 mod commands;
 mod docker;
 mod isolation;
+mod kube;
 mod open_files;
 mod output;
 mod replica;
 mod rotate_key;
+mod sandbox_urls;
 mod sandboxes;
 mod secret_key;
 mod serve;
+mod service_key;
 mod specs;
 mod supervisor;
+mod url_listeners;
 
 use clap::Parser;
 

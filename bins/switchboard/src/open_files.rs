@@ -26,6 +26,11 @@
 //!   still get a connection. A proxied exchange takes one of these (its client's) and one
 //!   of the proxy's share (its sandbox's).
 //!
+//! - **the port form's listeners and connections** (issue 31, `--sandbox-url-form port`):
+//!   a fifth of the connections ([`URL_PORT_DIVISOR`]), taken from them before the websocket
+//!   cap is derived; every sandbox port's listener and every connection it accepted holds one
+//!   ([`crate::url_listeners`]).
+//!
 //! A cap the operator set lower is kept; a higher one is lowered and the log says so.
 
 use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
@@ -44,6 +49,8 @@ pub const MAX_SANDBOX_RESERVE: u64 = 4096;
 pub const PROXY_DIVISOR: u64 = 3;
 /// The least number of upstream sockets the proxy gets.
 pub const MIN_PROXY_SOCKETS: u64 = 8;
+/// The port form's share of the connections: one in this many.
+pub const URL_PORT_DIVISOR: u64 = 5;
 /// The share of connections kept from websockets: one in this many.
 pub const HEADROOM_DIVISOR: u64 = 10;
 /// The least number of connections kept from websockets.
@@ -121,6 +128,8 @@ pub struct FileBudget {
     pub relays: u64,
     /// Sockets of the sandbox proxy to sandboxes at once (`ProxyConfig::max_upstream_sockets`).
     pub proxy: u64,
+    /// The sandboxes' own listeners and their connections at once (0 without the port form).
+    pub url_ports: u64,
 }
 
 /// The database a budget reserves for.
@@ -183,7 +192,28 @@ impl FileBudget {
             subscribers,
             relays: sandboxes / 2,
             proxy,
+            url_ports: 0,
         })
+    }
+
+    /// The same budget with the port form's share ([`URL_PORT_DIVISOR`] of the connections)
+    /// taken from the connections of `workers` workers, and the websocket cap derived again;
+    /// never below the least websockets and headroom a budget must leave (the share is then
+    /// smaller, possibly 0: every sandbox URL stays in the path form).
+    pub fn with_url_ports(mut self, workers: u64) -> FileBudget {
+        let spare = self
+            .connections
+            .saturating_sub(MIN_HEADROOM + MIN_SUBSCRIBERS);
+        let share = (self.connections / URL_PORT_DIVISOR).min(spare);
+        self.connections -= share;
+        self.connections_per_worker = self
+            .connections
+            .div_ceil(workers.max(1))
+            .min(ACTIX_MAX_CONNECTIONS_PER_WORKER);
+        let headroom = (self.connections / HEADROOM_DIVISOR).max(MIN_HEADROOM);
+        self.subscribers = self.connections.saturating_sub(headroom);
+        self.url_ports = share;
+        self
     }
 }
 
@@ -237,8 +267,11 @@ pub fn budget(
         switchboard_storage::BackendKind::Postgres => PoolKind::Postgres,
     };
     let pool = u64::from(store.pool_usage().max_size);
-    let b = FileBudget::plan(limit.effective(), limit.in_use, pool, kind, workers as u64)
+    let mut b = FileBudget::plan(limit.effective(), limit.in_use, pool, kind, workers as u64)
         .map_err(anyhow::Error::msg)?;
+    if args.urls.form()? == switchboard_api::sandbox_proxy::url_ports::UrlForm::Port {
+        b = b.with_url_ports(workers as u64);
+    }
     let subscribers = (args.max_subscribers as u64).min(b.subscribers);
     tracing::info!(
         limit = b.limit,
@@ -250,6 +283,7 @@ pub fn budget(
         max_subscribers = subscribers,
         max_relays = b.relays,
         max_proxy_sockets = b.proxy,
+        max_url_port_descriptors = b.url_ports,
         "open files: caps derived from the limit"
     );
     if (args.max_subscribers as u64) > b.subscribers {
@@ -260,11 +294,11 @@ pub fn budget(
             "--max-subscribers lowered to what the open-files limit leaves for websockets; raise the hard limit to serve more"
         );
     }
-    if args.max_sockets_per_key as u64 >= subscribers {
+    if args.max_sockets_per_member as u64 >= subscribers {
         tracing::warn!(
-            max_sockets_per_key = args.max_sockets_per_key,
+            max_sockets_per_member = args.max_sockets_per_member,
             max_subscribers = subscribers,
-            "--max-sockets-per-key is not below the websocket cap: one key can take every socket"
+            "--max-sockets-per-member is not below the websocket cap: one member can take every socket"
         );
     }
     Ok(b)
@@ -288,6 +322,21 @@ mod tests {
         // Everything adds up to the limit at most.
         assert!(b.process + b.database + b.sandboxes + b.proxy + b.connections <= 1024);
         assert!(b.subscribers + MIN_HEADROOM <= b.connections);
+    }
+
+    #[test]
+    fn the_port_form_takes_a_fifth_of_the_connections() {
+        let b = FileBudget::plan(1024, 10, 8, PoolKind::Sqlite, 2).unwrap();
+        let p = b.with_url_ports(2);
+        assert_eq!(p.url_ports, b.connections / URL_PORT_DIVISOR);
+        assert_eq!(p.connections + p.url_ports, b.connections);
+        assert_eq!(p.connections_per_worker, p.connections.div_ceil(2));
+        assert!(p.subscribers + MIN_HEADROOM <= p.connections);
+        // A budget at its least keeps its websockets; the share shrinks instead.
+        let least = FileBudget::plan(300, 10, 8, PoolKind::Sqlite, 2).unwrap();
+        let p = least.with_url_ports(2);
+        assert!(p.subscribers >= MIN_SUBSCRIBERS, "{p:?}");
+        assert_eq!(p.connections + p.url_ports, least.connections);
     }
 
     #[test]

@@ -19,11 +19,15 @@ use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
 use switchboard_sandbox::docker::upkeep::{
     OrphanSweeper, docker_images, image_pull_job, orphan_sweep_job,
 };
-use switchboard_sandbox::{HttpAgentServerClient, ProcessRuntime, WsEventStreams};
+use switchboard_sandbox::kubernetes::upkeep::orphan_sweep_job as kube_orphan_sweep_job;
+use switchboard_sandbox::{
+    HttpAgentServerClient, KubernetesRuntime, ProcessRuntime, WsEventStreams,
+};
 
 use crate::cli::SandboxArgs;
 use crate::docker::{self, DockerWiring};
 use crate::isolation;
+use crate::kube;
 use crate::secret_key;
 use crate::specs::load_specs;
 use crate::supervisor::Wakes;
@@ -45,6 +49,8 @@ pub struct Configured {
     pub docker_images: Vec<String>,
     /// The process runtime and the cap on its sandboxes' logs in bytes, when capped.
     pub log_cap: Option<LogCap>,
+    /// The Kubernetes runtime, when a spec runs on it.
+    pub kube: Option<Arc<KubernetesRuntime>>,
 }
 
 /// A cap on process sandboxes' log files (`--sandbox-log-max-mib`), kept by a job.
@@ -147,6 +153,17 @@ pub fn configure(
     } else {
         None
     };
+    let kube = if kube::wanted(&specs, &args.specs.sandbox_runtime) {
+        let installation = kube::installation_id(&args.kube, &sealer);
+        let runtime = kube::connect(
+            &args.kube,
+            kube::config(&args.kube, installation, &public_url),
+        )?;
+        runtimes = runtimes.with(runtime.clone());
+        Some(runtime)
+    } else {
+        None
+    };
     let event_streams: Option<Arc<dyn AgentEventStreams>> = if args.no_event_streams {
         None
     } else {
@@ -186,21 +203,31 @@ pub fn configure(
         docker,
         docker_images,
         log_cap,
+        kube,
     })
 }
 
 /// The sandbox jobs: the sandbox service's (launcher, reconciler, warm pool when `warm`,
 /// cleanup of deleted sandboxes), the cap on process sandboxes' logs (when set) and, with the
 /// Docker runtime, the pull of missing images and the sweep of containers no record names
-/// (after `orphan_grace`).
+/// (after `orphan_grace`); with the Kubernetes runtime, the sweep of its pods, claims and
+/// secrets no record names (after its own grace).
 pub fn jobs(
     services: &Switchboard,
     warm: bool,
     docker: Option<(&DockerWiring, Vec<String>)>,
     orphan_grace: Duration,
     log_cap: Option<LogCap>,
+    kube: Option<(Arc<KubernetesRuntime>, Duration)>,
 ) -> Vec<Job> {
     let mut jobs = Vec::new();
+    if let Some((runtime, grace)) = kube {
+        jobs.push(kube_orphan_sweep_job(
+            runtime,
+            grace,
+            services.sandboxes().clone(),
+        ));
+    }
     if let Some(cap) = log_cap {
         jobs.push(cap.runtime.log_cap_job(cap.max_bytes));
     }

@@ -77,16 +77,15 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let files = crate::open_files::budget(&open_files, &store, workers, &args)?;
+    let url_ports = crate::url_listeners::Plan::new(
+        &args.urls,
+        addr,
+        built.gateway_listener.as_ref(),
+        &files,
+        workers,
+    )?;
     let mut state = app_state(&args, &store, built.services.clone(), &files)
-        .with_proxy(switchboard_api::sandbox_proxy::ProxyConfig {
-            public_url: Some(crate::sandboxes::public_url(&args.sandboxes, addr)),
-            host_pattern: args.sandbox_host_pattern.clone(),
-            max_body: args.proxy_max_body_bytes,
-            read_timeout: Duration::from_secs(args.proxy_read_timeout),
-            ws_queue: args.proxy_ws_queue,
-            max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
-            ..Default::default()
-        })
+        .with_proxy(proxy_config(&args, addr, &files, &url_ports))
         .with_cors_origins(args.cors_allowed_origin.clone());
     state = client_facing(state, &args);
     state.metrics = metrics;
@@ -100,6 +99,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         gateway_listener,
         ..
     } = built;
+    let port_state = state.clone();
     actix_web::rt::System::new().block_on(async move {
         let mut server = actix_web::HttpServer::new(move || create_app(state.clone()))
             .workers(workers)
@@ -139,10 +139,13 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         for job in store.jobs().into_iter().chain(jobs) {
             supervisor.add(job, &wakes);
         }
+        let url_listeners = url_ports.start(port_state, &store, &mut supervisor, &wakes);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
         live.shutdown();
+        // The sandboxes' own ports close with the main listener.
+        url_listeners.iter().for_each(|l| l.close_all());
         for t in [listener_task, settings_task].into_iter().flatten() {
             t.abort();
         }
@@ -170,7 +173,11 @@ fn build(
         addr,
         Arc::new(metrics.clone()),
         &wakes,
-        db.files_to_hide(&args.llm),
+        {
+            let mut hide = db.files_to_hide(&args.llm);
+            hide.extend(args.service.service_api_key_file.iter().cloned());
+            hide
+        },
     )?;
     let managed = configured.managed;
     // Containers on Docker's bridge reach the host only through the bridge gateway.
@@ -194,11 +201,15 @@ fn build(
         lease: Duration::from_secs(args.llm.start_claim_lease),
         workers: usize::try_from(args.llm.start_workers).unwrap_or(1),
     };
-    let services = Switchboard::new(store.clone())
+    let mut services = Switchboard::new(store.clone())
         .with_managed_sandboxes(managed)
         .with_llm(args.llm.config()?)
         .with_start_timeouts(timeouts)
-        .with_start_claims(claims);
+        .with_start_claims(claims)
+        .with_max_api_keys_per_member(args.max_api_keys_per_member);
+    if let Some(key) = args.service.load()? {
+        services = services.with_service_key(key);
+    }
     let jobs = sandboxes::jobs(
         &services,
         warm,
@@ -208,6 +219,12 @@ fn build(
             .map(|d| (d, configured.docker_images.clone())),
         Duration::from_secs(args.sandboxes.docker.docker_orphan_grace),
         configured.log_cap,
+        configured.kube.map(|k| {
+            (
+                k,
+                Duration::from_secs(args.sandboxes.kube.kube_orphan_grace),
+            )
+        }),
     )
     .into_iter()
     .chain(services.conversation_start().jobs())
@@ -218,6 +235,28 @@ fn build(
         wakes,
         gateway_listener,
     })
+}
+
+/// The sandbox proxy's configuration from the flags, the bound address, the open-files
+/// budget and the URL plan.
+fn proxy_config(
+    args: &ServeArgs,
+    addr: std::net::SocketAddr,
+    files: &FileBudget,
+    urls: &crate::url_listeners::Plan,
+) -> switchboard_api::sandbox_proxy::ProxyConfig {
+    switchboard_api::sandbox_proxy::ProxyConfig {
+        public_url: Some(crate::sandboxes::public_url(&args.sandboxes, addr)),
+        host_pattern: args.urls.sandbox_host_pattern.clone(),
+        url_form: urls.form,
+        bound_ports: urls.bound.clone(),
+        max_body: args.proxy_max_body_bytes,
+        read_timeout: Duration::from_secs(args.proxy_read_timeout),
+        ws_queue: args.proxy_ws_queue,
+        max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
+        max_sockets_per_member: args.max_sockets_per_member,
+        ..Default::default()
+    }
 }
 
 /// What a start does once: start tasks cut off by this replica's previous run (or whose
@@ -274,7 +313,7 @@ fn app_state(
         .with_rate_limits(args.rate_limits())
         .with_live(switchboard_api::live::LiveConfig {
             max_subscribers: args.max_subscribers.min(files.subscribers as usize),
-            max_sockets_per_key: args.max_sockets_per_key,
+            max_sockets_per_member: args.max_sockets_per_member,
             max_relays: files.relays as usize,
             ..Default::default()
         })

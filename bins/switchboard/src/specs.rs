@@ -31,7 +31,9 @@ pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
             let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
             Ok((specs, name))
         }
-        None if args.sandbox_runtime == DOCKER_RUNTIME => {
+        None if args.sandbox_runtime == DOCKER_RUNTIME
+            || args.sandbox_runtime == switchboard_sandbox::kubernetes::RUNTIME_NAME =>
+        {
             let spec = docker_preset(&args.agent_server_image, now).map_err(anyhow::Error::msg)?;
             Ok((vec![spec], "--agent-server-image".to_owned()))
         }

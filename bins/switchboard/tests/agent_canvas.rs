@@ -6,6 +6,9 @@
 //! connected, "say hello" sent from the home page opens a conversation that shows the agent's
 //! reply and finishes, a reload keeps it, the settings, LLM, secrets and profiles pages load —
 //! and records every request the page made with its status (docs/API.md, The browser walk).
+//! The server's operator provides the LLM (`--llm-*`): on SQLite the member still saves a key
+//! of their own from the LLM page first; on PostgreSQL they enter none and start at once, on
+//! the operator's LLM that their settings show (issue 31).
 //!
 //! Needs what `scripts/agent-canvas/setup.sh` installs (chromium, the playwright venv, the
 //! client package) and the real agent server (`scripts/e2e.sh`); without one of them it says
@@ -174,14 +177,14 @@ fn walk(p: &Prerequisites, backend: Backend) {
     for path in NOT_SWITCHBOARDS {
         walk.args(["--allow-missing", path]);
     }
-    if start {
+    if start && backend == Backend::Sqlite {
         walk.args([
             "--llm-model",
             "openai/fake-model",
             "--llm-base-url",
             &llm_base,
         ]);
-    } else {
+    } else if !start {
         eprintln!(
             "{backend}: the start step is left out: no real agent server (scripts/e2e.sh installs it)"
         );

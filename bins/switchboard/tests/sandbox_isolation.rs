@@ -237,29 +237,7 @@ fn tenancy() -> Tenancy {
         .as_str()
         .unwrap()
         .to_owned();
-    let user = cli_json(&db, &["users", "create", "--email", "member@example.com"]);
-    let member_id = str_of(&user, "user_id").to_owned();
-    cli_json(
-        &db,
-        &[
-            "members",
-            "add",
-            "--org-id",
-            &org,
-            "--user-id",
-            &member_id,
-            "--role",
-            "member",
-        ],
-    );
-    let member = str_of(
-        &cli_json(
-            &db,
-            &["keys", "create", "--user-id", &member_id, "--org-id", &org],
-        ),
-        "api_key",
-    )
-    .to_owned();
+    let (_, member) = add_member(&db, &org, "member@example.com", "member");
 
     Tenancy {
         data,
@@ -353,12 +331,17 @@ fn does_its_job(t: &Tenancy, attacker: &str, url: &str, key: &str) {
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(done["status"], "READY", "{done}");
-    let work = format!(
-        "{data_dir}/sandboxes/{attacker}/{}",
-        done["app_conversation_id"]
-            .as_str()
-            .unwrap()
-            .replace('-', "")
+    // A start into a sandbox that already ran: a folder of its own in the sandbox's project
+    // directory (issue 31), which is its directory's workspace/project on the host.
+    let hex = done["app_conversation_id"]
+        .as_str()
+        .unwrap()
+        .replace('-', "");
+    let work = format!("/workspace/project/{hex}");
+    let on_host = format!("{data_dir}/sandboxes/{attacker}/workspace/project/{hex}/README");
+    assert!(
+        std::fs::read_to_string(&on_host).is_ok_and(|r| r.contains("main")),
+        "{on_host}"
     );
     let (code, out) = run(&format!(
         "cd '{work}' && cat README && printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_it(self):\\n        self.assertEqual(2 * 2, 4)\\n' > test_it.py && python3 -m unittest -q test_it && echo tested"

@@ -51,6 +51,10 @@ pub enum ApiError {
     /// proxy): 503 with `Retry-After`; the API itself goes on.
     #[error("Too many connections to sandboxes, retry later")]
     ProxySocketsExhausted,
+    /// The caller already holds `--max-sockets-per-member` proxied websockets (issue 33):
+    /// 503 with `Retry-After`, others go on.
+    #[error("Too many connections to sandboxes for this member, retry later")]
+    MemberSocketsExhausted,
     /// A sandbox's service did not answer within the proxy's read timeout: 504.
     #[error("The sandbox's service did not answer in time")]
     UpstreamTimeout,
@@ -87,12 +91,15 @@ impl ApiError {
                     | D::ApiKeyRevoked
                     | D::SessionKeyRequired
                     | D::InvalidSessionKey
-                    | D::SandboxNotRunning => StatusCode::UNAUTHORIZED,
+                    | D::SandboxNotRunning
+                    | D::ServiceKeyRequired
+                    | D::InvalidServiceKey => StatusCode::UNAUTHORIZED,
                     D::KeyNotAuthorizedForOrg
                     | D::NotAMember
                     | D::PermissionDenied(_)
                     | D::MissingPermission(_)
-                    | D::SessionKeyMismatch => StatusCode::FORBIDDEN,
+                    | D::SessionKeyMismatch
+                    | D::Forbidden(_) => StatusCode::FORBIDDEN,
                     D::OrgNotFound
                     | D::UserNotFound
                     | D::ApiKeyNotFound
@@ -104,7 +111,9 @@ impl ApiError {
                     | D::SandboxNotRunnable(_)
                     | D::SandboxNotReachable(_)
                     | D::SandboxQuotaExceeded(_) => StatusCode::CONFLICT,
-                    D::SandboxesDisabled | D::SecretsUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+                    D::SandboxesDisabled | D::SecretsUnavailable | D::ServiceAuthNotConfigured => {
+                        StatusCode::SERVICE_UNAVAILABLE
+                    }
                     D::StaleSettings { .. } | D::AlreadyExists(_) => StatusCode::CONFLICT,
                     D::DuplicateMarketplaceNames(_) | D::BadStartRequest(_) | D::BadRequest(_) => {
                         StatusCode::BAD_REQUEST
@@ -115,7 +124,7 @@ impl ApiError {
                     D::ConversationSandboxMissing => StatusCode::GONE,
                     D::ConversationSandboxUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     D::ConversationSandboxNotManaged => StatusCode::CONFLICT,
-                    D::AgentServerFailed(_) => StatusCode::BAD_GATEWAY,
+                    D::AgentServerFailed(_) | D::ListenerNotSandbox(_) => StatusCode::BAD_GATEWAY,
                     D::Conflict(_) => StatusCode::CONFLICT,
                     D::TooManyPendingMessages => StatusCode::TOO_MANY_REQUESTS,
                 };
@@ -126,6 +135,7 @@ impl ApiError {
                             d,
                             D::SandboxesDisabled
                                 | D::SecretsUnavailable
+                                | D::ServiceAuthNotConfigured
                                 | D::ConversationSandboxUnavailable(_)
                         ) =>
                     {
@@ -139,7 +149,9 @@ impl ApiError {
             ApiError::PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, self.to_string()),
             ApiError::BadBody(_) => (StatusCode::BAD_REQUEST, self.to_string()),
             ApiError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, self.to_string()),
-            ApiError::BodiesInFlight | ApiError::ProxySocketsExhausted => {
+            ApiError::BodiesInFlight
+            | ApiError::ProxySocketsExhausted
+            | ApiError::MemberSocketsExhausted => {
                 (StatusCode::SERVICE_UNAVAILABLE, self.to_string())
             }
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string()),
@@ -173,7 +185,9 @@ impl ResponseError for ApiError {
             ApiError::BodyTimeout => {
                 resp.force_close();
             }
-            ApiError::BodiesInFlight | ApiError::ProxySocketsExhausted => {
+            ApiError::BodiesInFlight
+            | ApiError::ProxySocketsExhausted
+            | ApiError::MemberSocketsExhausted => {
                 resp.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
             }
             ApiError::RateLimited { retry_after_secs } => {

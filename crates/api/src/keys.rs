@@ -8,6 +8,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::dto::{
     ApiKeyCreated, ApiKeyList, ApiKeyRevoked, CurrentKeyResponse, ErrorDetail, HTTPValidationError,
+    LlmApiKeyResponse,
 };
 use crate::error::ApiResult;
 use crate::extract::{Caller, RawBody, path_uuid};
@@ -18,6 +19,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(create_api_key)
         .service(list_api_keys)
         .service(current_api_key)
+        .service(byor_llm_key)
         .service(revoke_api_key);
 }
 
@@ -31,6 +33,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         (status = 200, body = ApiKeyCreated),
         BodyErrors,
         ApiKeyErrors,
+        (status = 409, description = "The caller already holds `--max-api-keys-per-member` live keys (default 100): revoke one first", body = ErrorDetail),
         (status = 422, description = "Bad name or an expiry in the past", body = HTTPValidationError),
     ))]
 #[post("/api/keys")]
@@ -100,6 +103,31 @@ pub async fn current_api_key(
         user_id: key.user_id.0,
         auth_type: "api_key".into(),
     }))
+}
+
+/// The caller's own LLM key in the effective organization (OpenHands' BYOR key, which its CLI's
+/// `openhands login` reads before the settings): the active profile's, else the settings';
+/// `{"key": null}` when they stored none. Never the organization's or the operator's key.
+#[utoipa::path(tag = "Keys",
+    params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses((status = 200, body = LlmApiKeyResponse), ApiKeyErrors))]
+#[get("/api/keys/llm/byor")]
+pub async fn byor_llm_key(
+    state: web::Data<AppState>,
+    caller: Caller,
+) -> ApiResult<web::Json<LlmApiKeyResponse>> {
+    let key = caller
+        .run(state, |s, ctx| {
+            let key = s
+                .services
+                .user_settings()
+                .own_llm_key(ctx.org.id, ctx.principal.user_id)?;
+            tracing::info!(user = %ctx.principal.user_id, org = %ctx.org.id, found = key.is_some(), "the user's own LLM key was read (byor)");
+            Ok(key)
+        })
+        .await?;
+    Ok(web::Json(LlmApiKeyResponse { key }))
 }
 
 /// Revokes one of the caller's keys (`manage_api_keys`); another user's key is 404.

@@ -15,7 +15,7 @@ use crate::web_client::WebClient;
 use crate::{
     agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
     org_defaults, org_profiles, org_settings, organizations, sandbox_secrets, sandbox_specs,
-    sandboxes, server_details, skills, user_secrets, user_settings, users, webhooks,
+    sandboxes, server_details, service_keys, skills, user_secrets, user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -24,6 +24,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     server_details::configure(cfg);
     org_settings::configure(cfg);
     keys::configure(cfg);
+    service_keys::configure(cfg);
     users::configure(cfg);
     organizations::configure(cfg);
     org_defaults::configure(cfg);

@@ -25,7 +25,10 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// `agent_settings` (with `llm.api_key` always null and MCP credentials masked),
 /// `conversation_settings`, `llm_profiles` (no keys), the app preferences, and
 /// `llm_api_key_set`, `search_api_key_set`, `provider_tokens_set`. The defaults when nothing
-/// was stored (OpenHands answers 404 then).
+/// was stored (OpenHands answers 404 then). The LLM shown (`agent_settings.llm.model` and
+/// `base_url`, `llm_api_key_set`) is the one a start would use: the caller's own, else the
+/// organization's default, else the operator's; the additive `llm_source` says whose
+/// (`user`, `organization`, `operator`, or null).
 #[utoipa::path(tag = "Settings",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
@@ -36,9 +39,7 @@ pub async fn load_settings(
     caller: Caller,
 ) -> ApiResult<web::Json<Value>> {
     let settings = caller
-        .run(state, |s, ctx| {
-            Ok(s.services.user_settings().settings(&ctx)?)
-        })
+        .run(state, |s, ctx| Ok(s.services.member_settings(&ctx)?))
         .await?;
     Ok(web::Json(settings))
 }

@@ -47,7 +47,7 @@ pub async fn users_me(
         .run(state, move |s, ctx| {
             let expose = query.flag("expose_secrets")?.unwrap_or(false);
             let me = s.services.users().me(&ctx)?;
-            let mut info = s.services.user_settings().settings(&ctx)?;
+            let mut info = s.services.member_settings(&ctx)?;
             if expose {
                 let sandbox = s
                     .services

@@ -1,6 +1,6 @@
 //! App conversations whose sandboxes Switchboard runs (the stand-in agent server, real
 //! processes), on both backends: the view while `RUNNING` and `PAUSED` (URL, key, run
-//! state), send-message forwarded to the agent server (which records it) and a paused sandbox
+//! state: the last reported in both), send-message forwarded to the agent server (which records it) and a paused sandbox
 //! resumed first, delete on the agent server then in the database (exactly one
 //! conversation's rows) then the sandbox once unused, and the 404/410/422/502/503 paths.
 
@@ -201,7 +201,8 @@ async fn send_message_and_views(backend: Backend) {
     assert_one_error(&got, &json!(["path", "conversation_id"]), "uuid_parsing");
     assert_eq!(received(&url).await.len(), 2, "{backend}");
 
-    // PAUSED: no URL, key or run state; a message resumes it first, then is forwarded.
+    // PAUSED: no URL or key, the last run state reported (issue 31); a message resumes it
+    // first, then is forwarded.
     let (status, _) = app
         .call(
             Method::POST,
@@ -219,7 +220,12 @@ async fn send_message_and_views(backend: Backend) {
             &v["conversation_url"],
             &v["execution_status"]
         ),
-        (&json!("PAUSED"), &Value::Null, &Value::Null, &Value::Null),
+        (
+            &json!("PAUSED"),
+            &Value::Null,
+            &Value::Null,
+            &json!("running")
+        ),
         "{backend}"
     );
     let (status, body) = send(&app, &owner, &c, hello("after pause")).await;

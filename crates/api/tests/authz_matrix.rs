@@ -218,6 +218,13 @@ fn rows() -> Vec<Row> {
         row(Method::POST, "/api/organizations/app", Some(r#"{"registered_marketplaces":[]}"#), K::None, Api,
             same([200, 200, 403, 200, 200, 200, 401, 401, 401, 401, 401])),
         row(Method::GET, "/api/keys", None, K::None, Api, ok_for_users),
+        // Issue 31: the caller's own LLM key (any member, their own only).
+        row(Method::GET, "/api/keys/llm/byor", None, K::None, Api, ok_for_users),
+        // The service routes take the service key only (this server has none: 503 whatever
+        // else is presented); their health needs nothing.
+        row(Method::POST, "/api/service/users/5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f/orgs/5d6e7f80-9a0b-4c1d-8e2f-3a4b5c6d7e8f/api-keys",
+            Some(r#"{"name":"automation"}"#), K::None, Api, same([503; 11])),
+        row(Method::GET, "/api/service/health", None, K::None, Api, same([200; 11])),
         // Issue 25. Agent profiles are each user's own, in the effective organization.
         row(Method::GET, "/api/agent-profiles", None, K::None, Api, ok_for_users),
         row(Method::POST, "/api/agent-profiles/m", Some(r#"{"llm_profile_ref":"x"}"#), K::None, Api,

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 /// Routes that need no key and so declare no 401/422.
-const OPERATIONAL: [&str; 7] = [
+const OPERATIONAL: [&str; 8] = [
     "/health",
     "/ready",
     "/metrics",
@@ -20,6 +20,7 @@ const OPERATIONAL: [&str; 7] = [
     "/alive",
     "/server_info",
     "/api/v1/web-client/config",
+    "/api/service/health",
 ];
 /// The sandbox proxy's path (issue 22): any method, any body, the service's answers.
 const PROXY: &str = "/sandboxes/{sandbox_id}/{service}/{path}";
@@ -139,7 +140,14 @@ async fn document_matches_routes(backend: Backend) {
         // The sandbox-scoped secrets (issue 21) take the session key alone.
         let session_only =
             path.starts_with("/api/v1/webhooks/") || path.contains("/settings/secrets");
-        if session_only {
+        if path.starts_with("/api/service/users/") {
+            // Issue 31: a trusted service's routes take the service key alone.
+            assert_eq!(
+                op["security"],
+                json!([{"ServiceKeyHeader": []}]),
+                "{method} {path}"
+            );
+        } else if session_only {
             assert_eq!(
                 op["security"],
                 json!([{"SessionKeyHeader": []}]),
@@ -319,8 +327,13 @@ fn personal_route(method: &str, path: &str) -> Option<(String, u16, Option<&'sta
         .replace("{secret_name}", "ROUTE_CHECK")
         .replace("{org_id}", &uuid::Uuid::new_v4().to_string())
         .replace("{user_id}", &uuid::Uuid::new_v4().to_string())
-        .replace("{profile_id}", "route-check");
+        .replace("{profile_id}", "route-check")
+        .replace("{key_name}", "route-check");
     let (status, message) = match (method, path) {
+        // Issue 31: this server has no service key.
+        (_, p) if p.starts_with("/api/service/users/") => {
+            (503, Some("Service authentication not configured"))
+        }
         (_, p) if p.contains("/settings/secrets") => {
             (401, Some("X-Session-API-Key header is required"))
         }

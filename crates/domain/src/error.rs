@@ -183,6 +183,10 @@ pub enum DomainError {
         "Sandbox is {0}: its services are reachable only while it is RUNNING (resume it with POST /api/v1/sandboxes/{{id}}/resume)"
     )]
     SandboxNotReachable(crate::sandboxes::runtime::SandboxStatus),
+    /// Switchboard did not send to a sandbox's agent server or exposed service because what
+    /// listens there is not that sandbox, or nothing does (issue 33; 502 with this text).
+    #[error("Switchboard did not reach the sandbox: {0}")]
+    ListenerNotSandbox(String),
     /// The agent server failed a call (reference app-server §5.2: 502); the text names what
     /// failed, never a key.
     #[error("The agent server failed: {0}")]
@@ -196,6 +200,20 @@ pub enum DomainError {
     /// messages queued already (OpenHands: 429).
     #[error("Too many pending messages. Maximum 10 messages per conversation.")]
     TooManyPendingMessages,
+    /// A service route (`/api/service/...`) on a server without `--service-api-key-file`
+    /// (OpenHands' answer without `AUTOMATIONS_SERVICE_KEY`: 503 with this text).
+    #[error("Service authentication not configured")]
+    ServiceAuthNotConfigured,
+    /// A service route without `X-Service-API-Key` (401).
+    #[error("X-Service-API-Key header is required")]
+    ServiceKeyRequired,
+    /// A service route with a wrong `X-Service-API-Key` (401).
+    #[error("Invalid service API key")]
+    InvalidServiceKey,
+    /// Refused for a reason the text gives (403), where OpenHands answers its own words
+    /// (a service key minted for a user outside the organization).
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 impl From<ValidationError> for DomainError {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use switchboard_model::{Event, EventBody, EventKind, LocItem, Source, ValidationError};
 use time::OffsetDateTime;
 
-use crate::conversations::ExecutionStatus;
+use crate::conversations::{ExecutionStatus, RunDetails};
 use crate::cursor::{Keyset, instant_field, parse_instant_field};
 use crate::time_input::truncate_micros;
 use crate::validation;
@@ -160,6 +160,16 @@ pub fn status_effect(event: &Event) -> Option<ExecutionStatus> {
     }
 }
 
+/// The LLM model and metrics an event reports (API.md, "What a conversation keeps after its
+/// sandbox"): a `ConversationStateUpdateEvent` with key `stats` or `full_state`
+/// ([`RunDetails::of_state_update`]); any other event nothing.
+pub fn details_effect(event: &Event) -> RunDetails {
+    match &event.body {
+        EventBody::ConversationStateUpdateEvent(u) => RunDetails::of_state_update(&u.key, &u.value),
+        _ => RunDetails::default(),
+    }
+}
+
 /// A webhook batch ready to store.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedBatch {
@@ -167,6 +177,9 @@ pub struct PreparedBatch {
     pub events: Vec<NewEvent>,
     /// The run state the batch leaves, if it implies one.
     pub status: Option<ExecutionStatus>,
+    /// The LLM model and metrics the batch leaves, as far as it reports them (each its last
+    /// report in the batch).
+    pub details: RunDetails,
 }
 
 /// Validates a webhook batch (a JSON array of events) and prepares it for storage: the whole
@@ -186,6 +199,7 @@ pub fn prepare_batch(body: &str) -> Result<PreparedBatch, ValidationError> {
     })?;
     let mut out = Vec::with_capacity(events.len());
     let mut status = None;
+    let mut details = RunDetails::default();
     for (i, event) in events.iter().enumerate() {
         if event.kind() == EventKind::StreamingDeltaEvent {
             continue;
@@ -202,6 +216,7 @@ pub fn prepare_batch(body: &str) -> Result<PreparedBatch, ValidationError> {
         if let Some(s) = status_effect(event) {
             status = Some(s);
         }
+        details = details.then(details_effect(event));
         out.push(NewEvent {
             event_id: event.id.clone(),
             kind: event.kind(),
@@ -214,6 +229,7 @@ pub fn prepare_batch(body: &str) -> Result<PreparedBatch, ValidationError> {
     Ok(PreparedBatch {
         events: out,
         status,
+        details,
     })
 }
 
@@ -261,7 +277,7 @@ mod tests {
             {"id":"d","timestamp":"2026-11-21T09:00:01","content":"x","kind":"StreamingDeltaEvent"},
             {"id":"b","timestamp":"2026-11-21T09:00:02.5Z","source":"environment","code":"X","detail":"y","kind":"ConversationErrorEvent"}
         ]"#;
-        let PreparedBatch { events, status } = prepare_batch(body).unwrap();
+        let PreparedBatch { events, status, .. } = prepare_batch(body).unwrap();
         assert_eq!(
             events
                 .iter()
@@ -280,5 +296,42 @@ mod tests {
         let e = prepare_batch(nul).unwrap_err();
         assert_eq!(e.loc, [LocItem::from("body"), 1.into(), "id".into()]);
         assert_eq!(e.error_type.as_str(), "string_pattern_mismatch");
+    }
+
+    #[test]
+    fn batches_report_the_last_model_and_metrics() {
+        let stats = |prompt: u64| {
+            format!(
+                r#"{{"usage_to_metrics":{{"agent":{{"accumulated_cost":0.5,"accumulated_token_usage":{{"prompt_tokens":{prompt}}}}}}}}}"#
+            )
+        };
+        let update = |id: &str, key: &str, value: &str| {
+            format!(
+                r#"{{"id":"{id}","timestamp":"2026-11-29T07:00:00","kind":"ConversationStateUpdateEvent","key":"{key}","value":{value}}}"#
+            )
+        };
+        let body = format!(
+            "[{},{},{}]",
+            update(
+                "a",
+                "full_state",
+                &format!(
+                    r#"{{"agent":{{"llm":{{"model":"m1"}}}},"stats":{}}}"#,
+                    stats(1)
+                )
+            ),
+            update("b", "stats", &stats(7)),
+            update("c", "stats", "[\"\"]"),
+        );
+        let batch = prepare_batch(&body).unwrap();
+        assert_eq!(batch.details.llm_model.as_deref(), Some("m1"));
+        let m: Value = serde_json::from_str(batch.details.metrics.as_deref().unwrap()).unwrap();
+        assert_eq!(m["accumulated_token_usage"]["prompt_tokens"], 7);
+        let none = prepare_batch(&format!(
+            "[{}]",
+            update("d", "execution_status", "\"idle\"")
+        ))
+        .unwrap();
+        assert!(none.details.is_empty());
     }
 }

@@ -43,7 +43,7 @@ impl Role {
             | ManageApiKeys
             | ViewLlmSettings
             | ViewOrgSettings
-            | ManageAutomations => true,
+            | ViewAutomations => true,
             ManageIntegrationProviders
             | EditLlmSettings
             | ViewBilling
@@ -54,7 +54,8 @@ impl Role {
             | EditOrgSettings
             | ManageOrgClaims
             | ProvisionUser
-            | ViewOrgConversations => matches!(self, Role::Owner | Role::Admin),
+            | ViewOrgConversations
+            | ManageAutomations => matches!(self, Role::Owner | Role::Admin),
             ChangeUserRoleOwner | ChangeOrganizationName | DeleteOrganization => {
                 self == Role::Owner
             }
@@ -140,7 +141,11 @@ permissions! {
     CreateOrganization = "create_organization",
     /// Manage organization claims.
     ManageOrgClaims = "manage_org_claims",
-    /// Manage automations.
+    /// See the organization's automations and create, change and run one's own (the
+    /// automation service's `view_automations`; OpenHands gives it to every role).
+    ViewAutomations = "view_automations",
+    /// Change any automation of the organization, not only one's own (the automation
+    /// service's `manage_automations`; OpenHands gives it to owners and admins).
     ManageAutomations = "manage_automations",
     /// Provision users.
     ProvisionUser = "provision_user",
@@ -165,8 +170,15 @@ mod tests {
         let count = |r: Role| r.permissions().len();
         assert_eq!(
             (count(Role::Owner), count(Role::Admin), count(Role::Member)),
-            (22, 19, 8)
+            (23, 20, 8)
         );
+        // The automation service's two (OpenHands' current table): everyone sees automations
+        // and changes their own; owners and admins change anyone's.
+        for r in Role::ALL {
+            assert!(r.grants(Permission::ViewAutomations));
+        }
+        assert!(Role::Admin.grants(Permission::ManageAutomations));
+        assert!(!Role::Member.grants(Permission::ManageAutomations));
         for r in Role::ALL {
             assert!(r.grants(Permission::ManageApplicationSettings));
             assert!(!r.grants(Permission::CreateOrganization));

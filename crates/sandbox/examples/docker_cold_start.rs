@@ -41,6 +41,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             webhook_base_url: "http://host.docker.internal:9/api/v1/webhooks".into(),
             passthrough_env: Vec::new(),
             local_repositories: Vec::new(),
+            org_id: None,
+            owner_id: None,
         };
         let began = Instant::now();
         let handle = runtime.start(&launch)?;

@@ -24,19 +24,33 @@ pub const WEBHOOK_FLUSH_VAR: &str = "OH_WEBHOOKS_0_FLUSH_DELAY";
 pub const WEBHOOK_FAST_PATH: [(&str, &str); 2] =
     [(WEBHOOK_BUFFER_VAR, "1"), (WEBHOOK_FLUSH_VAR, "0.1")];
 
-/// The complete environment of a sandbox that exposes no service besides its agent server:
-/// [`environment_with`] and no service ports.
+/// The variable telling programs in a sandbox the port its agent server listens on inside
+/// the sandbox (`http://localhost:$AGENT_SERVER_PORT`): what the SDK's
+/// `OpenHandsCloudWorkspace(local_agent_server_mode=True)` 1.58.2 dials (default 60000, the
+/// port of OpenHands' remote runtime), as the automation service's runs do.
+pub const AGENT_SERVER_PORT_VAR: &str = "AGENT_SERVER_PORT";
+/// The variable naming the sandbox's own id (as the API shows it): what the same SDK mode
+/// reads to call `/api/v1/sandboxes/{id}/settings/…` for `get_llm()` and `get_secrets()`.
+pub const SANDBOX_ID_VAR: &str = "SANDBOX_ID";
+
+/// The complete environment of a sandbox that exposes no service besides its agent server,
+/// listening on `agent_port` inside the sandbox: [`environment_with`] and no service ports.
 ///
 /// # Errors
 /// As [`environment_with`].
-pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, RuntimeError> {
-    environment_with(launch, &[])
+pub fn environment(
+    launch: &LaunchSpec,
+    agent_port: u16,
+) -> Result<BTreeMap<String, String>, RuntimeError> {
+    environment_with(launch, agent_port, &[])
 }
 
 /// The complete environment of a sandbox, in order of precedence: the passthrough variables,
 /// overridden by the spec's `initial_env`, overridden by the session key, the webhook URL,
-/// the webhook's [`WEBHOOK_FAST_PATH`] settings (which a spec cannot change) and the ports
-/// the runtime gave its exposed services, `(service, port inside the sandbox)`
+/// the webhook's [`WEBHOOK_FAST_PATH`] settings (which a spec cannot change), the agent
+/// server's address inside the sandbox (`agent_port`: [`AGENT_SERVER_PORT_VAR`] and
+/// `AGENT_SERVER`, as OpenHands' Docker runtime names each exposed port; [`SANDBOX_ID_VAR`])
+/// and the ports the runtime gave its exposed services, `(service, port inside the sandbox)`
 /// ([`ExposedService::env`]: `WORKER_1=<port>`, `VSCODE` and `OH_VSCODE_PORT`; issue 22).
 ///
 /// # Errors
@@ -44,11 +58,14 @@ pub fn environment(launch: &LaunchSpec) -> Result<BTreeMap<String, String>, Runt
 /// a value with NUL.
 pub fn environment_with(
     launch: &LaunchSpec,
+    agent_port: u16,
     services: &[(ExposedService, u16)],
 ) -> Result<BTreeMap<String, String>, RuntimeError> {
-    let ports: Vec<(&str, String)> = services
-        .iter()
-        .flat_map(|(service, port)| service.env(*port))
+    let sandbox_id = launch.sandbox_id.to_string();
+    let ports: Vec<(&str, String)> = std::iter::once((ExposedService::AgentServer, agent_port))
+        .chain(services.iter().copied())
+        .flat_map(|(service, port)| service.env(port))
+        .chain([(SANDBOX_ID_VAR, sandbox_id)])
         .collect();
     let mut env = BTreeMap::new();
     let pairs = launch
@@ -176,24 +193,32 @@ mod tests {
                 .map(|(k, v)| ((*k).into(), (*v).into()))
                 .collect(),
             local_repositories: Vec::new(),
+            org_id: None,
+            owner_id: None,
         }
     }
 
     #[test]
     fn spec_wins_over_passthrough_and_the_key_wins_over_both() {
-        let env = environment(&launch(
+        let spec = launch(
             &[
                 ("PATH", "/spec/bin"),
                 (SESSION_KEY_VAR, "forged"),
                 (WEBHOOK_BUFFER_VAR, "500"),
                 (WEBHOOK_FLUSH_VAR, "30"),
+                (AGENT_SERVER_PORT_VAR, "60000"),
+                (SANDBOX_ID_VAR, "forged"),
                 ("A", "1"),
             ],
             &[("PATH", "/usr/bin"), ("HOME", "/root")],
-        ))
-        .unwrap();
+        );
+        let env = environment(&spec, 41000).unwrap();
+        let id = spec.sandbox_id.to_string();
         let expected: BTreeMap<String, String> = [
             ("A", "1"),
+            ("AGENT_SERVER", "41000"),
+            (AGENT_SERVER_PORT_VAR, "41000"),
+            (SANDBOX_ID_VAR, id.as_str()),
             ("HOME", "/root"),
             (SESSION_KEY_VAR, "secret"),
             (WEBHOOK_URL_VAR, "http://127.0.0.1:9/api/v1/webhooks"),
@@ -207,6 +232,7 @@ mod tests {
         assert_eq!(env, expected);
         let with = environment_with(
             &launch(&[("WORKER_1", "1"), ("OH_VSCODE_PORT", "2")], &[]),
+            41000,
             &[
                 (ExposedService::Vscode, 40001),
                 (ExposedService::Worker1, 40002),
@@ -224,11 +250,11 @@ mod tests {
         );
         assert!(!with.contains_key("WORKER_2"));
         assert!(matches!(
-            environment(&launch(&[], &[("A=B", "1")])),
+            environment(&launch(&[], &[("A=B", "1")]), 1),
             Err(RuntimeError::InvalidSpec(_))
         ));
         assert!(matches!(
-            environment(&launch(&[("A", "x\0y")], &[])),
+            environment(&launch(&[("A", "x\0y")], &[]), 1),
             Err(RuntimeError::InvalidSpec(_))
         ));
     }

@@ -10,6 +10,9 @@
 //! - [`DockerRuntime`]: each sandbox a container of the spec's image, run by the Docker
 //!   Engine through `bollard`, labelled as this installation's, its agent server published on
 //!   loopback only (issue 12).
+//! - [`KubernetesRuntime`]: each sandbox a pod of the spec's image with a claim for its
+//!   workspace, placed by Kubernetes' scheduler on any node of a cluster, observed from
+//!   watch-fed caches (issue 32).
 //! - [`HttpAgentServerClient`]: the blocking HTTP client that probes agent servers
 //!   (`GET /alive`), starts and drives their conversations, and reads their conversations and
 //!   events back for the pull path ([`agent_events`], issue 19).
@@ -28,8 +31,11 @@ pub mod agent_workspace;
 pub mod confine;
 pub mod docker;
 pub mod event_streams;
+pub mod kubernetes;
 pub mod launch;
+pub mod listeners;
 pub mod logs;
+pub mod orphans;
 pub mod process;
 pub mod procfs;
 pub mod uids;
@@ -38,5 +44,6 @@ pub use agent_client::HttpAgentServerClient;
 pub use confine::{Bwrap, Isolation, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use event_streams::WsEventStreams;
+pub use kubernetes::{KubernetesConfig, KubernetesError, KubernetesRuntime};
 pub use process::{ProcessIdentity, ProcessRuntime};
 pub use uids::{DEFAULT_UID_RANGE, UidRange};

@@ -162,6 +162,7 @@ impl Ctx {
                     conversation: c.clone(),
                     events: batch.events,
                     status: batch.status,
+                    details: Default::default(),
                     now: OffsetDateTime::now_utc(),
                 })
                 .unwrap()

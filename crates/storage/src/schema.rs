@@ -114,6 +114,9 @@ diesel::table! {
         last_used_at -> Nullable<Timestamp>,
         /// Delete time (tombstone), UTC.
         deleted_at -> Nullable<Timestamp>,
+        /// The port of the sandbox's own listener (`--sandbox-url-ports`); NULL before one
+        /// is assigned and after delete.
+        url_port -> Nullable<BigInt>,
     }
 }
 
@@ -162,6 +165,9 @@ diesel::table! {
         metrics -> Nullable<Text>,
         /// How many events it has (the next event's position).
         event_count -> BigInt,
+        /// The tokens `metrics` counts (prompt + completion): later metrics replace them only
+        /// when they count at least as many.
+        metrics_tokens -> Nullable<BigInt>,
     }
 }
 
@@ -267,6 +273,18 @@ diesel::table! {
         old_updated_at -> Timestamp,
         /// `updated_at` after it, UTC.
         new_updated_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// The conversations deleted through the API, kept for 30 days: a webhook or listing
+    /// arriving after the delete never brings one back (migration
+    /// `2026-12-02-000001_conversation_tombstones`).
+    conversation_tombstones (id) {
+        /// The deleted conversation's UUID.
+        id -> Text,
+        /// When it was deleted, UTC.
+        deleted_at -> Timestamp,
     }
 }
 
@@ -422,6 +440,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     conversation_counts,
     start_task_counts,
     conversation_moves,
+    conversation_tombstones,
     user_settings,
     org_defaults,
     user_secrets,

@@ -52,6 +52,7 @@ fn run(backend: Backend) {
             conversation: theirs.clone(),
             events: batch(3, 0, 1),
             status: None,
+            details: Default::default(),
             now: OffsetDateTime::now_utc(),
         })
         .unwrap()
@@ -74,6 +75,7 @@ fn run(backend: Backend) {
                                 conversation: mine.clone(),
                                 events: batch(1 + w % 2, from, from + 5),
                                 status: Some(ExecutionStatus::Running),
+                                details: Default::default(),
                                 now: OffsetDateTime::now_utc(),
                             })
                             .unwrap()
@@ -87,6 +89,7 @@ fn run(backend: Backend) {
                         conversation: intruder,
                         events: batch(3, 100 + w, 101 + w),
                         status: None,
+                        details: Default::default(),
                         now: OffsetDateTime::now_utc(),
                     })
                     .unwrap();

@@ -76,6 +76,7 @@ fn the_log_stays_bounded_under_steady_reads_and_writes() {
                         conversation: conversation.clone(),
                         events: batch(next),
                         status: None,
+                        details: Default::default(),
                         now: OffsetDateTime::now_utc(),
                     })
                     .unwrap();

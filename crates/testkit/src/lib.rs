@@ -131,6 +131,23 @@ pub fn openhands_cli() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// A Python with OpenHands' automation service (`openhands-automation` 1.26.0 from PyPI, run
+/// as its README says: `uvicorn openhands.automation.app:app`), when this machine has one:
+/// `SWITCHBOARD_TEST_AUTOMATION_PYTHON`, else
+/// `${TMPDIR:-/tmp}/openhands-automation-venv/bin/python` (the venv `scripts/e2e.sh prepare`
+/// installs). `None`: the tests that need it say so and skip.
+pub fn automation_service_python() -> Option<PathBuf> {
+    let path = std::env::var_os("SWITCHBOARD_TEST_AUTOMATION_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            std::env::temp_dir()
+                .join("openhands-automation-venv")
+                .join("bin")
+                .join("python")
+        });
+    path.is_file().then_some(path)
+}
+
 /// The environment the real agent server gets in tests (as in `scripts/e2e-sandbox.sh`): no
 /// network fetch of LiteLLM's cost map, no banner, no VS Code, VNC or browser, tools loaded
 /// on use, unbuffered output, webhooks sent at once.

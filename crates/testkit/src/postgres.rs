@@ -136,7 +136,7 @@ fn throwaway_server() -> Result<String, String> {
     if let Some(url) = running_cluster(&std::env::temp_dir(), CLUSTER_DIR_PREFIX) {
         return Ok(url);
     }
-    start_cluster(CLUSTER_DIR_PREFIX).map(|cluster| cluster.url)
+    start_cluster(CLUSTER_DIR_PREFIX, &Listen::loopback()).map(|cluster| cluster.url)
 }
 
 /// The URL of a running throwaway cluster whose data directory is `<prefix><port>` in
@@ -149,14 +149,35 @@ fn running_cluster(parent: &Path, prefix: &str) -> Option<String> {
         if !entry.path().join("postmaster.pid").exists() {
             return None;
         }
-        let url = cluster_url(port);
+        let url = cluster_url(LOOPBACK, port);
         probe(&url).ok().map(|()| url)
     })
 }
 
-/// The maintenance URL of a throwaway cluster on `port`.
-fn cluster_url(port: u16) -> String {
-    format!("postgres://postgres@127.0.0.1:{port}/postgres")
+/// The address throwaway clusters listen on unless told otherwise.
+const LOOPBACK: &str = "127.0.0.1";
+
+/// The maintenance URL of a throwaway cluster on `address` and `port`.
+fn cluster_url(address: &str, port: u16) -> String {
+    format!("postgres://postgres@{address}:{port}/postgres")
+}
+
+/// Where a throwaway cluster listens, and the network it trusts beyond its own address.
+#[derive(Debug, Clone)]
+struct Listen {
+    /// The IPv4 address it listens on (and trusts, as `<address>/32`).
+    address: String,
+    /// Another IPv4 network (`10.88.0.0/15`) whose clients it trusts as any user.
+    trusted: Option<String>,
+}
+
+impl Listen {
+    fn loopback() -> Listen {
+        Listen {
+            address: LOOPBACK.to_owned(),
+            trusted: None,
+        }
+    }
 }
 
 /// A throwaway cluster started by [`start_cluster`].
@@ -170,6 +191,8 @@ struct Cluster {
     pg_ctl: PathBuf,
     /// Whether its programs run as user `postgres` through `runuser`.
     as_postgres: bool,
+    /// Where it listens.
+    listen: Listen,
 }
 
 impl Cluster {
@@ -202,7 +225,24 @@ impl OwnedCluster {
     /// # Errors
     /// No `initdb`/`pg_ctl`, or they failed (the message says which, with the server log).
     pub fn start() -> Result<OwnedCluster, String> {
-        let cluster = start_cluster("switchboard-owned-pg-")?;
+        Self::start_with(&Listen::loopback())
+    }
+
+    /// Creates and starts the cluster listening on the IPv4 `address` instead of 127.0.0.1,
+    /// trusting (no password, any user) clients from `address` and from the network
+    /// `trusted` (CIDR, e.g. `10.88.0.0/15`): for a server that pods of a test cluster reach.
+    ///
+    /// # Errors
+    /// As [`OwnedCluster::start`], and an address nothing may listen on.
+    pub fn start_on(address: &str, trusted: &str) -> Result<OwnedCluster, String> {
+        Self::start_with(&Listen {
+            address: address.to_owned(),
+            trusted: Some(trusted.to_owned()),
+        })
+    }
+
+    fn start_with(listen: &Listen) -> Result<OwnedCluster, String> {
+        let cluster = start_cluster("switchboard-owned-pg-", listen)?;
         let port = cluster
             .url
             .rsplit_once(':')
@@ -214,7 +254,7 @@ impl OwnedCluster {
         })
     }
 
-    /// Its maintenance database's URL (`postgres://postgres@127.0.0.1:PORT/postgres`).
+    /// Its maintenance database's URL (`postgres://postgres@ADDRESS:PORT/postgres`).
     pub fn url(&self) -> &str {
         &self.cluster().url
     }
@@ -249,7 +289,7 @@ impl OwnedCluster {
             .arg("-D")
             .arg(&c.dir)
             .arg("-o")
-            .arg(server_options(self.port, &c.dir))
+            .arg(server_options(&c.listen.address, self.port, &c.dir))
             .arg("-l")
             .arg(c.dir.join("server.log"))
             .args(["-w", "start"]);
@@ -271,22 +311,22 @@ impl Drop for OwnedCluster {
     }
 }
 
-/// The server options of a throwaway cluster on `port` with its socket in `dir`.
-fn server_options(port: u16, dir: &Path) -> String {
+/// The server options of a throwaway cluster on `address` and `port` with its socket in `dir`.
+fn server_options(address: &str, port: u16, dir: &Path) -> String {
     format!(
-        "-c listen_addresses=127.0.0.1 -p {port} -k {} -c fsync=off",
+        "-c listen_addresses={address} -p {port} -k {} -c fsync=off",
         dir.display()
     )
 }
 
-/// Starts a new cluster with `initdb` and `pg_ctl` on a free port of 127.0.0.1, with
+/// Starts a new cluster with `initdb` and `pg_ctl` on a free port of `listen`'s address, with
 /// its data directory `<prefix><port>` in the system temporary directory, trust
-/// authentication for user `postgres`, and `fsync` off.
-fn start_cluster(prefix: &str) -> Result<Cluster, String> {
+/// authentication for user `postgres` (and any user from `listen`'s networks), and `fsync` off.
+fn start_cluster(prefix: &str, listen: &Listen) -> Result<Cluster, String> {
     let bin = find_postgres_bin()
         .ok_or("initdb and pg_ctl were found neither on PATH nor in /usr/lib/postgresql/*/bin")?;
     let (initdb, pg_ctl) = (bin.join("initdb"), bin.join("pg_ctl"));
-    let port = free_port()?;
+    let port = free_port(&listen.address)?;
     let temp = std::env::temp_dir();
     let dir = temp.join(format!("{prefix}{port}"));
     match fs::remove_dir_all(&dir) {
@@ -317,8 +357,9 @@ fn start_cluster(prefix: &str) -> Result<Cluster, String> {
         "--no-sync",
     ]);
     run(init, "initdb")?;
+    trust_networks(&dir, listen)?;
 
-    let options = server_options(port, &dir);
+    let options = server_options(&listen.address, port, &dir);
     let mut start = pg_command(&pg_ctl, as_postgres);
     start
         .arg("-D")
@@ -333,14 +374,33 @@ fn start_cluster(prefix: &str) -> Result<Cluster, String> {
         return Err(format!("{e}; server log:\n{log}"));
     }
 
-    let url = cluster_url(port);
+    let url = cluster_url(&listen.address, port);
     probe(&url).map_err(|e| format!("the cluster in {} does not answer: {e}", dir.display()))?;
     Ok(Cluster {
         url,
         dir,
         pg_ctl,
         as_postgres,
+        listen: listen.clone(),
     })
+}
+
+/// Adds `listen`'s address and trusted network to the cluster's `pg_hba.conf` (initdb's
+/// trusts only loopback and the socket).
+fn trust_networks(dir: &Path, listen: &Listen) -> Result<(), String> {
+    if listen.address == LOOPBACK && listen.trusted.is_none() {
+        return Ok(());
+    }
+    let mut lines = format!("host all all {}/32 trust\n", listen.address);
+    if let Some(network) = &listen.trusted {
+        lines.push_str(&format!("host all all {network} trust\n"));
+    }
+    let hba = dir.join("pg_hba.conf");
+    fs::OpenOptions::new()
+        .append(true)
+        .open(&hba)
+        .and_then(|mut f| io::Write::write_all(&mut f, lines.as_bytes()))
+        .map_err(|e| format!("cannot extend {}: {e}", hba.display()))
 }
 
 /// A command running `program` directly, or as user `postgres` through `runuser`, from
@@ -410,9 +470,9 @@ fn is_executable(path: &Path) -> bool {
     fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
-/// A TCP port of 127.0.0.1 that nothing listened on a moment ago.
-fn free_port() -> Result<u16, String> {
-    TcpListener::bind("127.0.0.1:0")
+/// A TCP port of `address` that nothing listened on a moment ago.
+fn free_port(address: &str) -> Result<u16, String> {
+    TcpListener::bind((address, 0))
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
         .map_err(|e| format!("cannot find a free port: {e}"))
@@ -459,7 +519,7 @@ mod tests {
     #[test]
     fn throwaway_cluster_starts_and_answers() {
         let prefix = "switchboard-testkit-selftest-pg-";
-        let cluster = start_cluster(prefix).unwrap_or_else(|e| panic!("{e}"));
+        let cluster = start_cluster(prefix, &Listen::loopback()).unwrap_or_else(|e| panic!("{e}"));
         let found = running_cluster(&std::env::temp_dir(), prefix);
         let mut conn = establish(&cluster.url).unwrap();
         conn.batch_execute("SELECT 1").unwrap();

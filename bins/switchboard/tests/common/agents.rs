@@ -22,7 +22,12 @@ impl Drop for Killed {
 /// Starts the fake LLM (scripts/e2e/fake_llm.py) on a free loopback port and waits (20 s at
 /// most) until it listens. Returns the process, killed on drop, and its `/v1` base URL.
 pub fn fake_llm() -> (Killed, String) {
-    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+    fake_llm_on("127.0.0.1")
+}
+
+/// As [`fake_llm`], listening on `host` (e.g. the address pods of the test cluster reach).
+pub fn fake_llm_on(host: &str) -> (Killed, String) {
+    let port = std::net::TcpListener::bind((host, 0))
         .unwrap()
         .local_addr()
         .unwrap()
@@ -30,18 +35,18 @@ pub fn fake_llm() -> (Killed, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
     let child = Command::new(python())
         .arg(script)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--host", host, "--port", &port.to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("starting the fake LLM");
     let llm = Killed(child);
     let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while std::net::TcpStream::connect((host, port)).is_err() {
         assert!(Instant::now() < deadline, "the fake LLM did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }
-    (llm, format!("http://127.0.0.1:{port}/v1"))
+    (llm, format!("http://{host}:{port}/v1"))
 }
 
 /// Waits (6 minutes at most) until the warm pool holds a `RUNNING` sandbox

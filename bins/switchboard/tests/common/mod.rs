@@ -40,6 +40,9 @@ const SWITCHBOARD_ENV: &[&str] = &[
     "SWITCHBOARD_RATE_LIMIT_PER_KEY",
     "SWITCHBOARD_RATE_LIMIT_PER_IP",
     "SWITCHBOARD_LOG",
+    "SWITCHBOARD_SANDBOX_URL_FORM",
+    "SWITCHBOARD_SANDBOX_URL_PORTS",
+    "SWITCHBOARD_SANDBOX_HOST_PATTERN",
     "RUST_LOG",
     "SWITCHBOARD_PROCESS_ISOLATION",
     "SWITCHBOARD_SANDBOX_UID_RANGE",
@@ -175,6 +178,33 @@ pub fn cli_error(url: &str, args: &[&str]) -> String {
     expect_error(&cli(url, args))
 }
 
+/// A new user (`email`) made a member of organization `org` with `role` through the CLI on
+/// database `db`, and an API key of theirs for `org`: (user id, key).
+#[track_caller]
+pub fn add_member(db: &str, org: &str, email: &str, role: &str) -> (String, String) {
+    let user = cli_json(db, &["users", "create", "--email", email]);
+    let user_id = str_of(&user, "user_id").to_owned();
+    cli_json(
+        db,
+        &[
+            "members",
+            "add",
+            "--org-id",
+            org,
+            "--user-id",
+            &user_id,
+            "--role",
+            role,
+        ],
+    );
+    let key = cli_json(
+        db,
+        &["keys", "create", "--user-id", &user_id, "--org-id", org],
+    );
+    let key = str_of(&key, "api_key").to_owned();
+    (user_id, key)
+}
+
 /// The string at `key` of a JSON object.
 #[track_caller]
 pub fn str_of<'a>(obj: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
@@ -243,8 +273,33 @@ impl Server {
 
     /// As [`Server::spawn_under`], listening on `bind` (e.g. the port a previous server of the
     /// test had, which its sandboxes' webhooks still name).
+    ///
+    /// Sandbox URLs are shown in the path form (`--sandbox-url-form path`) unless `options`
+    /// name a URL flag: the helpers of these tests find a sandbox from its URL's path
+    /// ([`proxied_sandbox`]), and parallel servers would contend for one port range. The tests
+    /// of the URL forms use [`Server::spawn_as_readme`].
     #[track_caller]
     pub fn spawn_bound(
+        launcher: &[&str],
+        bind: &str,
+        url: &str,
+        options: ServeOptions<'_>,
+    ) -> Server {
+        let named = options
+            .args
+            .iter()
+            .any(|a| a.starts_with("--sandbox-url-") || *a == "--sandbox-host-pattern");
+        let mut options = options;
+        if !named {
+            options.args.extend(["--sandbox-url-form", "path"]);
+        }
+        Server::spawn_as_readme(launcher, bind, url, options)
+    }
+
+    /// As [`Server::spawn_bound`], with nothing added to `options`: the sandbox URLs in the
+    /// form the README's quick start gives them.
+    #[track_caller]
+    pub fn spawn_as_readme(
         launcher: &[&str],
         bind: &str,
         url: &str,

@@ -130,6 +130,10 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
         // The webhook's fast path (issue 19).
         "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1".to_owned(),
         "OH_WEBHOOKS_0_FLUSH_DELAY=0.1".to_owned(),
+        // The agent server's address inside (issue 31).
+        "AGENT_SERVER_PORT=8000".to_owned(),
+        "AGENT_SERVER=8000".to_owned(),
+        format!("SANDBOX_ID={id}"),
     ] {
         assert!(
             env.contains(&expected.as_str()),
@@ -158,6 +162,9 @@ fn a_container_starts_pauses_resumes_and_is_deleted() {
         "OH_WEBHOOKS_0_FLUSH_DELAY",
         "SPEC_VARIABLE",
         "SB_TEST_PASSED",
+        "AGENT_SERVER_PORT",
+        "AGENT_SERVER",
+        "SANDBOX_ID",
     ];
     for e in &env {
         let name = e.split('=').next().unwrap();

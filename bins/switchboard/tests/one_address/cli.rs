@@ -29,8 +29,50 @@ const TASK: &str = "Check the workspace, run: echo one-address-cli";
 /// 60 s, by load).
 const CLI_LIMIT: Duration = Duration::from_secs(300);
 
+/// A home directory for the OpenHands CLI, as after `openhands login`: the member's key in the
+/// CLI's own file (`$OPENHANDS_PERSISTENCE_DIR/cloud/api_key.txt`).
+pub(crate) struct CliHome {
+    pub(crate) home: TempDir,
+    pub(crate) persistence: std::path::PathBuf,
+}
+
+impl CliHome {
+    pub(crate) fn logged_in(key: &str) -> CliHome {
+        let home = TempDir::new();
+        let persistence = home.path().join(".openhands");
+        std::fs::create_dir_all(persistence.join("cloud")).unwrap();
+        std::fs::write(persistence.join("cloud/api_key.txt"), key).unwrap();
+        CliHome { home, persistence }
+    }
+
+    /// `program` in the namespace, in this home, with Switchboard at `address` as its cloud.
+    pub(crate) fn command(
+        &self,
+        ns: &Netns,
+        program: &Path,
+        address: &str,
+    ) -> std::process::Command {
+        let mut cmd = ns.command(program);
+        cmd.current_dir(self.home.path())
+            .env("HOME", self.home.path())
+            .env("OPENHANDS_PERSISTENCE_DIR", &self.persistence)
+            .env("OPENHANDS_CLOUD_URL", address)
+            .env("OPENHANDS_SUPPRESS_BANNER", "1")
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .env("NO_COLOR", "1")
+            .env("COLUMNS", "200")
+            .env_remove("http_proxy")
+            .env_remove("HTTP_PROXY")
+            .env("NO_PROXY", "*");
+        cmd
+    }
+}
+
 /// Runs `cmd` to its end, killing it after `limit`; (exit success, stdout, stderr).
-fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> (bool, String, String) {
+pub(crate) fn run_bounded(
+    mut cmd: std::process::Command,
+    limit: Duration,
+) -> (bool, String, String) {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -66,7 +108,7 @@ fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> (bool, String
 }
 
 /// `GET path` with the key, until `done` holds for the JSON answer (240 s).
-fn poll(server: &Server, key: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn poll(server: &Server, key: &str, path: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {
         let (code, body) = send_json(client().get(server.url(path)).header("X-Access-Token", key));
@@ -128,24 +170,9 @@ fn cli_through_switchboard_alone(backend: Backend, tag: u8) {
         "{backend}: Switchboard"
     );
     wait_warm(&server, backend);
-    // As after `openhands login`: the key in the CLI's own file.
-    let home = TempDir::new();
-    let persistence = home.path().join(".openhands");
-    std::fs::create_dir_all(persistence.join("cloud")).unwrap();
-    std::fs::write(persistence.join("cloud/api_key.txt"), &key).unwrap();
-    let mut cli = ns.command(&openhands);
-    cli.args(["cloud", "-t", TASK])
-        .current_dir(home.path())
-        .env("HOME", home.path())
-        .env("OPENHANDS_PERSISTENCE_DIR", &persistence)
-        .env("OPENHANDS_CLOUD_URL", &server.address)
-        .env("OPENHANDS_SUPPRESS_BANNER", "1")
-        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        .env("NO_COLOR", "1")
-        .env("COLUMNS", "200")
-        .env_remove("http_proxy")
-        .env_remove("HTTP_PROXY")
-        .env("NO_PROXY", "*");
+    let home = CliHome::logged_in(&key);
+    let mut cli = home.command(&ns, Path::new(&openhands), &server.address);
+    cli.args(["cloud", "-t", TASK]);
     let (ok, stdout, stderr) = run_bounded(cli, CLI_LIMIT);
     assert!(
         ok,

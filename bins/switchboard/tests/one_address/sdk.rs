@@ -1,6 +1,7 @@
 //! The SDK's `OpenHandsCloudWorkspace` (openhands-workspace 1.58.2, unchanged) in the
 //! namespace: it starts a sandbox, runs a conversation with the terminal tool and the fake
-//! LLM, and reads the agent server's events back, all through Switchboard's URL.
+//! LLM in its default `working_dir` (`/workspace/project`), and reads the agent server's
+//! events back, all through Switchboard's URL.
 //!
 //! `OpenHandsCloudWorkspace` needs its agent server at the root of a host (it asserts that
 //! httpx's base URL equals the URL it was given, which httpx breaks for a URL with a path), so
@@ -132,6 +133,15 @@ fn sdk_through_switchboard_alone(backend: Backend, tag: u8) {
         .unwrap_or_else(|e| panic!("{e}: {stdout}"));
     let ids = v["agent_event_ids"].as_array().unwrap();
     assert!(ids.len() >= 8, "{backend}: a short run: {v}");
+    // With the SDK's own default working_dir, in the confined sandbox's /workspace
+    // (issue 31): the conversation finished, and a file was written there.
+    assert_eq!(v["working_dir"], "/workspace/project", "{backend}: {v}");
+    assert_eq!(v["execution_status"], "finished", "{backend}: {v}");
+    assert_eq!(
+        v["written"],
+        serde_json::json!(["/workspace/project", "from-sdk"]),
+        "{backend}: {v}"
+    );
     // The conversation ran: its events are Switchboard's too (delivered by the webhooks to
     // the bound address).
     let conv = v["conversation_id"].as_str().unwrap().replace('-', "");

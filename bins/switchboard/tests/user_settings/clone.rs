@@ -151,12 +151,27 @@ fn start(r: &Rig, key: &str, sandbox: &str, extra: Value) -> Value {
 /// Checks the workspace of `task`'s conversation: the repository at `branch`, no token in its
 /// configuration, remote URL or the environment, the credential directory gone.
 fn check_workspace(url: &str, session: &str, task: &Value, branch: &str, origin: &str) {
-    let home = sh(url, session, "pwd");
     let conv = task["app_conversation_id"]
         .as_str()
         .unwrap()
         .replace('-', "");
-    let ws = format!("{}/{conv}", home.trim());
+    // A start into a named sandbox works in a folder of its own below the sandbox's project
+    // directory (issue 31), as the agent server was told.
+    let info: Value = client()
+        .get(format!(
+            "{}/api/conversations/{conv}",
+            direct_agent_url(url)
+        ))
+        .header("X-Session-API-Key", session)
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let ws = info["workspace"]["working_dir"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(ws.ends_with(&format!("workspace/project/{conv}")), "{ws}");
     let in_ws = |c: &str| sh(url, session, &format!("cd '{ws}' && {c}"));
     assert_eq!(in_ws("cat README").trim(), branch);
     assert_eq!(in_ws("git rev-parse --abbrev-ref HEAD").trim(), branch);

@@ -6,7 +6,8 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::clone::{GITLAB_HOST, GitServer};
 use crate::common::{
-    ServeOptions, Server, TempDir, cli_json, client, python, str_of, wait_sandbox_status,
+    ServeOptions, Server, TempDir, add_member, cli_json, client, python, str_of,
+    wait_sandbox_status,
 };
 
 pub const LLM_KEY: &str = "sk-user-Hq7Zp3Lw9Xv2Nc5Rt8Kd";
@@ -112,32 +113,7 @@ pub fn rig(backend: Backend) -> Rig {
         .unwrap()
         .to_owned();
     let url = db.url().to_owned();
-    let member_id = str_of(
-        &cli_json(&url, &["users", "create", "--email", "member@example.com"]),
-        "user_id",
-    )
-    .to_owned();
-    cli_json(
-        &url,
-        &[
-            "members",
-            "add",
-            "--org-id",
-            &org,
-            "--user-id",
-            &member_id,
-            "--role",
-            "member",
-        ],
-    );
-    let member = str_of(
-        &cli_json(
-            &url,
-            &["keys", "create", "--user-id", &member_id, "--org-id", &org],
-        ),
-        "api_key",
-    )
-    .to_owned();
+    let (_, member) = add_member(&url, &org, "member@example.com", "member");
     let other = cli_json(
         &url,
         &[

@@ -6,10 +6,23 @@ use switchboard_testkit::Backend;
 use crate::rig::{LLM_KEY, MCP_KEY, PROFILE_KEY, Rig, SEARCH_KEY};
 
 pub fn settings_profiles_and_validation(r: &Rig, backend: Backend) {
-    // Defaults before anything is stored.
+    // Defaults before anything is stored; the LLM a start would use is the operator's (issue
+    // 31), its key never shown.
     let (code, s) = r.get("/api/v1/settings", &r.owner);
     assert_eq!(code, 200, "{backend}: {s}");
-    assert_eq!(s["llm_api_key_set"], false);
+    assert_eq!(
+        (
+            &s["llm_api_key_set"],
+            &s["llm_source"],
+            &s["agent_settings"]["llm"]["model"]
+        ),
+        (
+            &json!(true),
+            &json!("operator"),
+            &json!("openai/operator-model")
+        ),
+        "{backend}"
+    );
     assert_eq!(s["conversation_settings"]["max_iterations"], 500);
     assert_eq!(s["sandbox_grouping_strategy"], "NO_GROUPING");
     let (code, body) = r.post(
@@ -110,10 +123,16 @@ pub fn settings_profiles_and_validation(r: &Rig, backend: Backend) {
             "{path}"
         );
     }
-    // Another member sees their own (none), not the owner's.
+    // Another member sees their own (none: the operator's LLM, issue 31), not the owner's.
     let (_, theirs) = r.get("/api/v1/settings", &r.member);
-    assert_eq!(theirs["llm_api_key_set"], false, "{backend}");
-    assert_eq!(theirs["agent_settings"]["llm"]["model"], Value::Null);
+    assert_eq!(
+        (
+            &theirs["llm_source"],
+            &theirs["agent_settings"]["llm"]["model"]
+        ),
+        (&json!("operator"), &json!("openai/operator-model")),
+        "{backend}"
+    );
 
     // Profiles.
     let (code, p) = r.post(

@@ -54,29 +54,7 @@ fn others(rig: &Rig, db: &str) -> Others {
         .as_str()
         .unwrap()
         .to_owned();
-    let user = cli_json(db, &["users", "create", "--email", "member@example.com"]);
-    let member_id = str_of(&user, "user_id").to_owned();
-    cli_json(
-        db,
-        &[
-            "members",
-            "add",
-            "--org-id",
-            &org,
-            "--user-id",
-            &member_id,
-            "--role",
-            "member",
-        ],
-    );
-    let member = str_of(
-        &cli_json(
-            db,
-            &["keys", "create", "--user-id", &member_id, "--org-id", &org],
-        ),
-        "api_key",
-    )
-    .to_owned();
+    let (_, member) = add_member(db, &org, "member@example.com", "member");
     let other = cli_json(
         db,
         &[
@@ -264,8 +242,38 @@ fn workspace_routes(backend: Backend) {
         assert_eq!(status, 404, "{backend}");
     }
 
+    // OpenHands' project directory, as every confined sandbox sees its own (issue 31); the
+    // files are in the sandbox's directory on the host.
     let ws = workspace_dir(&agent, &conv);
+    assert_eq!(ws, "/workspace/project", "{backend}");
+    // Programs in the sandbox find the real agent server at localhost:$AGENT_SERVER_PORT
+    // (the port it listens on; the agent server passes the variable on to its commands).
+    let inside = bash(
+        &agent,
+        "echo $AGENT_SERVER_PORT; curl -fsS -o /dev/null -w '%{http_code}' \
+         \"http://localhost:$AGENT_SERVER_PORT/alive\"",
+    );
+    let port = agent.url.rsplit(':').next().unwrap().trim_end_matches('/');
+    assert_eq!(
+        inside.lines().collect::<Vec<_>>(),
+        [port, "200"],
+        "{backend}: {inside}"
+    );
     let big_sha = fill(&agent, &ws);
+    let on_host = std::path::Path::new(&rig.data_dir)
+        .join("sandboxes")
+        .join(
+            uuid::Uuid::parse_str(&agent.sandbox)
+                .unwrap()
+                .hyphenated()
+                .to_string(),
+        )
+        .join("workspace/project/PLAN.md");
+    assert_eq!(
+        std::fs::read_to_string(&on_host).unwrap(),
+        "changed plan",
+        "{backend}"
+    );
     reads(&rig, &conv, &ws, &big_sha);
     escapes(&rig, &conv, &ws);
     for key in [&others.member, &others.stranger] {
@@ -315,6 +323,11 @@ fn reads(rig: &Rig, conv: &str, ws: &str, big_sha: &str) {
         file(""),
         (200, json!("changed plan")),
         "the default is PLAN.md"
+    );
+    assert_eq!(
+        file("file_path="),
+        (200, json!("changed plan")),
+        "an empty file_path is the default"
     );
     assert_eq!(file("file_path=nothing-here.txt"), (200, json!("")));
     assert_eq!(file("file_path=sub").0, 400);

@@ -56,12 +56,12 @@ fn required(query: &QueryPairs, name: &str) -> Result<String, ApiError> {
 #[utoipa::path(tag = "App conversations",
     params(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
-        ("file_path" = inline(Option<TextParam>), Query, description = "The file: absolute inside the conversation's workspace, or relative to it (default PLAN.md)"),
+        ("file_path" = inline(Option<TextParam>), Query, description = "The file: absolute inside the conversation's workspace, or relative to it (default PLAN.md, also when empty)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "The file's text (\"\" when there is no such file)", body = String),
+        (status = 200, description = "The file's text (\"\" when there is no such file)", body = String, content_type = "application/json"),
         (status = 400, description = "A path outside the workspace (.., elsewhere, a symbolic link out) or not a file", body = ErrorDetail),
         (status = 404, description = "Unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
         (status = 409, description = "The sandbox is not RUNNING (MISSING or deleted included), or not run by Switchboard", body = ErrorDetail),
@@ -79,7 +79,8 @@ pub async fn read_file(
     let read = caller
         .run(state, move |s, ctx| {
             let id = conversation_id(&raw)?;
-            let file_path = text(&query, "file_path")?;
+            // Empty reads as absent: the default file, not the workspace itself.
+            let file_path = text(&query, "file_path")?.filter(|p| !p.is_empty());
             Ok(s.services
                 .workspaces()
                 .read_file(&ctx, id, file_path.as_deref())?)

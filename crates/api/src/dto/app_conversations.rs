@@ -74,7 +74,8 @@ pub struct AppConversationOut {
     /// sandbox is `RUNNING`. No agent server is called.
     pub execution_status: Option<String>,
     /// `{agent server}/api/conversations/{id}` while the sandbox is `RUNNING`, the agent
-    /// server under Switchboard's public URL (API.md, Sandbox proxy).
+    /// server as Switchboard shows it: on the sandbox's own port, a host of its own, or
+    /// under Switchboard's public URL (API.md, Sandbox URLs).
     pub conversation_url: Option<String>,
     /// The sandbox's `X-Session-API-Key` while `RUNNING`, to the conversation's creator and
     /// the organization's admins and owners only; `null` otherwise.

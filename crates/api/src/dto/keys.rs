@@ -77,3 +77,52 @@ pub struct ApiKeyRevoked {
     /// Always true.
     pub revoked: bool,
 }
+
+/// `POST /api/service/users/{user_id}/orgs/{org_id}/api-keys` (OpenHands'
+/// `CreateUserApiKeyResponse`, plus the key's `id` and `expires_at`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServiceKeyCreated {
+    /// The key itself, shown once: `sb_` and 43 base62 characters.
+    pub key: String,
+    /// The user it acts for.
+    pub user_id: String,
+    /// The organization it is bound to.
+    pub org_id: String,
+    /// Its name (the request's, trimmed).
+    pub name: String,
+    /// Its id, as `GET /api/keys` lists it (additive).
+    #[schema(value_type = String, format = Uuid)]
+    pub id: uuid::Uuid,
+    /// When it expires, RFC 3339 (additive).
+    pub expires_at: Option<String>,
+}
+
+impl From<IssuedKey> for ServiceKeyCreated {
+    fn from(k: IssuedKey) -> Self {
+        let view = ApiKeyView::from(&k.record);
+        ServiceKeyCreated {
+            key: k.secret,
+            user_id: k.record.user_id.to_string(),
+            org_id: k.record.org_id.map(|o| o.to_string()).unwrap_or_default(),
+            name: view.name,
+            id: view.id.0,
+            expires_at: view.expires_at,
+        }
+    }
+}
+
+/// `GET /api/service/health`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ServiceHealth {
+    /// Always `ok`.
+    pub status: String,
+    /// Whether `--service-api-key-file` was given.
+    pub service_auth_configured: bool,
+}
+
+/// `GET /api/keys/llm/byor` (OpenHands' `LlmApiKeyResponse`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct LlmApiKeyResponse {
+    /// The caller's own LLM key, or null when they stored none.
+    pub key: Option<String>,
+}

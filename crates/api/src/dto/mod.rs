@@ -14,7 +14,10 @@ mod workspace;
 pub use app_conversations::{
     AppConversationOut, AppConversationPage, ConversationWorkspace, SendMessageResponse,
 };
-pub use keys::{ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked};
+pub use keys::{
+    ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked, LlmApiKeyResponse, ServiceHealth,
+    ServiceKeyCreated,
+};
 pub use org_settings::{MarketplaceRegistration, OrgAppSettingsResponse};
 pub use sandboxes::{
     ExposedUrl, SandboxInfo, SandboxPage, SandboxSpecInfo, SandboxSpecInfoPage, SandboxStatusName,

@@ -47,9 +47,10 @@ pub struct ExposedUrl {
     /// `AGENT_SERVER`, and `VSCODE`, `WORKER_1`, `WORKER_2` where the sandbox's spec exposes
     /// them.
     pub name: String,
-    /// Where the service answers: under Switchboard's public URL
-    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`, `…/worker_1`; API.md, Sandbox
-    /// proxy).
+    /// Where the service answers, through Switchboard: the agent server at
+    /// `<scheme>://<public host>:<port>` in the port form (the default), else under
+    /// Switchboard's public URL (`<public-url>/sandboxes/{sandbox_id}/agent_server`,
+    /// `…/worker_1`) or on a host of its own (API.md, Sandbox URLs).
     pub url: String,
     /// The port inside the sandbox.
     pub port: u16,

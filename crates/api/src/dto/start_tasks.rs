@@ -51,8 +51,10 @@ pub struct AppConversationStartTask {
     /// The sandbox, once chosen.
     #[schema(format = Uuid)]
     pub sandbox_id: Option<String>,
-    /// The sandbox's agent server, once running: under Switchboard's public URL
-    /// (`<public-url>/sandboxes/{sandbox_id}/agent_server`; API.md, Sandbox proxy).
+    /// The sandbox's agent server, once running, through Switchboard:
+    /// `<scheme>://<public host>:<port>` in the port form (the default), else
+    /// `<public-url>/sandboxes/{sandbox_id}/agent_server` or a host of its own (API.md,
+    /// Sandbox URLs).
     pub agent_server_url: Option<String>,
     /// The start request as received (`secrets` values masked).
     #[schema(value_type = Object)]

@@ -15,16 +15,17 @@ pub mod relay;
 pub mod sockets;
 mod tail;
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use switchboard_domain::ApiKeyId;
+use switchboard_domain::UserId;
 use tokio::sync::watch;
 
 pub use hub::Hub;
 pub use relay::{DEFAULT_MAX_RELAYS, Relays};
+
+use crate::member_sockets::{MemberPermit, MemberSockets};
 
 /// Limits and timings of live delivery.
 #[derive(Debug, Clone)]
@@ -32,10 +33,11 @@ pub struct LiveConfig {
     /// Sockets this process serves at once; one more is accepted and closed with 1013
     /// (`--max-subscribers`).
     pub max_subscribers: usize,
-    /// Sockets one API key may hold at once on this process; one more is closed with 1013
-    /// once authenticated, so that one key never takes every socket (`--max-sockets-per-key`,
-    /// issue 18, Quotas).
-    pub max_sockets_per_key: usize,
+    /// Sockets one member (user) may hold at once on this process, whatever keys they use;
+    /// one more is closed with 1013 once authenticated, so that one member never takes every
+    /// socket, also by minting keys (`--max-sockets-per-member`; issue 18, Quotas, counted
+    /// per key then; issue 33, per member).
+    pub max_sockets_per_member: usize,
     /// Upstream sockets of transient-event relays at once; a conversation watched beyond it
     /// gets durable frames only (its subscribers are not refused). Derived from the
     /// open-files limit by `serve`.
@@ -53,14 +55,14 @@ pub struct LiveConfig {
 
 /// Default [`LiveConfig::max_subscribers`].
 pub const DEFAULT_MAX_SUBSCRIBERS: usize = 20_000;
-/// Default [`LiveConfig::max_sockets_per_key`] (issue 18, Quotas).
-pub const DEFAULT_MAX_SOCKETS_PER_KEY: usize = 200;
+/// Default [`LiveConfig::max_sockets_per_member`] (issue 18, Quotas; issue 33).
+pub const DEFAULT_MAX_SOCKETS_PER_MEMBER: usize = 200;
 
 impl Default for LiveConfig {
     fn default() -> Self {
         LiveConfig {
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
-            max_sockets_per_key: DEFAULT_MAX_SOCKETS_PER_KEY,
+            max_sockets_per_member: DEFAULT_MAX_SOCKETS_PER_MEMBER,
             max_relays: DEFAULT_MAX_RELAYS,
             ping_interval: Duration::from_secs(20),
             max_frame_bytes: 1 << 20,
@@ -89,10 +91,8 @@ pub struct Live {
     config: LiveConfig,
     subscribers: AtomicUsize,
     max_subscribers: AtomicUsize,
-    /// Sockets per API key, for [`LiveConfig::max_sockets_per_key`] (keys with none are
-    /// removed).
-    per_key: Mutex<HashMap<ApiKeyId, usize>>,
-    max_sockets_per_key: AtomicUsize,
+    /// Sockets per member, for [`LiveConfig::max_sockets_per_member`].
+    per_member: Arc<MemberSockets>,
     /// [`LiveConfig::ping_interval`] in milliseconds, changeable ([`Live::set_ping_interval`]).
     ping_interval_ms: AtomicU64,
     /// Whether the heartbeat task runs (it starts with the first socket).
@@ -115,8 +115,7 @@ impl Live {
             config: config.clone(),
             subscribers: AtomicUsize::new(0),
             max_subscribers: AtomicUsize::new(config.max_subscribers),
-            per_key: Mutex::new(HashMap::new()),
-            max_sockets_per_key: AtomicUsize::new(config.max_sockets_per_key),
+            per_member: MemberSockets::new(config.max_sockets_per_member),
             ping_interval_ms: AtomicU64::new(millis(config.ping_interval)),
             beating: AtomicBool::new(false),
             signals: watch::Sender::new(Signal::default()),
@@ -144,15 +143,9 @@ impl Live {
         self.max_subscribers.store(max, Ordering::Relaxed);
     }
 
-    /// Changes the per-key socket limit for sockets admitted from now on.
-    pub fn set_max_sockets_per_key(&self, max: usize) {
-        self.max_sockets_per_key.store(max, Ordering::Relaxed);
-    }
-
-    fn per_key_table(&self) -> std::sync::MutexGuard<'_, HashMap<ApiKeyId, usize>> {
-        self.per_key
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// Changes the per-member socket limit for sockets admitted from now on.
+    pub fn set_max_sockets_per_member(&self, max: usize) {
+        self.per_member.set_max(max);
     }
 
     /// Changes the heartbeat interval (tests use a short one). It applies from the heartbeat
@@ -192,7 +185,7 @@ impl Live {
         }
         Some(Admission {
             live: self.clone(),
-            key: None,
+            member: None,
         })
     }
 }
@@ -224,46 +217,27 @@ async fn heartbeat(live: Weak<Live>) {
     }
 }
 
-/// One admitted socket; counted until dropped (and, once authenticated, counted against its
-/// API key too).
+/// One admitted socket; counted until dropped (and, once authenticated, counted for its
+/// member too).
 pub(crate) struct Admission {
     live: Arc<Live>,
-    key: Option<ApiKeyId>,
+    member: Option<MemberPermit>,
 }
 
 impl Admission {
-    /// Counts the socket against `key` under [`LiveConfig::max_sockets_per_key`]; `false`
-    /// (nothing counted) when the key holds as many already.
-    pub(crate) fn count_for_key(&mut self, key: ApiKeyId) -> bool {
-        if self.key.is_some() {
+    /// Counts the socket for `member` under [`LiveConfig::max_sockets_per_member`]; `false`
+    /// (nothing counted) when the member holds as many already.
+    pub(crate) fn count_for_member(&mut self, member: UserId) -> bool {
+        if self.member.is_some() {
             return true;
         }
-        let max = self.live.max_sockets_per_key.load(Ordering::Relaxed);
-        let mut table = self.live.per_key_table();
-        let held = table.entry(key).or_insert(0);
-        if *held >= max {
-            if *held == 0 {
-                table.remove(&key);
-            }
-            return false;
-        }
-        *held += 1;
-        self.key = Some(key);
-        true
+        self.member = self.live.per_member.take(member);
+        self.member.is_some()
     }
 }
 
 impl Drop for Admission {
     fn drop(&mut self) {
         self.live.subscribers.fetch_sub(1, Ordering::AcqRel);
-        if let Some(key) = self.key {
-            let mut table = self.live.per_key_table();
-            if let Some(held) = table.get_mut(&key) {
-                *held -= 1;
-                if *held == 0 {
-                    table.remove(&key);
-                }
-            }
-        }
     }
 }

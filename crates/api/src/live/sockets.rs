@@ -130,13 +130,8 @@ fn upgrade(
             return;
         };
         match check(&state, key, requested, conversation).await {
-            Ok(ctx) if !admission.count_for_key(ctx.principal.key_id) => {
-                close(
-                    session,
-                    CLOSE_TRY_AGAIN,
-                    "too many sockets for this API key",
-                )
-                .await;
+            Ok(ctx) if !admission.count_for_member(ctx.principal.user_id) => {
+                close(session, CLOSE_TRY_AGAIN, "too many sockets for this member").await;
             }
             Ok(ctx) => {
                 // A task of its own: this one (its handshake state included) ends here and

@@ -45,6 +45,10 @@ impl Modify for SecuritySchemes {
             "SessionKeyHeader",
             SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Session-API-Key"))),
         );
+        components.add_security_scheme(
+            "ServiceKeyHeader",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::new("X-Service-API-Key"))),
+        );
         openapi.info.version = API_VERSION.to_owned();
     }
 }

@@ -130,6 +130,23 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
+            "CreateUserApiKeyRequest",
+            json!({
+                "type": "object",
+                "description": "`POST /api/service/users/{user_id}/orgs/{org_id}/api-keys` body (other keys are ignored).",
+                "required": ["name"],
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "description": format!("The minted key's name: 1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."),
+                        "minLength": 1,
+                        "maxLength": MAX_KEY_NAME_CHARS,
+                        "pattern": KEY_NAME_PATTERN,
+                    },
+                },
+            }),
+        ),
+        (
             "MarketplaceRegistrationInput",
             json!({
                 "type": "object",
@@ -182,12 +199,12 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             "ConversationInfo",
             json!({
                 "type": "object",
-                "description": "The agent server's `ConversationInfo`: `id` is required; `title` and `execution_status` are read (a status OpenHands does not define is ignored); the whole object is kept as the conversation's metadata, NUL included (the title column gets U+FFFD for each NUL).",
+                "description": "The agent server's `ConversationInfo`: `id` is required; `title` and `execution_status` are read (a status OpenHands does not define is ignored), the LLM model from `agent.llm.model` and the metrics from `stats` (combined over its LLM usages; else `metrics`); the whole object is kept as the conversation's metadata, NUL included (the title column gets U+FFFD for each NUL). The same object twice changes nothing.",
                 "required": ["id"],
                 "properties": {
                     "id": {"type": "string", "format": "uuid", "pattern": UUID_PATTERN, "description": "The conversation (dashed or 32 hex digits)."},
                     "title": {"type": ["string", "null"]},
-                    "execution_status": {"type": ["string", "null"], "description": "`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`, `deleting` (ignored), or a newer value (ignored)."},
+                    "execution_status": {"type": ["string", "null"], "description": "`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`, `deleting` (the run state is kept and no conversation is created; the title, model and metrics are read), or a newer value (ignored)."},
                 },
             }),
         ),
@@ -287,7 +304,7 @@ fn start_request_schema() -> Value {
 }
 
 /// Which operation takes which body: `(path, method, schema name)`.
-const BODIES: [(&str, &str, &str); 8] = [
+const BODIES: [(&str, &str, &str); 9] = [
     (
         "/api/v1/app-conversations",
         "post",
@@ -314,6 +331,11 @@ const BODIES: [(&str, &str, &str); 8] = [
         "SendMessageRequest",
     ),
     ("/api/keys", "post", "ApiKeyCreate"),
+    (
+        "/api/service/users/{user_id}/orgs/{org_id}/api-keys",
+        "post",
+        "CreateUserApiKeyRequest",
+    ),
     ("/api/organizations/app", "post", "OrgAppSettingsUpdate"),
     ("/api/v1/webhooks/conversations", "post", "ConversationInfo"),
 ];

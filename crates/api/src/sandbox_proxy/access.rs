@@ -5,7 +5,7 @@ use actix_web::{HttpRequest, web};
 use switchboard_domain::services::{ProxyCredential, ProxyTarget};
 use switchboard_domain::{DomainError, SandboxId};
 
-use super::route::SESSION_KEY_QUERY;
+use super::route::{Route, SESSION_KEY_QUERY};
 use crate::error::ApiError;
 use crate::extract::{QueryPairs, SESSION_KEY_HEADER, presented_key};
 use crate::state::AppState;
@@ -45,17 +45,20 @@ impl std::fmt::Debug for Credential {
     }
 }
 
-/// Checks `credential` against sandbox `id` on the blocking pool: the target, or the error
-/// to answer (401, 404, 409).
+/// Checks `credential` against the route's sandbox on the blocking pool, and that the
+/// route's service listens as the sandbox: the target, or the error to answer (401, 404,
+/// 409, 502).
 ///
 /// # Errors
-/// Those of [`switchboard_domain::Switchboard::proxy_target`].
+/// Those of [`switchboard_domain::Switchboard::proxy_target`] and
+/// [`switchboard_domain::Switchboard::verify_upstream`].
 pub async fn resolve(
     state: &web::Data<AppState>,
-    id: Option<SandboxId>,
+    route: &Route,
     credential: Credential,
 ) -> Result<ProxyTarget, ApiError> {
     let s = state.clone();
+    let (id, service) = (route.sandbox_id, route.service.clone());
     state
         .blocking(move || {
             let cred = match &credential {
@@ -70,7 +73,10 @@ pub async fn resolve(
                     .proxy_target(SandboxId(uuid::Uuid::nil()), cred)
                     .and(Err(DomainError::SandboxNotFound)),
             };
-            Ok(target?)
+            let target = target?;
+            // Nothing goes to a listener that is not the sandbox's (issue 33).
+            s.services.verify_upstream(&target, &service)?;
+            Ok(target)
         })
         .await
 }

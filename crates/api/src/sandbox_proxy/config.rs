@@ -1,6 +1,7 @@
 //! The proxy's configuration and its upstream HTTP client ([`Proxy`]), as `switchboard serve`
 //! builds them from its flags (API.md, Sandbox proxy).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::combinators::UnsyncBoxBody;
@@ -11,7 +12,9 @@ use hyper_util::rt::{TokioExecutor, TokioTimer};
 use super::hosts::HostPattern;
 use super::public::PublicUrls;
 use super::upstream::{CountedConnector, UpstreamSockets};
+use super::url_ports::{BoundPorts, UrlForm};
 use crate::extract::DEFAULT_BODY_LIMIT;
+use crate::member_sockets::MemberSockets;
 
 /// How the proxy behaves (`switchboard serve` flags; API.md, Sandbox proxy).
 #[derive(Debug, Clone)]
@@ -23,6 +26,11 @@ pub struct ProxyConfig {
     /// Host-based routing (`--sandbox-host-pattern`): services at the root of their own host
     /// under the public URL's scheme and port, for clients that need a bare host.
     pub host_pattern: Option<HostPattern>,
+    /// The form of the sandbox URLs shown (`--sandbox-url-form`; [`super::url_ports`]).
+    pub url_form: UrlForm,
+    /// The sandboxes' ports this replica listens on (shared with the binary's `url-ports`
+    /// job, which binds and closes them).
+    pub bound_ports: BoundPorts,
     /// The largest request body forwarded, bytes (as the API's routes: 1 MiB); a larger
     /// declared one is 413 before the sandbox is called, and one that grows past it is cut.
     pub max_body: usize,
@@ -31,9 +39,14 @@ pub struct ProxyConfig {
     /// The longest an upstream read may wait (headers or the next body chunk) before 504 (or
     /// the end of the answer); long enough for the agent server's bash calls.
     pub read_timeout: Duration,
-    /// Frames from the sandbox queued for one websocket client; a client further behind is
-    /// closed (1008) so it never holds up the sandbox or the other clients.
+    /// Frames from the sandbox queued for one websocket client; a client that far behind is
+    /// closed (1008) once it makes no room for [`Self::ws_stall`], so it never holds up the
+    /// sandbox or the other clients for longer.
     pub ws_queue: usize,
+    /// How long a full queue ([`Self::ws_queue`]) waits for its client to take a frame before
+    /// the client is closed as too slow (default 2 s): a reading client that is only behind a
+    /// burst for a moment (a busy host) keeps its socket.
+    pub ws_stall: Duration,
     /// How long a websocket client without credentials has to send its first-frame auth.
     pub ws_auth_timeout: Duration,
     /// The largest websocket message relayed either way, bytes.
@@ -42,6 +55,9 @@ pub struct ProxyConfig {
     /// websockets): the share of the open-files budget `serve` gives the proxy. Past it the
     /// proxy answers 503 with `Retry-After` ([`super::upstream`]).
     pub max_upstream_sockets: usize,
+    /// The most proxied websockets one member (user) holds at once, whatever keys they use
+    /// (`--max-sockets-per-member`, issue 33); one more is 503 with `Retry-After`.
+    pub max_sockets_per_member: usize,
 }
 
 impl Default for ProxyConfig {
@@ -49,13 +65,17 @@ impl Default for ProxyConfig {
         ProxyConfig {
             public_url: None,
             host_pattern: None,
+            url_form: UrlForm::default(),
+            bound_ports: BoundPorts::default(),
             max_body: DEFAULT_BODY_LIMIT,
             connect_timeout: Duration::from_secs(5),
             read_timeout: Duration::from_secs(600),
             ws_queue: 1024,
+            ws_stall: Duration::from_secs(2),
             ws_auth_timeout: Duration::from_secs(10),
             ws_max_message: 16 << 20,
             max_upstream_sockets: DEFAULT_MAX_UPSTREAM_SOCKETS,
+            max_sockets_per_member: crate::live::DEFAULT_MAX_SOCKETS_PER_MEMBER,
         }
     }
 }
@@ -75,6 +95,7 @@ pub struct Proxy {
     pub(super) config: ProxyConfig,
     pub(super) client: Client<CountedConnector, UpstreamBody>,
     pub(super) sockets: UpstreamSockets,
+    pub(super) members: Arc<MemberSockets>,
 }
 
 impl Default for Proxy {
@@ -100,16 +121,23 @@ impl Proxy {
             .pool_max_idle_per_host(IDLE_PER_SERVICE)
             .pool_timer(TokioTimer::new())
             .build(CountedConnector::new(http, sockets.clone()));
+        let members = MemberSockets::new(config.max_sockets_per_member);
         Proxy {
             config,
             client,
             sockets,
+            members,
         }
     }
 
     /// The proxy's upstream sockets (their count and permits).
     pub fn sockets(&self) -> &UpstreamSockets {
         &self.sockets
+    }
+
+    /// The proxied websockets each member holds ([`ProxyConfig::max_sockets_per_member`]).
+    pub fn member_sockets(&self) -> &Arc<MemberSockets> {
+        &self.members
     }
 
     /// The configuration.
@@ -121,5 +149,6 @@ impl Proxy {
     pub fn public(&self) -> PublicUrls<'_> {
         PublicUrls::new(self.config.public_url.as_deref())
             .with_hosts(self.config.host_pattern.as_ref())
+            .with_form(self.config.url_form, Some(&self.config.bound_ports))
     }
 }

@@ -20,7 +20,9 @@ pub mod hosts;
 pub mod http;
 pub mod public;
 pub mod route;
+pub mod start_check;
 pub mod upstream;
+pub mod url_ports;
 pub mod ws;
 
 use actix_web::body::{EitherBody, MessageBody};
@@ -69,8 +71,10 @@ where
         )))
 }
 
-/// The middleware of host-based routing ([`hosts`]): a request whose `Host` matches the pattern is proxied with its whole
-/// path; others go on to the routes.
+/// The middleware of host-based routing ([`hosts`]) and of the sandboxes' own ports
+/// ([`url_ports`]): a request on a connection a sandbox's port accepted
+/// ([`url_ports::PortConnection`]), or whose `Host` matches the pattern, is proxied with its
+/// whole path (to the agent server, for a port); others go on to the routes.
 ///
 /// # Errors
 /// Those of the wrapped service.
@@ -79,7 +83,13 @@ pub async fn route_by_host(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
     let state = req.app_data::<web::Data<AppState>>().cloned();
-    let route = state.as_ref().and_then(|s| {
+    let on_port = req.conn_data::<url_ports::PortConnection>().map(|c| Route {
+        sandbox_id: Some(c.sandbox),
+        service: public::AGENT_SERVER_SERVICE.to_owned(),
+        tail: req.uri().path().to_owned(),
+    });
+    let route = on_port.or_else(|| {
+        let s = state.as_ref()?;
         let pattern = s.proxy.config().host_pattern.as_ref()?;
         let host = req.connection_info().host().to_owned();
         pattern.route(&host, req.uri().path())
@@ -126,11 +136,13 @@ pub(crate) async fn proxy_route(
         }
         return Err(DomainError::NotAuthenticated.into());
     };
-    let target = resolve(&state, route.sandbox_id, credential).await?;
+    let target = resolve(&state, &route, credential).await?;
     let base = target
         .service_url(&route.service)
         .ok_or(DomainError::SandboxNotFound)?
         .to_owned();
+    let limit = state.proxy.config.max_body;
+    let payload = start_check::checked(&req, payload, &route, &target, limit).await?;
     http::forward(&state.proxy, &req, payload, &base, &route, &target).await
 }
 

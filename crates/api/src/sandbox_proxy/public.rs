@@ -1,9 +1,13 @@
-//! The URLs clients are shown for a sandbox's services (API.md, Sandbox proxy): with a public
-//! URL configured, `<public-url>/sandboxes/{sandbox_id}/{service}` plus whatever path the
-//! sandbox's own URL had after its address; without one, the sandbox's own URL. Only the
-//! presentation changes: the store and the domain keep the URLs Switchboard reaches.
+//! The URLs clients are shown for a sandbox's services (API.md, Sandbox proxy, "Sandbox
+//! URLs"): with a public URL configured, the form chosen ([`UrlForm`]: the agent server on the
+//! sandbox's own port, a host of its own, or `<public-url>/sandboxes/{sandbox_id}/{service}`)
+//! plus whatever path the sandbox's own URL had after its address; without one, the sandbox's
+//! own URL. Only the presentation changes: the store and the domain keep the URLs Switchboard
+//! reaches.
 
 use switchboard_domain::SandboxId;
+
+use super::url_ports::{BoundPorts, UrlForm, scheme_and_host};
 
 /// The service name of the agent server in proxied paths (OpenHands' `AGENT_SERVER`,
 /// lowercased).
@@ -14,18 +18,37 @@ pub const AGENT_SERVER_SERVICE: &str = "agent_server";
 pub struct PublicUrls<'a> {
     base: Option<&'a str>,
     hosts: Option<&'a super::hosts::HostPattern>,
+    ports: Option<&'a BoundPorts>,
+    form: UrlForm,
 }
 
 impl<'a> PublicUrls<'a> {
-    /// Under `base` (no trailing `/`); `None` leaves URLs as they are.
+    /// Under `base` (no trailing `/`), in the path form; `None` leaves URLs as they are.
     pub fn new(base: Option<&'a str>) -> Self {
-        PublicUrls { base, hosts: None }
+        PublicUrls {
+            base,
+            hosts: None,
+            ports: None,
+            form: UrlForm::Path,
+        }
     }
 
     /// With host-based routing: `<scheme>://<host from the pattern>[:<port>]`, the scheme and
-    /// port of the public URL.
+    /// port of the public URL (the host form, unless [`PublicUrls::with_form`] follows).
     pub fn with_hosts(mut self, hosts: Option<&'a super::hosts::HostPattern>) -> Self {
         self.hosts = hosts;
+        if hosts.is_some() {
+            self.form = UrlForm::Host;
+        }
+        self
+    }
+
+    /// In `form`, the sandboxes' ports as bound by this replica (the port form:
+    /// `<scheme>://<public host>:<port>` for the agent server of a sandbox whose port is
+    /// bound; the host form where a pattern is set, else the path form, for the rest).
+    pub fn with_form(mut self, form: UrlForm, ports: Option<&'a BoundPorts>) -> Self {
+        self.form = form;
+        self.ports = ports;
         self
     }
 
@@ -39,7 +62,15 @@ impl<'a> PublicUrls<'a> {
         };
         let rest = path_and_query(url);
         let rest = if rest == "/" { "" } else { rest };
-        if let Some(hosts) = self.hosts {
+        let agent = service
+            .replace('-', "_")
+            .eq_ignore_ascii_case(AGENT_SERVER_SERVICE);
+        let port = self.ports.and_then(|p| p.port(sandbox));
+        if let (UrlForm::Port, true, Some(port)) = (self.form, agent, port) {
+            let (scheme, host) = scheme_and_host(base);
+            return format!("{scheme}://{host}:{port}{rest}");
+        }
+        if let (Some(hosts), UrlForm::Host | UrlForm::Port) = (self.hosts, self.form) {
             let (scheme, authority) = base.split_once("://").unwrap_or(("http", base));
             let authority = authority.split('/').next().unwrap_or(authority);
             let port = authority
@@ -97,6 +128,38 @@ mod tests {
                 .with_hosts(Some(&hosts))
                 .agent_server("http://127.0.0.1:4242/api/x", id),
             "http://0b9f3c4e-7d2a-4c1e-9a8b-5f6e7d8c9a0b-agent-server.sb.test:3000/api/x"
+        );
+    }
+
+    #[test]
+    fn the_port_form_needs_a_bound_port() {
+        let id: SandboxId = "0b9f3c4e7d2a4c1e9a8b5f6e7d8c9a0b".parse().unwrap();
+        let bound = BoundPorts::default();
+        let p = PublicUrls::new(Some("https://sb.example.com:8443"))
+            .with_form(UrlForm::Port, Some(&bound));
+        let path = "https://sb.example.com:8443/sandboxes/0b9f3c4e-7d2a-4c1e-9a8b-5f6e7d8c9a0b";
+        assert_eq!(
+            p.agent_server("http://127.0.0.1:4242", id),
+            format!("{path}/agent_server")
+        );
+        bound.insert(id, 20007);
+        assert_eq!(
+            p.agent_server("http://127.0.0.1:4242", id),
+            "https://sb.example.com:20007"
+        );
+        assert_eq!(
+            p.agent_server("http://127.0.0.1:4242/api/conversations/ab", id),
+            "https://sb.example.com:20007/api/conversations/ab"
+        );
+        assert_eq!(
+            p.rewrite("http://127.0.0.1:4300", id, "WORKER_1"),
+            format!("{path}/worker_1")
+        );
+        let p = PublicUrls::new(Some("https://sb.example.com:8443"))
+            .with_form(UrlForm::Path, Some(&bound));
+        assert_eq!(
+            p.agent_server("http://127.0.0.1:4242", id),
+            format!("{path}/agent_server")
         );
     }
 }

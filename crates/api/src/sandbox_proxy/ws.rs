@@ -5,8 +5,10 @@
 //!
 //! The sandbox is never held up by a client: its frames are read as they come and queued for
 //! the client in a bounded queue ([`super::ProxyConfig::ws_queue`] frames); a client that
-//! falls that far behind is closed (1008, "client too slow") and its upstream socket closed,
-//! while every other client goes on. A client's frames go upstream as fast as the sandbox
+//! falls that far behind and makes no room in it for [`super::ProxyConfig::ws_stall`] is
+//! closed (1008, "client too slow") and its upstream socket closed, while every other client
+//! goes on. (A client that reads, only slower for a moment than a burst comes, is not closed:
+//! each frame it takes makes room for the next.) A client's frames go upstream as fast as the sandbox
 //! takes them (that client alone waits).
 //!
 //! Credentials as for HTTP, checked before the upgrade (401/404/409 answers); a client with
@@ -35,10 +37,10 @@ use tokio_tungstenite::tungstenite::{self, Message, Utf8Bytes};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::access::{Credential, credential, resolve};
-use super::config::ProxyConfig;
+use super::config::{Proxy, ProxyConfig};
 use super::route::Route;
-use super::upstream::UpstreamSockets;
 use crate::error::ApiError;
+use crate::member_sockets::MemberPermit;
 use crate::state::AppState;
 
 /// The upstream socket, and its permit among the proxy's sockets (given back when the relay
@@ -46,6 +48,8 @@ use crate::state::AppState;
 struct Upstream {
     socket: Socket,
     _permit: OwnedSemaphorePermit,
+    /// Counted for the member (`--max-sockets-per-member`) while it is open.
+    _member: Option<MemberPermit>,
 }
 
 /// The upstream socket itself.
@@ -94,9 +98,8 @@ pub async fn relay(
 ) -> Result<HttpResponse, ApiError> {
     let config = state.proxy.config().clone();
     if let Some(cred) = credential(&req) {
-        let target = resolve(&state, route.sandbox_id, cred).await?;
-        let (upstream, protocol) =
-            connect(&req, &route, &target, &config, state.proxy.sockets()).await?;
+        let target = resolve(&state, &route, cred).await?;
+        let (upstream, protocol) = connect(&req, &route, &target, &state.proxy).await?;
         let (response, session, stream) = match protocol {
             Some(p) => actix_ws::handle_with_protocols(&req, payload, &[p.as_str()]),
             None => actix_ws::handle(&req, payload),
@@ -122,9 +125,9 @@ pub async fn relay(
                 return;
             }
         };
-        match connect(&req, &route, &target, &config, state.proxy.sockets()).await {
+        match connect(&req, &route, &target, &state.proxy).await {
             Ok((upstream, _)) => pump(session, stream, upstream, config).await,
-            Err(ApiError::ProxySocketsExhausted) => {
+            Err(ApiError::ProxySocketsExhausted | ApiError::MemberSocketsExhausted) => {
                 close(
                     session,
                     CLOSE_TRY_AGAIN,
@@ -153,9 +156,9 @@ async fn resolve_first_frame(
     route: &Route,
     key: String,
 ) -> Result<ProxyTarget, ApiError> {
-    match resolve(state, route.sandbox_id, Credential::Session(key.clone())).await {
+    match resolve(state, route, Credential::Session(key.clone())).await {
         Err(ApiError::Domain(DomainError::InvalidSessionKey)) => {
-            resolve(state, route.sandbox_id, Credential::ApiKey(key)).await
+            resolve(state, route, Credential::ApiKey(key)).await
         }
         other => other,
     }
@@ -212,13 +215,20 @@ async fn connect(
     req: &HttpRequest,
     route: &Route,
     target: &ProxyTarget,
-    config: &ProxyConfig,
-    sockets: &UpstreamSockets,
+    proxy: &Proxy,
 ) -> Result<(Upstream, Option<String>), ApiError> {
+    let config = proxy.config();
     let base = target
         .service_url(&route.service)
         .ok_or(DomainError::SandboxNotFound)?;
-    let permit = sockets.take().map_err(|_| {
+    let member = match target.member {
+        Some(m) => Some(proxy.member_sockets().take(m).ok_or_else(|| {
+            tracing::warn!(sandbox = ?route.sandbox_id, member = %m, "a member holds --max-sockets-per-member proxied sockets already");
+            ApiError::MemberSocketsExhausted
+        })?),
+        None => None,
+    };
+    let permit = proxy.sockets().take().map_err(|_| {
         tracing::warn!(sandbox = ?route.sandbox_id, "no socket left in the proxy's share of the open-files budget");
         ApiError::ProxySocketsExhausted
     })?;
@@ -251,6 +261,7 @@ async fn connect(
                 Upstream {
                     socket,
                     _permit: permit,
+                    _member: member,
                 },
                 protocol,
             ))
@@ -291,7 +302,7 @@ fn copy_handshake_headers(from: &HeaderMap, to: &mut tungstenite::http::HeaderMa
 enum UpstreamEnd {
     /// The sandbox closed (its close frame is queued for the client) or its socket ended.
     Closed,
-    /// The client fell a whole queue behind.
+    /// The client fell a whole queue behind and made no room for the stall time.
     Slow,
 }
 
@@ -302,10 +313,14 @@ async fn pump(
     upstream: Upstream,
     config: ProxyConfig,
 ) {
-    let Upstream { socket, _permit } = upstream;
+    let Upstream {
+        socket,
+        _permit,
+        _member,
+    } = upstream;
     let (mut up_tx, up_rx) = socket.split();
     let (queue, queued) = tokio::sync::mpsc::channel::<Message>(config.ws_queue.max(1));
-    let mut reader = actix_web::rt::spawn(read_upstream(up_rx, queue));
+    let mut reader = actix_web::rt::spawn(read_upstream(up_rx, queue, config.ws_stall));
     let mut writer = actix_web::rt::spawn(write_client(session.clone(), queued));
     loop {
         tokio::select! {
@@ -375,11 +390,13 @@ async fn to_upstream(
 }
 
 /// Reads the sandbox's frames as they come into the client's queue; ends at the sandbox's
-/// close (queued too), at its socket's end, or when the queue is full.
+/// close (queued too), at its socket's end, or when the queue stays full for `stall`.
 async fn read_upstream(
     mut up: SplitStream<Socket>,
     queue: tokio::sync::mpsc::Sender<Message>,
+    stall: Duration,
 ) -> UpstreamEnd {
+    use tokio::sync::mpsc::error::TrySendError;
     while let Some(msg) = up.next().await {
         let Ok(msg) = msg else {
             let _ = queue.try_send(Message::Close(Some(CloseFrame {
@@ -389,11 +406,18 @@ async fn read_upstream(
             return UpstreamEnd::Closed;
         };
         let last = matches!(msg, Message::Close(_));
-        match queue.try_send(msg) {
-            Ok(()) if last => return UpstreamEnd::Closed,
-            Ok(()) => {}
-            Err(tokio::sync::mpsc::error::TrySendError::Full(_)) => return UpstreamEnd::Slow,
-            Err(tokio::sync::mpsc::error::TrySendError::Closed(_)) => return UpstreamEnd::Closed,
+        let queued = match queue.try_send(msg) {
+            Ok(()) => true,
+            Err(TrySendError::Full(msg)) => {
+                match tokio::time::timeout(stall, queue.send(msg)).await {
+                    Ok(sent) => sent.is_ok(),
+                    Err(_) => return UpstreamEnd::Slow,
+                }
+            }
+            Err(TrySendError::Closed(_)) => false,
+        };
+        if last || !queued {
+            return UpstreamEnd::Closed;
         }
     }
     UpstreamEnd::Closed

@@ -89,6 +89,19 @@ pub async fn start_to_ready(backend: Backend) {
     assert!(statuses.contains(&"STARTING_CONVERSATION"), "{statuses:?}");
     assert!(!statuses.contains(&"PREPARING_REPOSITORY"), "{statuses:?}");
     assert_eq!(snaps.last().unwrap()["sandbox_id"], sandbox.as_str());
+    // It works in a folder of its own below the sandbox's project directory (issue 31).
+    let joined = snaps.last().unwrap()["app_conversation_id"]
+        .as_str()
+        .unwrap()
+        .replace('-', "");
+    let handle = switchboard_domain::sandboxes::runtime::RuntimeHandle::from_json(
+        app.record(&sandbox).unwrap().handle.as_deref().unwrap(),
+    )
+    .unwrap();
+    let project = std::path::PathBuf::from(handle.project_dir.unwrap());
+    assert_eq!(project, handle.working_dir.join("workspace/project"));
+    assert!(project.join(&joined).is_dir(), "{backend}: {project:?}");
+    assert!(!project.join(chosen.0.simple().to_string()).exists());
 }
 
 pub async fn repository_and_setup_script(backend: Backend) {
@@ -136,7 +149,18 @@ pub async fn repository_and_setup_script(backend: Backend) {
             record.handle.as_deref().unwrap(),
         )
         .unwrap();
-        let workdir = handle.working_dir.join(conversation.0.simple().to_string());
+        // Unconfined (`--process-isolation none`): the project directory's host path, the
+        // layout of `/workspace/project` under the sandbox's directory (issue 31).
+        let workdir = handle.working_dir.join("workspace/project");
+        assert_eq!(
+            handle.project_dir.as_deref(),
+            Some(workdir.to_str().unwrap()),
+            "{backend}"
+        );
+        assert!(
+            !workdir.join(conversation.0.simple().to_string()).exists(),
+            "{backend}: the project directory itself, no folder per conversation"
+        );
         assert_eq!(
             std::fs::read_to_string(workdir.join("README")).unwrap(),
             "work\n",

@@ -111,6 +111,7 @@ pub async fn bad_requests(backend: Backend) {
         store
             .upsert_conversation_info(
                 &sandbox_conv,
+                &Default::default(),
                 "{}",
                 switchboard_domain::time_input::now_micros(),
             )

@@ -4,8 +4,10 @@ use reqwest::Method;
 use serde_json::json;
 use switchboard_testkit::Backend;
 
-use crate::common::{assert_one_error, detail, spawn_app, status_json};
-use crate::rig::{create_key, list_keys};
+use switchboard_api::extract::BodyLimits;
+
+use crate::common::{assert_one_error, detail, spawn_app, spawn_app_configured, status_json};
+use crate::rig::{create_key, delete_key, list_keys};
 
 pub async fn create_validation(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -102,4 +104,51 @@ pub async fn create_validation(backend: Backend) {
         "{backend}: only the valid key was made"
     );
     app.stop().await;
+}
+
+/// A member holds at most `--max-api-keys-per-member` live keys (issue 33: minting keys must
+/// not multiply what a member may hold): one more is 409 with the reason; a revoked or
+/// expired key does not count, so revoking one makes room; another member is not refused.
+pub async fn keys_per_member(backend: Backend) {
+    const MAX: usize = 6;
+    let app = spawn_app_configured(backend, BodyLimits::default(), |s| {
+        s.with_max_api_keys_per_member(MAX)
+    })
+    .await;
+    let owner = app.owner.key.clone();
+    // The owner holds keys already (the rig's); new ones until the limit.
+    let mut made = Vec::new();
+    let refused = loop {
+        let (status, body) = create_key(&app, &owner, &json!({"name": "k"})).await;
+        if status != 200 {
+            break (status, body);
+        }
+        made.push(body["id"].as_str().unwrap().to_owned());
+        assert!(
+            made.len() < MAX,
+            "{backend}: {MAX} keys made and never refused"
+        );
+    };
+    assert!(
+        !made.is_empty(),
+        "{backend}: the rig holds the limit already"
+    );
+    assert_eq!(refused.0, 409, "{backend}: {}", refused.1);
+    assert_eq!(
+        refused.1,
+        detail(&format!(
+            "You hold {MAX} API keys, the most a member may hold ({MAX}); revoke one to create another"
+        )),
+        "{backend}"
+    );
+    let (status, _) = create_key(&app, &owner, &json!({"name": "again"})).await;
+    assert_eq!(status, 409, "{backend}: still at the limit");
+    // Another member is counted apart.
+    let (status, body) = create_key(&app, &app.admin.key, &json!({"name": "admin's"})).await;
+    assert_eq!(status, 200, "{backend}: {body}");
+    // A revoked key makes room.
+    let (status, _) = delete_key(&app, &owner, &made[0]).await;
+    assert_eq!(status, 200, "{backend}");
+    let (status, body) = create_key(&app, &owner, &json!({"name": "after a revoke"})).await;
+    assert_eq!(status, 200, "{backend}: {body}");
 }

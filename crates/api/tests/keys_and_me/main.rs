@@ -15,7 +15,7 @@ mod me;
 mod rig;
 mod scope;
 
-use creation::create_validation;
+use creation::{create_validation, keys_per_member};
 use lifecycle::{create_use_list_revoke, last_used_is_debounced};
 use me::users_me;
 use scope::{keys_follow_the_effective_org, other_users_keys_and_bad_ids};
@@ -25,6 +25,7 @@ on_both_backends!(
     keys_follow_the_effective_org,
     other_users_keys_and_bad_ids,
     create_validation,
+    keys_per_member,
     last_used_is_debounced,
     users_me,
 );

@@ -13,7 +13,7 @@ pub async fn users_me(backend: Backend) {
         .copied()
         .filter(|p| !NOT_FOR_ADMINS.contains(p))
         .collect();
-    assert_eq!(admin_permissions.len(), 19);
+    assert_eq!(admin_permissions.len(), 20);
     let a = app.org.to_string();
     for (actor, email, role, permissions, bound) in [
         (
@@ -90,8 +90,8 @@ pub async fn users_me(backend: Backend) {
         assert_eq!(
             count,
             match role {
-                "owner" => 22,
-                "admin" => 19,
+                "owner" => 23,
+                "admin" => 20,
                 _ => 8,
             },
             "{backend}"

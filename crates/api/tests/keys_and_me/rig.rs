@@ -8,7 +8,7 @@ use crate::common::{Actor, TestApp, status_json};
 
 pub const KEY_ELSEWHERE: &str = "API key is not authorized for this organization";
 
-pub const OWNER_PERMISSIONS: [&str; 22] = [
+pub const OWNER_PERMISSIONS: [&str; 23] = [
     "manage_secrets",
     "manage_mcp",
     "manage_integrations",
@@ -28,6 +28,7 @@ pub const OWNER_PERMISSIONS: [&str; 22] = [
     "change_organization_name",
     "delete_organization",
     "manage_org_claims",
+    "view_automations",
     "manage_automations",
     "provision_user",
     "view_org_conversations",
@@ -45,7 +46,7 @@ pub const MEMBER_PERMISSIONS: [&str; 8] = [
     "manage_api_keys",
     "view_llm_settings",
     "view_org_settings",
-    "manage_automations",
+    "view_automations",
 ];
 
 pub fn sorted(perms: &[&str]) -> Value {

@@ -155,3 +155,63 @@ fn slow_post(url: &str, session: &str, every: Duration) -> (u16, Duration, bool)
         .unwrap_or_else(|| panic!("not an HTTP answer: {text}"));
     (status, took, closed)
 }
+
+/// Proxied websockets per member (issue 33, `--max-sockets-per-member`): a member's sockets,
+/// by their API keys or by their sandbox's session key, count together; one more is a clear
+/// 503 while another member still gets one; a socket closed gives its member room again.
+pub(crate) async fn proxied_sockets_per_member(backend: Backend) {
+    const PER_MEMBER: usize = 2;
+    let app = spawn_sandbox_app(
+        backend,
+        SandboxOptions {
+            proxy: Some(ProxyConfig {
+                max_sockets_per_member: PER_MEMBER,
+                ..proxy_config()
+            }),
+            ..SandboxOptions::default()
+        },
+    )
+    .await;
+    let (_, session, url) = running(&app, &app.owner.key).await;
+    let conv = uuid::Uuid::new_v4().simple().to_string();
+    let by_key = |key: &str| {
+        let ws = url.replacen("http://", "ws://", 1);
+        let mut req = format!("{ws}/sockets/events/{conv}")
+            .into_client_request()
+            .unwrap();
+        req.headers_mut()
+            .insert("X-Access-Token", key.parse().unwrap());
+        tokio_tungstenite::connect_async(req)
+    };
+    let mut held = vec![
+        open(&url, &conv, Some(&session)).await.unwrap(),
+        by_key(&app.owner.key).await.unwrap().0,
+    ];
+    for refused in [
+        open(&url, &conv, Some(&session)).await.map(|_| ()),
+        by_key(&app.bound_owner.key).await.map(|_| ()),
+    ] {
+        match refused {
+            Err(WsError::Http(r)) => {
+                assert_eq!(r.status().as_u16(), 503, "{backend}");
+                let body = String::from_utf8_lossy(r.body().as_deref().unwrap_or_default());
+                assert!(body.contains("for this member"), "{backend}: {body}");
+            }
+            other => panic!("{backend}: one over the member's limit: {other:?}"),
+        }
+    }
+    // Another member who sees the sandbox (the admin) is not refused.
+    let admin = by_key(&app.admin.key).await;
+    assert!(
+        admin.is_ok(),
+        "{backend}: another member: {:?}",
+        admin.err()
+    );
+    // Closed, a socket gives its member room again.
+    held.pop().unwrap().close(None).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while open(&url, &conv, Some(&session)).await.is_err() {
+        assert!(Instant::now() < deadline, "{backend}: no room again");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}

@@ -16,6 +16,7 @@ mod limits;
 mod urls;
 mod websockets;
 mod workers;
+mod workspace;
 
 use std::time::{Duration, Instant};
 
@@ -33,10 +34,11 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use access::who_gets_through;
 use http::http_streams_both_ways;
-use limits::sockets_and_slow_bodies;
+use limits::{proxied_sockets_per_member, sockets_and_slow_bodies};
 use urls::{routes_by_host, urls_point_at_the_proxy};
 use websockets::websockets_relay;
 use workers::workers_through_the_proxy;
+use workspace::starts_under_workspace_are_refused_without_one;
 
 on_both_backends!(
     who_gets_through,
@@ -45,7 +47,9 @@ on_both_backends!(
     urls_point_at_the_proxy,
     routes_by_host,
     workers_through_the_proxy,
-    sockets_and_slow_bodies
+    sockets_and_slow_bodies,
+    proxied_sockets_per_member,
+    starts_under_workspace_are_refused_without_one
 );
 
 /// The proxy's limits in these tests: a small body limit and a short read timeout (a sandbox

@@ -155,12 +155,18 @@ pub(crate) async fn websockets_relay(backend: Backend) {
     let deltas: Vec<String> = (0..1000)
         .map(|i| format!("{i:05}{}", "x".repeat(15_000)))
         .collect();
+    // The first reader looks away for 0.5 s (under the proxy's 2 s stall) after 100 frames,
+    // as a client on a busy host does: it falls a whole queue behind, and keeps its socket.
     let readers: Vec<_> = fast
         .into_iter()
-        .map(|mut c| {
+        .enumerate()
+        .map(|(i, mut c)| {
             tokio::spawn(async move {
                 let mut n = 0;
                 while n < 1001 {
+                    if i == 0 && n == 100 {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
                     match next(&mut c, Duration::from_secs(60)).await {
                         Some(Message::Text(_)) => n += 1,
                         Some(_) => {}

@@ -127,11 +127,13 @@ pub struct AppConversationInfo {
     pub trigger: Option<ConversationTrigger>,
     /// Pull requests it worked on.
     pub pr_number: Vec<i64>,
-    /// The LLM model it was started with.
+    /// The LLM model: the one it was started with, then the one its agent server last
+    /// reported ([`RunDetails`](crate::conversations::RunDetails)).
     pub llm_model: Option<String>,
     /// `openhands` (OpenHands also knows `acp`).
     pub agent_kind: String,
-    /// OpenHands' `MetricsSnapshot`, kept as given.
+    /// OpenHands' `MetricsSnapshot` its agent server last reported (combined over its LLM
+    /// usages; [`RunDetails`](crate::conversations::RunDetails)).
     pub metrics: Option<Value>,
     /// Its parent conversation.
     pub parent_conversation_id: Option<ConversationId>,
@@ -158,7 +160,8 @@ pub struct AppConversation {
     pub info: AppConversationInfo,
     /// Its sandbox's status (`MISSING` when there is none).
     pub sandbox_status: SandboxStatus,
-    /// The run state Switchboard stores (no call to the agent server; issue 10).
+    /// The run state Switchboard stores (no call to the agent server; issue 10), the last
+    /// one reported also while the sandbox is paused, deleted or lost (issue 31).
     pub execution_status: Option<ExecutionStatus>,
     /// `{agent server url}/api/conversations/{id.hex}` while the sandbox runs.
     pub conversation_url: Option<String>,

@@ -4,12 +4,14 @@
 //! ingestion); [`app`] OpenHands' view of a conversation (filters, sort orders, the PATCH and
 //! send-message values), [`bodies`] their body rules, [`start_tasks`] the start tasks,
 //! [`start_request`] the start body's rules, [`sealed_start`] what a start keeps sealed and
-//! [`repository`] the repository sources a start may clone.
+//! [`repository`] the repository sources a start may clone; [`run_details`] the LLM model and
+//! metrics an agent server reports.
 
 pub mod app;
 pub mod bodies;
 pub mod provider_remote;
 pub mod repository;
+pub mod run_details;
 pub mod sealed_start;
 pub mod start_request;
 pub mod start_tasks;
@@ -21,6 +23,8 @@ use time::OffsetDateTime;
 use crate::ids::{ConversationId, OrgId, SandboxId, UserId, parse_uuid};
 use crate::sandboxes::Sandbox;
 use crate::validation::{self, field, loc};
+
+pub use run_details::RunDetails;
 
 /// A conversation's run state: the values of OpenHands' `ConversationExecutionStatus`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -124,10 +128,13 @@ pub struct ConversationInfo {
     pub title: Option<String>,
     /// Its run state, when given and known (an unknown value is left out).
     pub execution_status: Option<ExecutionStatus>,
+    /// Its LLM model and metrics, as far as it reports them ([`RunDetails::of_info`]).
+    pub details: RunDetails,
 }
 
 /// Reads a `ConversationInfo` (a JSON object with a UUID `id`; `title` and `execution_status`
-/// strings or `null` when present; other keys kept only as metadata).
+/// strings or `null` when present; the LLM model and metrics of [`RunDetails::of_info`], any
+/// other shape of theirs not reported; other keys kept only as metadata).
 ///
 /// # Errors
 /// A 422 entry at `["body", …]`: not an object, `id` missing or not a UUID string, `title` or
@@ -153,6 +160,7 @@ pub fn parse_conversation_info(
         execution_status: text("execution_status")?
             .as_deref()
             .and_then(ExecutionStatus::parse),
+        details: RunDetails::of_info(info),
     })
 }
 

@@ -2,7 +2,7 @@
 
 use time::OffsetDateTime;
 
-use crate::conversations::{Conversation, ExecutionStatus};
+use crate::conversations::{Conversation, ExecutionStatus, RunDetails};
 use crate::error::StorageError;
 use crate::events::{
     AppendOutcome, EventFilter, NewEvent, PositionedEvent, SearchQuery, StoredEvent,
@@ -18,6 +18,8 @@ pub struct Append {
     pub events: Vec<NewEvent>,
     /// The run state to set, when the batch implies one.
     pub status: Option<ExecutionStatus>,
+    /// The LLM model and metrics to set, each when the batch reports it.
+    pub details: RunDetails,
     /// The time of the append (the conversation's activity time).
     pub now: OffsetDateTime,
 }
@@ -36,8 +38,10 @@ pub trait EventStore: Send + Sync {
     /// Appends a batch in one transaction: creates the conversation if it does not exist (its
     /// org, owner and sandbox taken from [`Append::conversation`]), skips events whose id the
     /// conversation already has (and repeats within the batch), inserts the rest in order, and
-    /// sets the run state to [`Append::status`] when given. `Ok(None)` when the conversation
-    /// exists in another organization (nothing written). On PostgreSQL commit order equals
+    /// sets the run state to [`Append::status`] and the LLM model and metrics of
+    /// [`Append::details`] when given. `Ok(None)` when the conversation
+    /// exists in another organization, or was deleted through the API and not created again
+    /// (nothing written). On PostgreSQL commit order equals
     /// `seq` order.
     fn append_events(&self, append: Append) -> Result<Option<AppendOutcome>, StorageError>;
     /// Up to `query.limit + 1` events in order, after `query.after` (keyset on `(ts, seq)`).

@@ -10,6 +10,7 @@ pub mod org_defaults;
 pub mod org_settings;
 pub mod sandboxes;
 pub mod sealed;
+pub mod url_ports;
 pub mod user_secrets;
 pub mod user_settings;
 
@@ -29,6 +30,7 @@ pub use sandboxes::{
     StartSandbox, StartedSandbox, WarmClaim,
 };
 pub use sealed::{Reseal, SealedRef, SealedStore};
+pub use url_ports::UrlPortStore;
 pub use user_secrets::{SecretUpdate, UserSecretStore};
 pub use user_settings::{SettingsEdit, UserSettingsStore};
 

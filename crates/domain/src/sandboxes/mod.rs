@@ -8,13 +8,17 @@ pub mod agent_server_error;
 pub mod agent_workspace;
 pub mod changes;
 pub mod event_streams;
+pub mod handles;
 pub mod limits;
+pub mod listeners;
 pub mod quotas;
 pub mod records;
 pub mod runtime;
 pub mod services;
 pub mod settings;
 pub mod specs;
+pub mod url_ports;
+pub mod workspace_dirs;
 
 use serde::Serialize;
 use time::OffsetDateTime;

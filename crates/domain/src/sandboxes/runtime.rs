@@ -19,8 +19,10 @@ pub use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::sandboxes::agent_requests::StartConversationRequest;
 pub use crate::sandboxes::agent_server_error::AgentServerError;
-use crate::sandboxes::services::ServiceEndpoint;
+use crate::sandboxes::listeners::ListenerCheck;
 use crate::sandboxes::specs::SandboxSpec;
+
+pub use crate::sandboxes::handles::RuntimeHandle;
 
 /// Everything a runtime needs to start one sandbox. `Debug` shows variable names, never
 /// values (passthrough variables carry LLM API keys).
@@ -45,6 +47,12 @@ pub struct LaunchSpec {
     /// operator's `--allow-local-repositories` (issue 18, "Repository sources"), so that a
     /// start's clone of a local repository works inside the sandbox.
     pub local_repositories: Vec<PathBuf>,
+    /// The organization the sandbox is started for, when it has one at start (a warm-pool
+    /// sandbox has none until a start claims it): runtimes label what they make with it
+    /// (issue 32). The record, not the label, is the source of truth.
+    pub org_id: Option<crate::ids::OrgId>,
+    /// The member the sandbox is started for, when known at start (as `org_id`).
+    pub owner_id: Option<crate::ids::UserId>,
 }
 
 impl fmt::Debug for LaunchSpec {
@@ -68,42 +76,31 @@ impl fmt::Debug for LaunchSpec {
                     .collect::<Vec<_>>(),
             )
             .field("local_repositories", &self.local_repositories)
+            .field("org_id", &self.org_id)
+            .field("owner_id", &self.owner_id)
             .finish()
     }
 }
 
-/// What must be persisted to find a sandbox again, also after a Switchboard restart. Stored
-/// as JSON text ([`RuntimeHandle::to_json`], [`RuntimeHandle::from_json`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuntimeHandle {
-    /// The runtime that made it ([`SandboxRuntime::name`], e.g. `process`).
-    pub runtime: String,
-    /// The agent server's base URL as Switchboard reaches it (`http://127.0.0.1:<port>`, or a
-    /// container's network address).
-    pub agent_server_url: String,
-    /// The port on Switchboard's host (for a Docker container reached at its own network
-    /// address, nothing being published: the container's port).
-    pub host_port: u16,
-    /// The port inside the sandbox (the `port` of the `AGENT_SERVER` exposed URL, reference
-    /// app-server §3.1); equal to `host_port` for processes.
-    pub sandbox_port: u16,
-    /// The sandbox's directory on Switchboard's host (holds its log; removed on delete).
-    pub working_dir: PathBuf,
-    /// Runtime-specific identity, opaque to the domain (for processes: the pid and its start
-    /// time from `/proc`, so a reused pid is never mistaken for the sandbox).
-    #[serde(default)]
-    pub data: serde_json::Value,
-    /// The services the sandbox exposes besides its agent server (its spec's
-    /// `exposed_services`, issue 22), each where Switchboard reaches it; empty for the agent
-    /// server only (and in handles stored before there were any).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub services: Vec<ServiceEndpoint>,
-}
-
 impl RuntimeHandle {
-    /// The handle as JSON text, for storage.
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("a RuntimeHandle always serializes")
+    /// The runtime-specific identity in [`RuntimeHandle::data`], for a handle made by the
+    /// runtime named `runtime`; `what` names the data in an error (`container data`).
+    ///
+    /// # Errors
+    /// [`RuntimeError::BadHandle`] for another runtime's handle or unreadable data.
+    pub fn data_of<T: serde::de::DeserializeOwned>(
+        &self,
+        runtime: &str,
+        what: &str,
+    ) -> Result<T, RuntimeError> {
+        if self.runtime != runtime {
+            return Err(RuntimeError::BadHandle(format!(
+                "made by the {:?} runtime, not {runtime:?}",
+                self.runtime
+            )));
+        }
+        serde_json::from_value(self.data.clone())
+            .map_err(|e| RuntimeError::BadHandle(format!("{what}: {e}")))
     }
 
     /// A handle read back from [`RuntimeHandle::to_json`]'s text.
@@ -216,6 +213,20 @@ pub trait SandboxRuntime: Send + Sync {
 
     /// The last `lines` lines of the sandbox's log (stdout and stderr), if it has one.
     fn log_tail(&self, handle: &RuntimeHandle, lines: usize) -> Option<String>;
+
+    /// Who listens at `url`, one of the sandbox's own (its agent server's or an exposed
+    /// service's), asked before Switchboard sends a request or a credential there (issue 33:
+    /// a process sandbox could bind the loopback port of another's service first). The
+    /// default, for runtimes whose addresses no sandbox can take:
+    /// [`ListenerCheck::Unchecked`].
+    ///
+    /// # Errors
+    /// [`RuntimeError::Io`] when the runtime could not look (the caller sends nothing);
+    /// [`RuntimeError::BadHandle`] for another runtime's handle.
+    fn listener(&self, handle: &RuntimeHandle, url: &str) -> Result<ListenerCheck, RuntimeError> {
+        let _ = (handle, url);
+        Ok(ListenerCheck::Unchecked)
+    }
 }
 
 /// The calls Switchboard makes to an agent server (reference agent-server-webhooks §1): the
@@ -436,6 +447,7 @@ pub fn status_of(obs: &Observation, policy: &StatusPolicy, now: OffsetDateTime) 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandboxes::services::ServiceEndpoint;
 
     fn at(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_700_000_000 + secs).unwrap()
@@ -527,6 +539,8 @@ mod tests {
             webhook_base_url: "http://127.0.0.1:1/api/v1/webhooks".into(),
             passthrough_env: vec![("LLM_API_KEY".into(), "sk-very-secret".into())],
             local_repositories: Vec::new(),
+            org_id: None,
+            owner_id: None,
         };
         let shown = format!("{launch:?}");
         assert!(!shown.contains(key.expose()), "{shown}");
@@ -544,16 +558,18 @@ mod tests {
             host_port: 40001,
             sandbox_port: 40001,
             working_dir: PathBuf::from("/data/sandboxes/x"),
+            project_dir: None,
             data: serde_json::json!({"pid": 42, "start_time": 1234}),
             services: Vec::new(),
         };
         let text = handle.to_json();
         assert_eq!(RuntimeHandle::from_json(&text).unwrap(), handle);
         assert!(
-            !text.contains("services"),
+            !text.contains("services") && !text.contains("project_dir"),
             "{text}: none, as handles stored before them"
         );
         let with = RuntimeHandle {
+            project_dir: Some(super::super::workspace_dirs::SANDBOX_PROJECT_DIR.into()),
             services: vec![ServiceEndpoint {
                 service: crate::sandboxes::services::ExposedService::Worker1,
                 url: "http://127.0.0.1:40002".into(),

@@ -98,12 +98,18 @@ impl ExposedService {
     }
 
     /// The variables telling the sandbox the service's port `port`: one named as the service
-    /// (`WORKER_1=8011`, as OpenHands' Docker runtime sets them), and for `VSCODE` also the
-    /// agent server's own `OH_VSCODE_PORT`. The agent server gets its port on its command
-    /// line, so `AGENT_SERVER` has none here.
+    /// (`WORKER_1=8011`, `AGENT_SERVER=8000`, as OpenHands' Docker runtime sets every exposed
+    /// port), for `VSCODE` also the agent server's own `OH_VSCODE_PORT`, and for the agent
+    /// server also `AGENT_SERVER_PORT`, the name programs in OpenHands' sandboxes read (the
+    /// SDK's `OpenHandsCloudWorkspace` in `local_agent_server_mode` dials
+    /// `http://localhost:$AGENT_SERVER_PORT`; issue 31). The agent server itself takes its
+    /// port from its command line.
     pub fn env(self, port: u16) -> Vec<(&'static str, String)> {
         match self {
-            ExposedService::AgentServer => Vec::new(),
+            ExposedService::AgentServer => vec![
+                (self.name(), port.to_string()),
+                ("AGENT_SERVER_PORT", port.to_string()),
+            ],
             ExposedService::Vscode => vec![
                 (self.name(), port.to_string()),
                 ("OH_VSCODE_PORT", port.to_string()),
@@ -160,7 +166,13 @@ mod tests {
             assert_eq!(serde_json::to_string(&s).unwrap(), format!("\"{name}\""));
         }
         assert_eq!(ExposedService::parse("worker_3"), None);
-        assert!(ExposedService::AgentServer.env(1).is_empty());
+        assert_eq!(
+            ExposedService::AgentServer.env(60000),
+            [
+                ("AGENT_SERVER", "60000".to_owned()),
+                ("AGENT_SERVER_PORT", "60000".to_owned())
+            ]
+        );
         assert_eq!(
             ExposedService::Vscode.env(41000),
             [

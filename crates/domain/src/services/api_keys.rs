@@ -14,23 +14,42 @@ use crate::ports::IdentityStore;
 use crate::time_input::{format_rfc3339_micros, now_micros};
 use crate::validation::{self, loc};
 
+/// The most live API keys (not revoked, not expired) a member may hold by default
+/// ([`ApiKeyService::with_max_per_member`], issue 33).
+pub const DEFAULT_MAX_API_KEYS_PER_MEMBER: usize = 100;
+
 /// Issues, lists and revokes API keys.
 #[derive(Clone)]
 pub struct ApiKeyService {
     identity: Arc<dyn IdentityStore>,
+    max_per_member: usize,
 }
 
 impl ApiKeyService {
     /// The service over the identity store.
     pub fn new(identity: Arc<dyn IdentityStore>) -> Self {
-        ApiKeyService { identity }
+        ApiKeyService {
+            identity,
+            max_per_member: DEFAULT_MAX_API_KEYS_PER_MEMBER,
+        }
+    }
+
+    /// The same service, letting a member hold at most `max` live keys through
+    /// [`ApiKeyService::create_api_key`] (`--max-api-keys-per-member`).
+    #[must_use]
+    pub fn with_max_per_member(mut self, max: usize) -> Self {
+        self.max_per_member = max;
+        self
     }
 
     /// Creates a key for the caller, bound to the effective organization
-    /// (`manage_api_keys`). `expires_at` must be in the future.
+    /// (`manage_api_keys`). `expires_at` must be in the future. A caller who already holds
+    /// the most live keys allowed (not revoked, not expired, in any organization; issue 33:
+    /// minting keys must not multiply what a member may hold) gets none.
     ///
     /// # Errors
-    /// 403 without the permission; [`DomainError::Invalid`] for a past expiry.
+    /// 403 without the permission; [`DomainError::Invalid`] for a past expiry;
+    /// [`DomainError::Conflict`] (409) at the limit.
     pub fn create_api_key(
         &self,
         ctx: &OrgContext,
@@ -38,6 +57,19 @@ impl ApiKeyService {
         expires_at: Option<OffsetDateTime>,
     ) -> Result<IssuedKey, DomainError> {
         ctx.require(Permission::ManageApiKeys)?;
+        let now = now_micros();
+        let live = self
+            .identity
+            .api_keys_of(ctx.principal.user_id)?
+            .iter()
+            .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > now))
+            .count();
+        if live >= self.max_per_member {
+            return Err(DomainError::Conflict(format!(
+                "You hold {live} API keys, the most a member may hold ({}); revoke one to create another",
+                self.max_per_member
+            )));
+        }
         self.issue_key(ctx.principal.user_id, Some(ctx.org.id), name, expires_at)
     }
 

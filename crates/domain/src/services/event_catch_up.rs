@@ -8,7 +8,9 @@
 //! asks the agent server for its count (one cheap call) and reads only from that event on
 //! when the count moved. A conversation the agent server has and Switchboard does not (a
 //! client created it on the sandbox directly) is stored with the agent server's
-//! `ConversationInfo`, then caught up.
+//! `ConversationInfo`, then caught up; one it knows takes the listing's `ConversationInfo`
+//! too (its title, run state, LLM model and metrics: what the conversation answers once its
+//! sandbox is gone; an info equal to the one stored writes nothing).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::conversations::{Conversation, ExecutionStatus};
+use crate::conversations::{Conversation, ExecutionStatus, RunDetails};
 use crate::error::DomainError;
 use crate::events::{NewEvent, prepare_batch};
 use crate::identity::session_keys::SessionKey;
@@ -201,8 +203,9 @@ impl EventCatchUp {
                 else {
                     continue;
                 };
-                if self.conversations.conversation(id)?.is_none() {
-                    self.infos.ingest_conversation_info(t.sandbox, info)?;
+                let known = self.conversations.conversation(id)?.is_some();
+                self.infos.ingest_conversation_info(t.sandbox, info)?;
+                if !known {
                     tracing::info!(sandbox = %t.sandbox.id, conversation = %id, "a conversation only its agent server knew: stored with its ConversationInfo");
                     outcome.discovered += 1;
                 }
@@ -264,6 +267,7 @@ impl EventCatchUp {
         let mut missing: Vec<NewEvent> = Vec::new();
         let mut stored = 0;
         let mut status: Option<ExecutionStatus> = None;
+        let mut details = RunDetails::default();
         let mut last_id: Option<String> = None;
         let mut stop = None;
         loop {
@@ -302,6 +306,7 @@ impl EventCatchUp {
                 if let Some(s) = event.1 {
                     status = Some(s);
                 }
+                details = details.then(event.2);
                 let event = event.0;
                 last_id = Some(event.event_id.clone());
                 // A repeat within the scan is skipped by the append (ids are unique).
@@ -311,14 +316,14 @@ impl EventCatchUp {
             }
             while missing.len() >= 2 * APPEND_CHUNK {
                 let chunk: Vec<NewEvent> = missing.drain(..APPEND_CHUNK).collect();
-                stored += self.append(t, id, chunk, None)?;
+                stored += self.append(t, id, chunk, None, RunDetails::default())?;
             }
             match page.next_page_id {
                 Some(next) if !page.items.is_empty() => page_id = Some(next),
                 _ => break,
             }
         }
-        stored += self.append(t, id, missing, status)?;
+        stored += self.append(t, id, missing, status, details)?;
         match stop {
             None => {
                 if let Some(last_id) = last_id {
@@ -335,17 +340,19 @@ impl EventCatchUp {
         }
     }
 
-    /// Appends `missing` in chunks; the run state goes with the last chunk.
+    /// Appends `missing` in chunks; the run state, model and metrics go with the last chunk.
     fn append(
         &self,
         t: &Target<'_>,
         id: ConversationId,
         missing: Vec<NewEvent>,
         status: Option<ExecutionStatus>,
+        details: RunDetails,
     ) -> Result<usize, Stop> {
         let mut stored = 0;
         let chunks = missing.len().div_ceil(APPEND_CHUNK);
         let mut events = missing.into_iter();
+        let mut details = Some(details);
         for i in 0..chunks {
             let chunk: Vec<NewEvent> = events.by_ref().take(APPEND_CHUNK).collect();
             let ids: Vec<String> = chunk.iter().map(|e| e.event_id.clone()).collect();
@@ -354,6 +361,11 @@ impl EventCatchUp {
                 conversation: Conversation::in_sandbox(t.sandbox, id, now),
                 events: chunk,
                 status: if i + 1 == chunks { status } else { None },
+                details: if i + 1 == chunks {
+                    details.take().unwrap_or_default()
+                } else {
+                    RunDetails::default()
+                },
                 now,
             });
             match outcome.map_err(DomainError::from)? {
@@ -439,15 +451,15 @@ fn timeout(deadline: Instant) -> Result<Duration, Stop> {
     }
 }
 
-/// One event of the agent server's search, ready to store, with the run state it implies; an
-/// event the webhook would refuse is logged and skipped.
+/// One event of the agent server's search, ready to store, with the run state, model and
+/// metrics it implies; an event the webhook would refuse is logged and skipped.
 fn prepared(
     t: &Target<'_>,
     id: ConversationId,
     item: &Value,
-) -> Option<(NewEvent, Option<ExecutionStatus>)> {
+) -> Option<(NewEvent, Option<ExecutionStatus>, RunDetails)> {
     match prepare_batch(&format!("[{item}]")) {
-        Ok(mut batch) => batch.events.pop().map(|e| (e, batch.status)),
+        Ok(mut batch) => batch.events.pop().map(|e| (e, batch.status, batch.details)),
         Err(e) => {
             tracing::warn!(sandbox = %t.sandbox.id, conversation = %id, error = %e.msg, "an event of the agent server that cannot be stored: skipped");
             None

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::conversations::{Conversation, ExecutionStatus};
+use crate::conversations::{Conversation, ExecutionStatus, RunDetails};
 use crate::error::DomainError;
 use crate::events::{NewEvent, SearchQuery, prepare_batch};
 use crate::ids::ConversationId;
@@ -116,13 +116,13 @@ impl EventStreaming {
         id: ConversationId,
         texts: &[&str],
     ) -> Result<(), DomainError> {
-        let mut prepared: Vec<(NewEvent, Option<ExecutionStatus>)> =
+        let mut prepared: Vec<(NewEvent, Option<ExecutionStatus>, RunDetails)> =
             Vec::with_capacity(texts.len());
         for text in texts {
             match prepare_batch(&format!("[{text}]")) {
                 Ok(mut batch) => {
                     if let Some(event) = batch.events.pop() {
-                        prepared.push((event, batch.status));
+                        prepared.push((event, batch.status, batch.details));
                     }
                 }
                 Err(e) => {
@@ -133,27 +133,33 @@ impl EventStreaming {
         if prepared.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = prepared.iter().map(|(e, _)| e.event_id.clone()).collect();
+        let ids: Vec<String> = prepared.iter().map(|(e, ..)| e.event_id.clone()).collect();
         let known: HashSet<String> = self
             .events
             .get_events(id, &ids)?
             .into_iter()
             .map(|e| e.event_id)
             .collect();
-        prepared.retain(|(e, _)| !known.contains(&e.event_id));
+        prepared.retain(|(e, ..)| !known.contains(&e.event_id));
         if prepared.is_empty() {
             return Ok(());
         }
         // The run state of a status event already stored was set when it was (an older one
-        // resent must not set it back).
-        let status = prepared.iter().rev().find_map(|(_, s)| *s);
-        let events: Vec<NewEvent> = prepared.into_iter().map(|(e, _)| e).collect();
+        // resent must not set it back); so were the model and metrics.
+        let status = prepared.iter().rev().find_map(|(_, s, _)| *s);
+        let mut details = RunDetails::default();
+        let mut events: Vec<NewEvent> = Vec::with_capacity(prepared.len());
+        for (e, _, d) in prepared {
+            details = details.then(d);
+            events.push(e);
+        }
         let ids: Vec<String> = events.iter().map(|e| e.event_id.clone()).collect();
         let now = now_micros();
         let outcome = self.events.append_events(Append {
             conversation: Conversation::in_sandbox(sandbox, id, now),
             events,
             status,
+            details,
             now,
         })?;
         match outcome {

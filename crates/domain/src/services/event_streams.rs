@@ -87,11 +87,11 @@ impl SandboxService {
             if !record.is_managed() || record.status != SandboxStatus::Running {
                 continue;
             }
-            let (Some(sandbox), Some(url), Some(key)) = (
-                record.owned(),
-                self.agent_url(&record),
-                self.session_key(&record),
-            ) else {
+            let Some(sandbox) = record.owned() else {
+                continue;
+            };
+            // A listener that is not the sandbox's gets no stream (the refusal is logged).
+            let Ok(Some((url, key))) = self.agent_target(&record) else {
                 continue;
             };
             let conversations = engine

@@ -78,6 +78,7 @@ impl EventService {
             conversation: Conversation::in_sandbox(sandbox, conversation, now),
             events: batch.events,
             status: batch.status,
+            details: batch.details,
             now,
         })?;
         Ok(outcome.unwrap_or_else(|| {

@@ -11,6 +11,7 @@ mod event_streaming;
 mod event_streams;
 mod events;
 mod key_rotation;
+mod llm_choice;
 mod membership;
 mod operator;
 mod org_defaults;
@@ -21,6 +22,7 @@ mod sandbox_proxy;
 mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
+mod service_keys;
 mod start_settings;
 mod user_secrets;
 mod user_settings;
@@ -30,7 +32,7 @@ use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
 pub use agent_profiles::AgentProfileService;
-pub use api_keys::ApiKeyService;
+pub use api_keys::{ApiKeyService, DEFAULT_MAX_API_KEYS_PER_MEMBER};
 pub use auth::AuthService;
 pub use conversations::ConversationService;
 pub use conversations::app::{AppConversationService, MessageSent};
@@ -44,11 +46,13 @@ pub use event_catch_up::CatchUpOutcome;
 pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
 pub use key_rotation::{binding_of, rotate_sealed};
+pub use llm_choice::EffectiveLlm;
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};
 pub use org_settings::OrgSettingsService;
 pub use sandbox_proxy::{ProxyCredential, ProxyTarget};
 pub use sandboxes::SandboxService;
+pub use service_keys::{SERVICE_KEY_LIFETIME, ServiceKey, ServiceKeyService};
 pub use start_settings::{PersonalSettings, StartSettings};
 pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
 pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
@@ -66,6 +70,7 @@ pub struct Switchboard {
     store: Arc<dyn Store>,
     auth: AuthService,
     api_keys: ApiKeyService,
+    service_keys: ServiceKeyService,
     org_settings: OrgSettingsService,
     users: UserService,
     operator: OperatorService,
@@ -149,6 +154,7 @@ impl Switchboard {
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
             operator: OperatorService::new(identity.clone(), api_keys.clone()),
+            service_keys: ServiceKeyService::new(identity.clone(), api_keys.clone()),
             sandboxes: sandbox_service,
             events: EventService::new(conversations.clone(), events),
             api_keys,
@@ -207,6 +213,22 @@ impl Switchboard {
         self
     }
 
+    /// The same services, letting a member hold at most `max` live API keys they create
+    /// (`--max-api-keys-per-member`, issue 33).
+    #[must_use]
+    pub fn with_max_api_keys_per_member(mut self, max: usize) -> Self {
+        self.api_keys = self.api_keys.with_max_per_member(max);
+        self
+    }
+
+    /// The same services, answering the service routes for callers presenting `key`
+    /// (`serve --service-api-key-file`; without it they answer 503, as OpenHands does).
+    #[must_use]
+    pub fn with_service_key(mut self, key: ServiceKey) -> Self {
+        self.service_keys = self.service_keys.with_key(key);
+        self
+    }
+
     /// The same services, with these limits on the start pipeline's steps.
     #[must_use]
     pub fn with_start_timeouts(mut self, timeouts: StartTimeouts) -> Self {
@@ -225,6 +247,29 @@ impl Switchboard {
     /// The store (for readiness).
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+
+    /// `GET /api/v1/settings` (and the settings in `GET /api/v1/users/me`): the caller's
+    /// settings in the effective organization, their LLM being the one a start would use
+    /// (their own, else the organization's default, else the operator's; issue 31), never a
+    /// key.
+    ///
+    /// # Errors
+    /// [`DomainError::UserNotFound`](crate::DomainError::UserNotFound), a value that does not open, storage.
+    pub fn member_settings(
+        &self,
+        ctx: &crate::identity::OrgContext,
+    ) -> Result<serde_json::Value, crate::error::DomainError> {
+        let mut view = self.user_settings.settings(ctx)?;
+        self.conversation_start
+            .effective_llm(ctx.org.id, ctx.principal.user_id)?
+            .show_in(&mut view);
+        Ok(view)
+    }
+
+    /// Keys minted for a trusted service (the automation service).
+    pub fn service_keys(&self) -> &ServiceKeyService {
+        &self.service_keys
     }
 
     /// Authentication and the effective organization.

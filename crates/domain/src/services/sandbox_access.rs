@@ -25,6 +25,58 @@ impl SandboxService {
         })
     }
 
+    /// The agent server's base URL and the session key of a launched managed sandbox, once
+    /// its runtime confirmed that what listens there is the sandbox ([`Self::verify_listener`]):
+    /// what every call to its agent server needs. `Ok(None)` for a registered sandbox, one not
+    /// launched, or a key that does not open (as [`Self::agent_url`], [`Self::session_key`]).
+    ///
+    /// # Errors
+    /// Those of [`Self::verify_listener`]: nothing is sent then.
+    pub(super) fn agent_target(
+        &self,
+        record: &SandboxRecord,
+    ) -> Result<Option<(String, SessionKey)>, DomainError> {
+        let (Some(url), Some(key)) = (self.agent_url(record), self.session_key(record)) else {
+            return Ok(None);
+        };
+        self.verify_listener(record, &url)?;
+        Ok(Some((url, key)))
+    }
+
+    /// Confirms that what listens at `url`, one of sandbox `record`'s own, is the sandbox
+    /// ([`SandboxRuntime::listener`](crate::sandboxes::runtime::SandboxRuntime::listener),
+    /// issue 33) before Switchboard sends a request or a credential there. A refusal is
+    /// logged with the sandbox and the reason.
+    ///
+    /// # Errors
+    /// [`DomainError::ListenerNotSandbox`] (502) when another user's listener holds the
+    /// address, nothing listens there, the runtime could not look, or the sandbox's runtime
+    /// or handle is unusable.
+    pub(super) fn verify_listener(
+        &self,
+        record: &SandboxRecord,
+        url: &str,
+    ) -> Result<(), DomainError> {
+        let refused = |why: String| {
+            tracing::warn!(sandbox = %record.id, url = %url, reason = %why, "nothing sent to the sandbox: its listener is not verified");
+            Err(DomainError::ListenerNotSandbox(why))
+        };
+        let m = self.managed()?;
+        let Some((runtime, handle)) = super::sandboxes::runtime_and_handle(m, record) else {
+            return refused(format!(
+                "sandbox {} has no usable runtime handle",
+                record.id
+            ));
+        };
+        match runtime.listener(&handle, url) {
+            Ok(check) => match check.refusal(url) {
+                None => Ok(()),
+                Some(why) => refused(why),
+            },
+            Err(e) => refused(format!("its listener could not be looked up: {e}")),
+        }
+    }
+
     /// Every service a launched managed sandbox exposes, where Switchboard reaches it:
     /// `AGENT_SERVER` first (its recorded URL, else its handle's), then those of its spec's
     /// `exposed_services` the runtime gave a port (the handle's, issue 22); `None` for a

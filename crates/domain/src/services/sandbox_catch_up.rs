@@ -95,7 +95,8 @@ impl SandboxService {
         }
     }
 
-    /// Catches up one sandbox; `None` when it has no owner, URL or session key.
+    /// Catches up one sandbox; `None` when it has no owner, URL or session key, or its
+    /// listener is not the sandbox's.
     fn catch_up_one(
         &self,
         engine: &EventCatchUp,
@@ -103,13 +104,14 @@ impl SandboxService {
         forced: bool,
         deadline: Instant,
     ) -> Result<Option<CatchUpOutcome>, DomainError> {
-        let (Some(m), Some(sandbox), Some(url), Some(key)) = (
-            self.managed.as_deref(),
-            record.owned(),
-            self.agent_url(record),
-            self.session_key(record),
-        ) else {
+        let (Some(m), Some(sandbox)) = (self.managed.as_deref(), record.owned()) else {
             return Ok(None);
+        };
+        // A listener that is not the sandbox's is read nothing from (the refusal is logged).
+        let (url, key) = match self.agent_target(record) {
+            Ok(Some(target)) => target,
+            Ok(None) | Err(DomainError::ListenerNotSandbox(_)) => return Ok(None),
+            Err(e) => return Err(e),
         };
         let target = Target {
             client: &*m.m.client,

@@ -5,10 +5,11 @@
 
 use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
-use crate::ids::SandboxId;
-use crate::sandboxes::records::ExposedUrl;
-use crate::sandboxes::runtime::SandboxStatus;
+use crate::ids::{SandboxId, UserId};
+use crate::sandboxes::records::{ExposedUrl, SandboxRecord};
+use crate::sandboxes::runtime::{RuntimeHandle, SandboxStatus};
 use crate::sandboxes::services::ExposedService;
+use crate::sandboxes::workspace_dirs::working_dir_refusal;
 
 use super::Switchboard;
 
@@ -32,6 +33,16 @@ pub struct ProxyTarget {
     pub services: Vec<ExposedUrl>,
     /// The agent server's session key, added upstream as `X-Session-API-Key`.
     pub session_key: SessionKey,
+    /// The sandbox's project directory as its processes name it
+    /// ([`RuntimeHandle::project_dir`]), which says whether it has a `/workspace` of its own
+    /// ([`working_dir_refusal`]).
+    pub project_dir: Option<String>,
+    /// Whom a proxied socket counts for (issue 33, per-member socket caps): the API key's
+    /// user, or, for the sandbox's own session key, the sandbox's owner.
+    pub member: Option<UserId>,
+    /// The sandbox as read for this request: [`Switchboard::verify_upstream`] asks its
+    /// runtime who listens at a service's URL.
+    record: SandboxRecord,
 }
 
 impl std::fmt::Debug for ProxyTarget {
@@ -45,6 +56,12 @@ impl std::fmt::Debug for ProxyTarget {
 }
 
 impl ProxyTarget {
+    /// Why this sandbox refuses a conversation in `working_dir` ([`working_dir_refusal`]), or
+    /// `None`.
+    pub fn working_dir_refusal(&self, working_dir: &str) -> Option<String> {
+        working_dir_refusal(self.project_dir.as_deref(), working_dir)
+    }
+
     /// The upstream base URL of `service` (OpenHands' name, case-insensitive, `-` read as
     /// `_`: `agent-server` is `AGENT_SERVER`, `worker-1` is `WORKER_1`); `None` when the
     /// sandbox does not expose it.
@@ -75,6 +92,7 @@ impl Switchboard {
         credential: ProxyCredential<'_>,
     ) -> Result<ProxyTarget, DomainError> {
         let sandboxes = &self.sandboxes;
+        let mut member = None;
         let record = match credential {
             ProxyCredential::Session(key) => {
                 let sandbox = sandboxes.authenticate_sandbox(Some(key))?;
@@ -104,6 +122,7 @@ impl Switchboard {
                 if !record.visible_to(&ctx) {
                     return Err(DomainError::SandboxNotFound);
                 }
+                member = Some(ctx.principal.user_id);
                 record
             }
         };
@@ -119,11 +138,35 @@ impl Switchboard {
         let session_key = sandboxes
             .session_key(&record)
             .ok_or_else(|| DomainError::ConversationSandboxUnavailable("RUNNING".into()))?;
+        let project_dir = record
+            .handle
+            .as_deref()
+            .and_then(|h| RuntimeHandle::from_json(h).ok())
+            .and_then(|h| h.project_dir);
         Ok(ProxyTarget {
             sandbox_id: record.id,
             services,
             session_key,
+            project_dir,
+            member: member.or(record.owner_id),
+            record,
         })
+    }
+
+    /// Confirms that the listener of `service` ([`ProxyTarget::service_url`]) is the
+    /// sandbox's before the proxy sends the request and the session key there (issue 33: a
+    /// process sandbox could bind the port of another's `WORKER_1` first, and be sent the
+    /// other's requests and key). Asked for every proxied request and socket.
+    ///
+    /// # Errors
+    /// [`DomainError::SandboxNotFound`] (404) when the sandbox does not expose `service`;
+    /// [`DomainError::ListenerNotSandbox`] (502) when another user's listener holds its
+    /// address, nothing listens there, or the runtime could not look.
+    pub fn verify_upstream(&self, target: &ProxyTarget, service: &str) -> Result<(), DomainError> {
+        let url = target
+            .service_url(service)
+            .ok_or(DomainError::SandboxNotFound)?;
+        self.sandboxes.verify_listener(&target.record, url)
     }
 
     /// The last reconciled status of sandbox `id`, for the liveness probes Switchboard answers

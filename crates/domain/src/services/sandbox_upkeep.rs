@@ -16,9 +16,11 @@ use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::jobs::{Job, Schedule};
 use crate::ports::sandboxes::SandboxUpdate;
+use crate::sandboxes::listeners::ListenerCheck;
 use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::{
-    AgentServerError, LaunchSpec, Observation, Observed, SandboxStatus, status_of,
+    AgentServerError, LaunchSpec, Observation, Observed, RuntimeHandle, SandboxRuntime,
+    SandboxStatus, status_of,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
 use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
@@ -28,6 +30,14 @@ use crate::time_input::now_micros;
 const ERROR_LOG_LINES: usize = 20;
 /// How often the launcher looks at starting sandboxes when not woken.
 const LAUNCH_EVERY: Duration = Duration::from_millis(250);
+/// How many sandboxes one launcher pass starts at once: a runtime's start can take seconds (a
+/// Kubernetes pod waits for the scheduler and its node to give it an address), and a burst of
+/// starts must not queue behind each other (issue 32).
+const LAUNCH_PARALLEL: usize = 8;
+/// How long a claimed launch is left to the replica that claimed it before another takes it
+/// over (that replica died while launching): longer than any runtime's start (a pod's
+/// address: 180 s by default).
+const LAUNCH_LEASE: time::Duration = time::Duration::minutes(5);
 /// How often every sandbox is reconciled with its runtime.
 const RECONCILE_EVERY: Duration = Duration::from_secs(3);
 /// How often the warm pool is checked when not woken.
@@ -130,8 +140,9 @@ impl SandboxService {
         jobs
     }
 
-    /// One pass of the launcher: launches every `STARTING` sandbox not launched yet, then
-    /// probes the `STARTING` ones (`RUNNING` once `/alive` answers; `ERROR` when the process
+    /// One pass of the launcher: launches every `STARTING` sandbox not launched yet (up to
+    /// eight at once, each on a thread of its own), then probes the `STARTING`
+    /// ones (`RUNNING` once `/alive` answers; `ERROR` when the process
     /// ends first or the start timeout passes). Run every few hundred milliseconds and when
     /// woken.
     ///
@@ -147,12 +158,33 @@ impl SandboxService {
             .into_iter()
             .filter(|r| r.is_managed() && r.status == SandboxStatus::Starting)
             .collect();
-        for record in &starting {
-            if record.handle.is_none() {
+        let now = now_micros();
+        let (unlaunched, launched): (Vec<&SandboxRecord>, Vec<&SandboxRecord>) =
+            starting.iter().partition(|r| r.handle.is_none());
+        // A launch another replica (or this one, earlier) has claimed and not finished is
+        // left to it until its lease lapses (issue 32: two replicas must not both start a pod).
+        let unlaunched: Vec<&SandboxRecord> = unlaunched
+            .into_iter()
+            .filter(|r| r.started_at.is_none_or(|t| now - t >= LAUNCH_LEASE))
+            .collect();
+        for batch in unlaunched.chunks(LAUNCH_PARALLEL) {
+            if let [record] = batch {
                 self.launch(m, record)?;
-            } else {
-                self.reconcile_one(m, record)?;
+                continue;
             }
+            std::thread::scope(|scope| {
+                let launches: Vec<_> = batch
+                    .iter()
+                    .map(|record| scope.spawn(|| self.launch(m, record)))
+                    .collect();
+                launches
+                    .into_iter()
+                    .map(|l| l.join().expect("a sandbox launch panicked"))
+                    .collect::<Result<Vec<()>, DomainError>>()
+            })?;
+        }
+        for record in launched {
+            self.reconcile_one(m, record)?;
         }
         if m.m.settings.warm_sandboxes > 0 && starting.iter().any(|r| r.org_id.is_none()) {
             self.report_warm_pool(m)?;
@@ -335,9 +367,25 @@ impl SandboxService {
     }
 
     /// Launches one `STARTING` sandbox; a failure makes it `ERROR`, with the detail logged.
+    /// The launch is claimed first (its `started_at` set while it has no handle, by a
+    /// conditional update of the version read), so replicas sharing the database launch each
+    /// sandbox once; a claim lost to another replica launches nothing.
     fn launch(&self, m: &Managed, record: &SandboxRecord) -> Result<(), DomainError> {
         let settings = &m.m.settings;
         let now = now_micros();
+        let claim = SandboxUpdate {
+            status: None,
+            started_at: Some(now),
+            ..SandboxUpdate::status(record, SandboxStatus::Starting, now)
+        };
+        if !self.sandboxes.update_sandbox(&claim)? {
+            return Ok(());
+        }
+        let record = &SandboxRecord {
+            updated_at: claim.updated_at,
+            started_at: Some(now),
+            ..record.clone()
+        };
         let prepared = (|| {
             let spec = settings.spec(&record.spec_id).ok_or_else(|| {
                 format!("sandbox spec {:?} is no longer configured", record.spec_id)
@@ -360,6 +408,8 @@ impl SandboxService {
                 webhook_base_url: settings.webhook_base_url.clone(),
                 passthrough_env: settings.passthrough_env.clone(),
                 local_repositories: settings.local_repositories.clone(),
+                org_id: record.org_id,
+                owner_id: record.owner_id,
             };
             runtime
                 .start(&launch)
@@ -412,7 +462,10 @@ impl SandboxService {
                 return Ok(());
             }
         };
-        let alive = if observed == Observed::Running {
+        let Some(may_probe) = self.may_probe(&**runtime, &handle, record, &observed)? else {
+            return Ok(());
+        };
+        let alive = if may_probe {
             match m
                 .m
                 .client
@@ -479,6 +532,41 @@ impl SandboxService {
             }
         }
         Ok(())
+    }
+
+    /// Whether the health probe may go to the agent server of a sandbox `observed` running:
+    /// only to a listener that is the sandbox's (issue 33). `None` ends the pass for this
+    /// sandbox: the runtime could not look (the stored status stays), or another user's
+    /// listener holds the address, which makes the sandbox `ERROR` at once (its agent server
+    /// cannot listen there, and the start pipeline would send the LLM key to whoever does).
+    fn may_probe(
+        &self,
+        runtime: &dyn SandboxRuntime,
+        handle: &RuntimeHandle,
+        record: &SandboxRecord,
+        observed: &Observed,
+    ) -> Result<Option<bool>, DomainError> {
+        if *observed != Observed::Running {
+            return Ok(Some(false));
+        }
+        let who = match runtime.listener(handle, &handle.agent_server_url) {
+            Ok(ListenerCheck::Foreign(who)) => who,
+            Ok(check) => return Ok(Some(check.may_send())),
+            Err(e) => {
+                tracing::warn!(sandbox = %record.id, status = %record.status, error = %e, "sandbox status unknown: its listener could not be looked up; the stored status is kept");
+                return Ok(None);
+            }
+        };
+        if record.status != SandboxStatus::Error
+            && self.sandboxes.update_sandbox(&SandboxUpdate::status(
+                record,
+                SandboxStatus::Error,
+                now_micros(),
+            ))?
+        {
+            tracing::warn!(sandbox = %record.id, detail = %who, "sandbox ERROR: its agent server's address is held by another listener");
+        }
+        Ok(None)
     }
 
     /// The health memory of a sandbox, updated with this probe. A sandbox first seen by this

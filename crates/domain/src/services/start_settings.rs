@@ -37,6 +37,8 @@ use crate::services::user_settings::{OwnLlm, UserSettingsService};
 use crate::services::{AgentProfileService, OrgDefaultsService};
 use crate::user_settings::view::conversation_settings;
 
+use super::llm_choice::{EffectiveLlm, choose_llm};
+
 /// The user's settings and secrets, as a start reads them.
 #[derive(Clone)]
 pub struct PersonalSettings {
@@ -194,35 +196,15 @@ impl PersonalSettings {
         let launched = agent_profile_id
             .map(|id| self.launch_profile(org, user, id, &rec))
             .transpose()?;
-        let own = match &launched {
-            Some((_, llm)) => Some(llm.clone()),
-            None if has_sealer || rec.llm_api_key_sealed.is_none() => {
-                self.settings.own_llm(org, user)?
-            }
-            None => None,
-        };
-        let from_profile = launched.is_some()
-            || rec
-                .active_profile
-                .as_deref()
-                .is_some_and(|n| rec.profile(n).is_some());
         let org_defaults = self.org.for_start(org)?;
-        let org_llm = OwnLlm {
-            model: org_defaults.model.clone(),
-            base_url: org_defaults.base_url.clone(),
-            api_key: org_defaults.api_key.clone(),
-        };
-        let server_llm = OwnLlm {
-            model: server.model.clone(),
-            base_url: server.base_url.clone(),
-            api_key: server.api_key.clone(),
-        };
-        let user_source = if from_profile { "profile" } else { "settings" };
-        let levels = [
-            (own.unwrap_or_default(), user_source),
-            (org_llm, "org"),
-            (server_llm, "server"),
-        ];
+        let levels = self.levels(
+            org,
+            user,
+            &rec,
+            launched.as_ref().map(|(_, l)| l),
+            &org_defaults,
+            server,
+        )?;
         let (mut llm, mut source) = choose_llm(&levels, server.stream);
         if let Some(m) = request_model.filter(|m| !m.is_empty()) {
             llm.model = Some(m.to_owned());
@@ -265,6 +247,78 @@ impl PersonalSettings {
 }
 
 impl PersonalSettings {
+    /// The three levels a start chooses its LLM from, first to last: the user's (the launched
+    /// agent profile's LLM when given, else the active profile's, else the settings'; nothing
+    /// when a key is stored but this server cannot open it), the organization's default, the
+    /// operator's. The one list both [`for_start`](Self::for_start) and
+    /// [`effective_llm`](Self::effective_llm) choose from.
+    ///
+    /// # Errors
+    /// A sealed value that does not open, storage.
+    fn levels(
+        &self,
+        org: OrgId,
+        user: UserId,
+        rec: &crate::user_settings::UserSettingsRecord,
+        launched: Option<&OwnLlm>,
+        org_defaults: &crate::services::OrgStartDefaults,
+        server: &LlmConfig,
+    ) -> Result<[(OwnLlm, &'static str); 3], DomainError> {
+        let own = match launched {
+            Some(llm) => Some(llm.clone()),
+            None if self.settings.sealer.is_some() || rec.llm_api_key_sealed.is_none() => {
+                self.settings.own_llm(org, user)?
+            }
+            None => None,
+        };
+        let from_profile = launched.is_some()
+            || rec
+                .active_profile
+                .as_deref()
+                .is_some_and(|n| rec.profile(n).is_some());
+        let org_llm = OwnLlm {
+            model: org_defaults.model.clone(),
+            base_url: org_defaults.base_url.clone(),
+            api_key: org_defaults.api_key.clone(),
+        };
+        let server_llm = OwnLlm {
+            model: server.model.clone(),
+            base_url: server.base_url.clone(),
+            api_key: server.api_key.clone(),
+        };
+        let user_source = if from_profile { "profile" } else { "settings" };
+        Ok([
+            (own.unwrap_or_default(), user_source),
+            (org_llm, "org"),
+            (server_llm, "server"),
+        ])
+    }
+
+    /// The LLM a start of `user` in `org` without `llm_model` or an agent profile would use
+    /// (the module's precedence over the same levels as [`for_start`](Self::for_start)), for
+    /// `GET /api/v1/settings`: its model, base URL, whether a key goes with it (never the
+    /// key), and whose it is.
+    ///
+    /// # Errors
+    /// A sealed value that does not open, storage.
+    pub fn effective_llm(
+        &self,
+        org: OrgId,
+        user: UserId,
+        server: &LlmConfig,
+    ) -> Result<EffectiveLlm, DomainError> {
+        let rec = self
+            .settings
+            .settings
+            .user_settings(org, user)?
+            .unwrap_or_default();
+        let org_defaults = self.org.for_start(org)?;
+        let levels = self.levels(org, user, &rec, None, &org_defaults, server)?;
+        Ok(EffectiveLlm::of(&levels, server.stream))
+    }
+}
+
+impl PersonalSettings {
     /// The token `user` stored for `provider` (opened; `None` when none, or on a server
     /// without the installation key, where none can be stored) and the host stored with it,
     /// for the start's clone.
@@ -282,32 +336,6 @@ impl PersonalSettings {
         }
         self.secrets.provider_token(org, user, provider)
     }
-}
-
-/// The LLM from the levels, first to last (the module's rule): the model of the first level
-/// naming one; the base URL and key of the first level setting either, together; the source
-/// is the first level setting anything.
-fn choose_llm(levels: &[(OwnLlm, &'static str)], stream: bool) -> (LlmConfig, &'static str) {
-    let set = |l: &OwnLlm| l.model.is_some() || l.base_url.is_some() || l.api_key.is_some();
-    let source = levels
-        .iter()
-        .find(|(l, _)| set(l))
-        .map_or("server", |(_, s)| *s);
-    let model = levels.iter().find_map(|(l, _)| l.model.clone());
-    let endpoint = levels
-        .iter()
-        .find(|(l, _)| l.base_url.is_some() || l.api_key.is_some())
-        .map(|(l, _)| (l.base_url.clone(), l.api_key.clone()))
-        .unwrap_or_default();
-    (
-        LlmConfig {
-            model,
-            base_url: endpoint.0,
-            api_key: endpoint.1,
-            stream,
-        },
-        source,
-    )
 }
 
 impl StartSettings {
@@ -391,75 +419,4 @@ fn only_servers(mut mcp: Value, keep: &[String]) -> Option<Value> {
         }
     }
     (left > 0).then_some(mcp)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn l(model: Option<&str>, base_url: Option<&str>, key: Option<&str>) -> OwnLlm {
-        OwnLlm {
-            model: model.map(str::to_owned),
-            base_url: base_url.map(str::to_owned),
-            api_key: key.map(str::to_owned),
-        }
-    }
-
-    /// (user, org) → (model, base URL, key, source), the operator's always set.
-    #[test]
-    fn the_model_and_the_endpoint_are_chosen_level_by_level() {
-        let server = l(Some("srv-m"), Some("http://srv"), Some("srv-k"));
-        let none = l(None, None, None);
-        let cases = [
-            (
-                none.clone(),
-                none.clone(),
-                ("srv-m", Some("http://srv"), Some("srv-k"), "server"),
-            ),
-            (
-                none.clone(),
-                l(Some("org-m"), Some("http://org"), Some("org-k")),
-                ("org-m", Some("http://org"), Some("org-k"), "org"),
-            ),
-            (
-                none.clone(),
-                l(Some("org-m"), None, None),
-                ("org-m", Some("http://srv"), Some("srv-k"), "org"),
-            ),
-            (
-                none.clone(),
-                l(None, None, Some("org-k")),
-                ("srv-m", None, Some("org-k"), "org"),
-            ),
-            (
-                l(Some("u-m"), None, None),
-                l(Some("org-m"), Some("http://org"), Some("org-k")),
-                ("u-m", Some("http://org"), Some("org-k"), "settings"),
-            ),
-            (
-                l(None, Some("http://u"), None),
-                l(Some("org-m"), Some("http://org"), Some("org-k")),
-                ("org-m", Some("http://u"), None, "settings"),
-            ),
-            (
-                l(Some("u-m"), None, Some("u-k")),
-                l(Some("org-m"), Some("http://org"), Some("org-k")),
-                ("u-m", None, Some("u-k"), "settings"),
-            ),
-        ];
-        for (user, org, (model, base, key, source)) in cases {
-            let levels = [(user, "settings"), (org, "org"), (server.clone(), "server")];
-            let (llm, got) = choose_llm(&levels, true);
-            assert_eq!(
-                (
-                    llm.model.as_deref(),
-                    llm.base_url.as_deref(),
-                    llm.api_key.as_deref(),
-                    got
-                ),
-                (Some(model), base, key, source)
-            );
-            assert!(llm.stream);
-        }
-    }
 }

@@ -407,6 +407,20 @@ impl UserSettingsService {
         })
     }
 
+    /// `GET /api/keys/llm/byor`: the key of the user's own LLM (the active profile's, else the
+    /// settings'), in the clear; `None` when they stored none, and on a server without the
+    /// installation key (where none can be stored). Never the organization's or the
+    /// operator's key.
+    ///
+    /// # Errors
+    /// A value that does not open; storage.
+    pub fn own_llm_key(&self, org: OrgId, user: UserId) -> Result<Option<String>, DomainError> {
+        if self.sealer.is_none() {
+            return Ok(None);
+        }
+        Ok(self.own_llm(org, user)?.and_then(|l| l.api_key))
+    }
+
     /// Whether `user` stored an LLM key in `org` (settings or active profile).
     ///
     /// # Errors

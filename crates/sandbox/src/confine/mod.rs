@@ -8,7 +8,8 @@
 //!   `/lib*` links or directories of the host, read-only; its program's installation (e.g. a
 //!   Python venv and the Python it links to) and the absolute paths in its command,
 //!   read-only; the operator's local repositories (`--allow-local-repositories`), read-only;
-//!   its own directory, read-write, at the same path as on the host; a private `/tmp`,
+//!   its own directory, read-write, at the same path as on the host, and its `workspace/`
+//!   again at `/workspace` (OpenHands' convention, issue 31); a private `/tmp`,
 //!   `/dev/shm` and `/dev` (null, zero, random, tty, pts), and a `/proc` of its own pid
 //!   namespace;
 //! - never Switchboard's data directory (database, `secret.key`, other sandboxes), nor the
@@ -33,7 +34,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub use mounts::{GITCONFIG, command_paths, write_etc};
+pub use mounts::{GITCONFIG, command_paths, under_workspace, write_etc};
 pub use plan::Plan;
 
 use plan::is_executable;
@@ -130,6 +131,7 @@ impl Bwrap {
         let truth = which("true").ok_or_else(|| Unconfinable("`true` is not on PATH".into()))?;
         let plan = Plan {
             sandbox_dir: PathBuf::new(),
+            workspace: None,
             cwd: PathBuf::from("/"),
             command: vec![truth.into_os_string()],
             read_only: Vec::new(),

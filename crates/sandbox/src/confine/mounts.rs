@@ -6,6 +6,8 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 
+use switchboard_domain::sandboxes::workspace_dirs::SANDBOX_WORKSPACE_DIR;
+
 use super::plan::{Plan, is_executable};
 
 /// Host directories bound read-only at the same path when they are directories, or recreated
@@ -52,8 +54,8 @@ impl Mounts {
 
 /// The mount arguments of `plan`, in the order `bwrap` must apply them: the system read-only,
 /// `/proc`, `/dev`, private `/dev/shm` and `/tmp`, the read-only paths (parents first), the
-/// hidden paths covered where a visible tree holds them, the `/etc` overrides, and the
-/// sandbox's directory read-write.
+/// hidden paths covered where a visible tree holds them, the `/etc` overrides, the
+/// sandbox's directory read-write, and its workspace read-write at `/workspace`.
 pub(super) fn mount_args(plan: &Plan, hidden: &[PathBuf]) -> Vec<OsString> {
     let mut m = Mounts::default();
     for sys in SYSTEM {
@@ -127,7 +129,25 @@ pub(super) fn mount_args(plan: &Plan, hidden: &[PathBuf]) -> Vec<OsString> {
         let dir = plan.sandbox_dir.as_os_str();
         m.push(&["--bind".as_ref(), dir, dir]);
     }
+    if let Some(workspace) = &plan.workspace {
+        // The same directory at OpenHands' `/workspace` (a mount point made on bwrap's root).
+        m.push(&[
+            "--bind".as_ref(),
+            workspace.as_os_str(),
+            SANDBOX_WORKSPACE_DIR.as_ref(),
+        ]);
+    }
     m.args
+}
+
+/// The first of `paths` (as given, or once symbolic links are followed) that is
+/// `/workspace` or below it: a sandbox's own workspace is mounted there after the read-only
+/// paths, and would cover it.
+pub fn under_workspace(paths: &[PathBuf]) -> Option<&PathBuf> {
+    let workspace = Path::new(SANDBOX_WORKSPACE_DIR);
+    paths.iter().find(|p| {
+        p.starts_with(workspace) || fs::canonicalize(p).is_ok_and(|r| r.starts_with(workspace))
+    })
 }
 
 /// What a sandbox's command needs to read besides the system: the installation of its
@@ -288,6 +308,20 @@ mod tests {
     }
 
     #[test]
+    fn paths_under_workspace_are_found() {
+        let paths = |v: &[&str]| v.iter().map(PathBuf::from).collect::<Vec<_>>();
+        assert_eq!(
+            under_workspace(&paths(&["/usr/lib", "/workspace/venv", "/opt"])),
+            Some(&PathBuf::from("/workspace/venv"))
+        );
+        assert!(under_workspace(&paths(&["/workspace"])).is_some());
+        assert_eq!(
+            under_workspace(&paths(&["/workspaces/x", "/srv/workspace", "/usr"])),
+            None
+        );
+    }
+
+    #[test]
     fn a_bin_directory_without_lib_gives_only_the_file() {
         let root = tempfile::tempdir().unwrap();
         fs::create_dir_all(root.path().join("home/bin")).unwrap();
@@ -308,6 +342,7 @@ mod tests {
         fs::write(&key, "k").unwrap();
         let plan = Plan {
             sandbox_dir: data.join("sandboxes/x"),
+            workspace: Some(data.join("sandboxes/x/workspace")),
             cwd: data.join("sandboxes/x"),
             command: Vec::new(),
             read_only: vec![tree.clone()],
@@ -331,10 +366,11 @@ mod tests {
         let covered = at(&["--tmpfs", &data]);
         let nulled = at(&["--ro-bind", "/dev/null", &key]);
         let own = at(&["--bind", &sandbox, &sandbox]);
+        let workspace = at(&["--bind", &format!("{sandbox}/workspace"), "/workspace"]);
         assert!(at(&["--ro-bind", "/usr", "/usr"]) < bound);
         assert!(at(&["--perms", "1777", "--tmpfs", "/tmp"]) < bound);
         assert!(
-            bound < covered && covered < own && bound < nulled,
+            bound < covered && covered < own && bound < nulled && own < workspace,
             "{args:?}"
         );
         assert!(!args.iter().any(|a| a == "/nope"));

@@ -4,12 +4,15 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-/// What one confined start runs: the sandbox's directory, where the command starts, the
-/// command, what it may read, and (as root) its user and its `/etc` overrides.
+/// What one confined start runs: the sandbox's directory and its workspace, where the
+/// command starts, the command, what it may read, and (as root) its user and its `/etc` overrides.
 #[derive(Debug, Clone)]
 pub struct Plan {
     /// The sandbox's directory (read-write inside, same path).
     pub sandbox_dir: PathBuf,
+    /// The directory seen read-write at `/workspace` inside (the sandbox's `workspace/`,
+    /// issue 31), or none.
+    pub workspace: Option<PathBuf>,
     /// The working directory of the command (inside `sandbox_dir`).
     pub cwd: PathBuf,
     /// The program (absolute) and its arguments.

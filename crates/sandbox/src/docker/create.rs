@@ -53,10 +53,11 @@ pub fn labels(
 /// bridge, or `--host 127.0.0.1 --port <host port>` with host networking. The agent server
 /// takes the last `--host` and `--port` it is given.
 pub fn command(launch: &LaunchSpec, config: &DockerConfig, host_port: u16) -> Vec<String> {
-    let (host, port) = match config.network {
-        DockerNetwork::Bridge => ("0.0.0.0".to_owned(), config.container_port),
-        DockerNetwork::Host => (config.publish_address.to_string(), host_port),
+    let host = match config.network {
+        DockerNetwork::Bridge => "0.0.0.0".to_owned(),
+        DockerNetwork::Host => config.publish_address.to_string(),
     };
+    let port = agent_port(config, host_port);
     let mut command = launch.spec.command.clone();
     command.extend([
         "--host".to_owned(),
@@ -65,6 +66,15 @@ pub fn command(launch: &LaunchSpec, config: &DockerConfig, host_port: u16) -> Ve
         port.to_string(),
     ]);
     command
+}
+
+/// The port the agent server listens on inside the container: [`DockerConfig::container_port`]
+/// on a bridge, `host_port` with host networking (told to the sandbox as `AGENT_SERVER_PORT`).
+pub fn agent_port(config: &DockerConfig, host_port: u16) -> u16 {
+    match config.network {
+        DockerNetwork::Bridge => config.container_port,
+        DockerNetwork::Host => host_port,
+    }
 }
 
 /// The container's working directory: the spec's, an absolute path inside the container, or
@@ -111,7 +121,7 @@ pub fn container_body(
         .iter()
         .map(|s| (s.service, s.sandbox_port))
         .collect();
-    let env = launch::environment_with(launch, &ports)?
+    let env = launch::environment_with(launch, agent_port(config, host_port), &ports)?
         .into_iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
@@ -217,6 +227,8 @@ mod tests {
             webhook_base_url: "http://host.docker.internal:3000/api/v1/webhooks".into(),
             passthrough_env: vec![("LLM_API_KEY".into(), "k".into())],
             local_repositories: Vec::new(),
+            org_id: None,
+            owner_id: None,
         }
     }
 
@@ -248,12 +260,16 @@ mod tests {
         assert_eq!(
             body.env.unwrap(),
             [
-                "A=1",
-                "LLM_API_KEY=k",
-                "OH_SESSION_API_KEYS_0=secret",
-                "OH_WEBHOOKS_0_BASE_URL=http://host.docker.internal:3000/api/v1/webhooks",
-                "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1",
-                "OH_WEBHOOKS_0_FLUSH_DELAY=0.1",
+                "A=1".to_owned(),
+                "AGENT_SERVER=8000".to_owned(),
+                "AGENT_SERVER_PORT=8000".to_owned(),
+                "LLM_API_KEY=k".to_owned(),
+                "OH_SESSION_API_KEYS_0=secret".to_owned(),
+                "OH_WEBHOOKS_0_BASE_URL=http://host.docker.internal:3000/api/v1/webhooks"
+                    .to_owned(),
+                "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1".to_owned(),
+                "OH_WEBHOOKS_0_FLUSH_DELAY=0.1".to_owned(),
+                format!("SANDBOX_ID={}", l.sandbox_id),
             ]
         );
         assert_eq!(body.working_dir.as_deref(), Some("/workspace/project"));
@@ -334,6 +350,12 @@ mod tests {
         assert_eq!(
             body.cmd.unwrap(),
             ["--port", "8000", "--host", "127.0.0.1", "--port", "41234"]
+        );
+        assert!(
+            body.env
+                .unwrap()
+                .contains(&"AGENT_SERVER_PORT=41234".to_owned()),
+            "the port it listens on, the host's with host networking"
         );
         assert_eq!(body.working_dir, None, "`.`: the image's own");
         assert_eq!(body.exposed_ports, None);

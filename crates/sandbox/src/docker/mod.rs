@@ -104,14 +104,7 @@ impl ContainerIdentity {
     /// # Errors
     /// [`RuntimeError::BadHandle`] for another runtime's handle or unreadable data.
     pub fn of(handle: &RuntimeHandle) -> Result<Self, RuntimeError> {
-        if handle.runtime != RUNTIME_NAME {
-            return Err(RuntimeError::BadHandle(format!(
-                "made by the {:?} runtime, not {RUNTIME_NAME:?}",
-                handle.runtime
-            )));
-        }
-        serde_json::from_value(handle.data.clone())
-            .map_err(|e| RuntimeError::BadHandle(format!("container data: {e}")))
+        handle.data_of(RUNTIME_NAME, "container data")
     }
 }
 
@@ -292,7 +285,7 @@ impl SandboxRuntime for DockerRuntime {
     }
 
     fn start(&self, launch: &LaunchSpec) -> Result<RuntimeHandle, RuntimeError> {
-        self.start_for_org(launch, None)
+        self.start_for_org(launch, launch.org_id.as_ref())
     }
 
     fn observe(&self, handle: &RuntimeHandle) -> Observed {

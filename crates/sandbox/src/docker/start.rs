@@ -41,7 +41,7 @@ impl DockerRuntime {
         let labels = create::labels(&self.config, launch, org_id);
         // Checked before anything is created.
         let working_dir = create::working_dir(&launch.spec.working_dir)?;
-        crate::launch::environment(launch)?;
+        crate::launch::environment(launch, self.config.container_port)?;
         self.block_on(self.start_async(launch, labels, working_dir))
     }
 
@@ -125,6 +125,12 @@ impl DockerRuntime {
                     .or(image.working_dir)
                     .unwrap_or_else(|| "/".into()),
             ),
+            // The workspace volume's `project/` (`/workspace/project` by default), as in
+            // OpenHands' image: kept on the volume through pause and resume.
+            project_dir: Some(format!(
+                "{}/project",
+                self.config.workspace_mount.trim_end_matches('/')
+            )),
             data: serde_json::to_value(identity).expect("an identity always serializes"),
             services,
         })

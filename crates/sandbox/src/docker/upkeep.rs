@@ -4,8 +4,8 @@
 //! no sandbox record names ([`OrphanSweeper`], [`orphan_sweep_job`]).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use switchboard_domain::SandboxId;
 use switchboard_domain::jobs::{Job, Schedule};
@@ -13,6 +13,7 @@ use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_domain::services::SandboxService;
 
 use super::{DockerError, DockerRuntime, RUNTIME_NAME, SandboxContainer};
+use crate::orphans::OrphanClock;
 
 /// How often the orphan sweep runs at the most (half the grace period when shorter).
 const ORPHANS_EVERY: Duration = Duration::from_secs(30);
@@ -111,12 +112,11 @@ pub enum SweepError {
 /// The sweep of this installation's containers that no sandbox record names (issue 12: "a
 /// Switchboard container with no record is reported in the log and removed after a grace
 /// period"): one listing per pass; a container is logged when first seen without a record and
-/// removed (with its volume) once it has been seen so for the grace period. Workspace volumes
-/// without a container or a record are removed the same way.
+/// removed (with its volume) once it has been seen so for the grace period ([`OrphanClock`]).
+/// Workspace volumes without a container or a record are removed the same way.
 pub struct OrphanSweeper {
     runtime: Arc<DockerRuntime>,
-    grace: Duration,
-    first_seen: Mutex<HashMap<String, Instant>>,
+    clock: OrphanClock,
 }
 
 impl OrphanSweeper {
@@ -124,14 +124,13 @@ impl OrphanSweeper {
     pub fn new(runtime: Arc<DockerRuntime>, grace: Duration) -> Self {
         OrphanSweeper {
             runtime,
-            grace,
-            first_seen: Mutex::new(HashMap::new()),
+            clock: OrphanClock::new(grace),
         }
     }
 
     /// How often a pass should run: half the grace period, between 1 and 30 seconds.
     pub fn period(&self) -> Duration {
-        (self.grace / 2).clamp(Duration::from_secs(1), Duration::from_secs(30))
+        self.clock.period()
     }
 
     /// One pass.
@@ -148,55 +147,48 @@ impl OrphanSweeper {
             .iter()
             .map(SandboxId::to_string)
             .collect();
-        let now = Instant::now();
-        let mut seen = self.first_seen.lock().expect("orphan table poisoned");
-        let mut still = HashMap::new();
         let with_container: HashSet<String> =
             containers.iter().map(SandboxContainer::volume).collect();
-        for c in containers.iter().filter(|c| !known.contains(&c.sandbox_id)) {
-            let first = *seen.get(&c.container_id).unwrap_or(&now);
-            if first == now {
-                tracing::warn!(
-                    container = %c.container_name, sandbox = %c.sandbox_id, grace = ?self.grace,
-                    "a container of this installation has no sandbox record; it is removed \
-                     after the grace period"
-                );
-            }
-            if now.duration_since(first) >= self.grace {
-                match self.runtime.remove_orphan(c) {
-                    Ok(()) => {
-                        tracing::warn!(container = %c.container_name, "orphan container removed");
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(container = %c.container_name, error = %e, "removing an orphan container failed");
-                    }
-                }
-            }
-            still.insert(c.container_id.clone(), first);
-        }
-        for v in volumes
+        let orphans: HashMap<String, Orphan<'_>> = containers
             .iter()
-            .filter(|v| !known.contains(&v.sandbox_id) && !with_container.contains(&v.name))
-        {
-            let key = format!("volume:{}", v.name);
-            let first = *seen.get(&key).unwrap_or(&now);
-            if now.duration_since(first) >= self.grace {
-                match self.runtime.remove_orphan_volume(v) {
+            .filter(|c| !known.contains(&c.sandbox_id))
+            .map(|c| (c.container_id.clone(), Orphan::Container(c)))
+            .chain(
+                volumes
+                    .iter()
+                    .filter(|v| !known.contains(&v.sandbox_id) && !with_container.contains(&v.name))
+                    .map(|v| (format!("volume:{}", v.name), Orphan::Volume(v))),
+            )
+            .collect();
+        let due = self
+            .clock
+            .pass(orphans.keys().cloned(), "a container or workspace volume");
+        for key in due {
+            match orphans[&key] {
+                Orphan::Container(c) => match self.runtime.remove_orphan(c) {
                     Ok(()) => {
-                        tracing::warn!(volume = %v.name, "orphan workspace volume removed");
-                        continue;
+                        tracing::warn!(container = %c.container_name, "orphan container removed")
                     }
                     Err(e) => {
-                        tracing::warn!(volume = %v.name, error = %e, "removing an orphan volume failed");
+                        tracing::warn!(container = %c.container_name, error = %e, "removing an orphan container failed")
                     }
-                }
+                },
+                Orphan::Volume(v) => match self.runtime.remove_orphan_volume(v) {
+                    Ok(()) => tracing::warn!(volume = %v.name, "orphan workspace volume removed"),
+                    Err(e) => {
+                        tracing::warn!(volume = %v.name, error = %e, "removing an orphan volume failed")
+                    }
+                },
             }
-            still.insert(key, first);
         }
-        *seen = still;
         Ok(())
     }
+}
+
+/// One thing a sweep found without a record.
+enum Orphan<'a> {
+    Container(&'a SandboxContainer),
+    Volume(&'a super::inventory::SandboxVolume),
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! A confined start's preparation (issue 18, "Process runtime"): the sandbox's user id, its
-//! directory given to that user (mode 0700), its `/etc` overrides, and the [`Plan`] `bwrap`
-//! runs.
+//! directory and its workspace given to that user (mode 0700), its `/etc` overrides, and the
+//! [`Plan`] `bwrap` runs (its `workspace/` also at `/workspace`, issue 31).
 
 use std::collections::{BTreeMap, HashSet};
 use std::ffi::OsString;
@@ -59,25 +59,40 @@ pub fn take_uid<'a>(
     Ok(Some(HeldUid { held, id }))
 }
 
-/// Makes the working directory `cwd` inside `sandbox_dir` and gives both (and everything
-/// between) to `uid`, the sandbox directory with mode 0700.
+/// Makes the working directory `cwd` and the project directory `project` inside
+/// `sandbox_dir` and gives them (and everything between) to `uid`, the sandbox directory with
+/// mode 0700.
 ///
 /// # Errors
 /// [`RuntimeError::Io`] when a directory cannot be made or given.
-pub fn prepare_dirs(sandbox_dir: &Path, cwd: &Path, uid: Option<u32>) -> Result<(), RuntimeError> {
-    fs::create_dir_all(cwd).map_err(|e| io_error("creating", cwd, &e))?;
+pub fn prepare_dirs(
+    sandbox_dir: &Path,
+    cwd: &Path,
+    project: &Path,
+    uid: Option<u32>,
+) -> Result<(), RuntimeError> {
+    for dir in [cwd, project] {
+        fs::create_dir_all(dir).map_err(|e| io_error("creating", dir, &e))?;
+    }
     fs::set_permissions(sandbox_dir, fs::Permissions::from_mode(0o700))
         .map_err(|e| io_error("setting the mode of", sandbox_dir, &e))?;
     let Some(id) = uid else {
         return Ok(());
     };
-    let mut at = sandbox_dir.to_path_buf();
-    let inner = cwd.strip_prefix(sandbox_dir).unwrap_or(Path::new(""));
-    let mut dirs = vec![at.clone()];
-    for part in inner.components() {
-        at.push(part);
-        dirs.push(at.clone());
+    let mut dirs = vec![sandbox_dir.to_path_buf()];
+    for inner in [cwd, project] {
+        let mut at = sandbox_dir.to_path_buf();
+        for part in inner
+            .strip_prefix(sandbox_dir)
+            .unwrap_or(Path::new(""))
+            .components()
+        {
+            at.push(part);
+            dirs.push(at.clone());
+        }
     }
+    dirs.sort();
+    dirs.dedup();
     for dir in dirs {
         std::os::unix::fs::chown(&dir, Some(id), Some(id))
             .map_err(|e| io_error("giving to the sandbox's user", &dir, &e))?;
@@ -95,7 +110,8 @@ pub fn etc_dir(sandboxes_root: &Path, name: &str) -> PathBuf {
 /// resolved by the caller (the port already appended), `env` the sandbox's environment.
 ///
 /// # Errors
-/// [`RuntimeError::Io`] when the overrides cannot be written.
+/// [`RuntimeError::Io`] when the overrides cannot be written; [`RuntimeError::Launch`] when
+/// a path the sandbox must read is under `/workspace`, which its own workspace covers.
 #[allow(clippy::too_many_arguments)]
 pub fn plan(
     launch: &LaunchSpec,
@@ -110,6 +126,14 @@ pub fn plan(
     let spec_args: Vec<String> = launch.spec.command.iter().skip(1).cloned().collect();
     let mut read_only = confine::command_paths(program, &spec_args, env.get("PATH").map(|s| &**s));
     read_only.extend(launch.local_repositories.iter().cloned());
+    if let Some(covered) = confine::under_workspace(&read_only) {
+        return Err(RuntimeError::Launch(format!(
+            "{} is under /workspace, which every confined sandbox sees as its own workspace \
+             (so the sandbox could not see it): keep the agent server's installation and the \
+             local repositories elsewhere",
+            covered.display()
+        )));
+    }
     let etc = match uid {
         Some(id) => {
             let dir = etc_dir(sandboxes_root, &launch.sandbox_id.to_string());
@@ -135,6 +159,7 @@ pub fn plan(
     command.extend(args);
     Ok(Plan {
         sandbox_dir: sandbox_dir.to_path_buf(),
+        workspace: Some(sandbox_dir.join(super::workspace::WORKSPACE_DIR)),
         cwd: cwd.to_path_buf(),
         command,
         read_only,

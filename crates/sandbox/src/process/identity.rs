@@ -33,14 +33,7 @@ impl ProcessIdentity {
     /// # Errors
     /// [`RuntimeError::BadHandle`] for another runtime's handle or unreadable data.
     pub fn of(handle: &RuntimeHandle) -> Result<Self, RuntimeError> {
-        if handle.runtime != RUNTIME_NAME {
-            return Err(RuntimeError::BadHandle(format!(
-                "made by the {:?} runtime, not {RUNTIME_NAME:?}",
-                handle.runtime
-            )));
-        }
-        serde_json::from_value(handle.data.clone())
-            .map_err(|e| RuntimeError::BadHandle(format!("process data: {e}")))
+        handle.data_of(RUNTIME_NAME, "process data")
     }
 }
 

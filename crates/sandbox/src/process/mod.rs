@@ -4,7 +4,9 @@
 //! [`crate::confine`]).
 //!
 //! - **Start**: a free loopback port; the directory `<sandboxes_root>/<sandbox_id>/` (mode
-//!   0700; confined as root: given to the sandbox's own user, [`crate::uids`]); the spec's
+//!   0700; confined as root: given to the sandbox's own user, [`crate::uids`]) with
+//!   [`WORKSPACE_DIR`]`/`[`PROJECT_DIR`] in it (confined: seen at `/workspace`, so the
+//!   handle's `project_dir` is `/workspace/project`; unconfined: its host path); the spec's
 //!   command + `--host 127.0.0.1 --port <port>`; the environment cleared, then
 //!   [`launch::environment`] (confined: `HOME` is the sandbox's directory); stdin closed;
 //!   stdout and stderr appended to [`LOG_FILE`] in the sandbox's directory (capped by
@@ -46,10 +48,12 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use switchboard_domain::sandboxes::listeners::ListenerCheck;
 use switchboard_domain::sandboxes::runtime::{
     LaunchSpec, Observed, RuntimeError, RuntimeHandle, SandboxRuntime,
 };
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
+use switchboard_domain::sandboxes::workspace_dirs::SANDBOX_PROJECT_DIR;
 
 use crate::confine::Isolation;
 use crate::launch;
@@ -57,13 +61,16 @@ use crate::procfs::{self, ProcStat};
 
 mod confined;
 mod identity;
+mod listener;
 mod log_cap;
 mod members;
 mod waits;
+mod workspace;
 
 pub use crate::logs::LOG_FILE;
 pub use confined::ETC_DIR;
 pub use identity::{PidNamespace, ProcessIdentity, RUNTIME_NAME};
+pub use workspace::{PROJECT_DIR, WORKSPACE_DIR, project_dir};
 
 use confined::io_error;
 use waits::{KILL_WAIT, wait_for};
@@ -239,7 +246,7 @@ impl ProcessRuntime {
             .iter()
             .map(|s| (s.service, s.sandbox_port))
             .collect();
-        let mut env = launch::environment_with(launch, &ports)?;
+        let mut env = launch::environment_with(launch, port, &ports)?;
         let cwd = launch::working_dir(sandbox_dir, &launch.spec.working_dir)?;
         let (program, args) = launch
             .spec
@@ -252,7 +259,7 @@ impl ProcessRuntime {
         let log_path = sandbox_dir.join(LOG_FILE);
         let (mut command, uid) = match &self.isolation {
             Isolation::None => {
-                fs::create_dir_all(&cwd).map_err(|e| io_error("creating", &cwd, &e))?;
+                confined::prepare_dirs(sandbox_dir, &cwd, &project_dir(sandbox_dir), None)?;
                 let executable = launch::resolve_program(program, &env, &cwd)?;
                 let mut c = Command::new(executable);
                 c.args(argv).current_dir(&cwd).process_group(0);
@@ -266,7 +273,7 @@ impl ProcessRuntime {
                     &launch.sandbox_id,
                 )?;
                 let uid = held.as_ref().map(|h| h.id);
-                confined::prepare_dirs(sandbox_dir, &cwd, uid)?;
+                confined::prepare_dirs(sandbox_dir, &cwd, &project_dir(sandbox_dir), uid)?;
                 // A confined sandbox's home is its own directory (the host's is not there).
                 if !launch.spec.initial_env.contains_key("HOME") {
                     env.insert("HOME".into(), sandbox_dir.display().to_string());
@@ -403,6 +410,10 @@ impl ProcessRuntime {
             host_port: port,
             sandbox_port: port,
             working_dir: sandbox_dir.to_path_buf(),
+            project_dir: Some(match self.isolation {
+                Isolation::None => project_dir(sandbox_dir).display().to_string(),
+                Isolation::Bwrap(_) => SANDBOX_PROJECT_DIR.to_owned(),
+            }),
             data: serde_json::to_value(identity).expect("an identity always serializes"),
             services,
         })
@@ -552,6 +563,10 @@ impl SandboxRuntime for ProcessRuntime {
             self.release_port(service.host_port);
         }
         Ok(())
+    }
+
+    fn listener(&self, handle: &RuntimeHandle, url: &str) -> Result<ListenerCheck, RuntimeError> {
+        listener::check(handle, url)
     }
 
     fn log_tail(&self, handle: &RuntimeHandle, lines: usize) -> Option<String> {

@@ -28,6 +28,7 @@ fn the_runtime_works_from_a_blocking_pool_and_drops_inside_async_code() {
         host_port: 9,
         sandbox_port: 8000,
         working_dir: "/".into(),
+        project_dir: None,
         data: serde_json::json!({
             "container_id": "0".repeat(64),
             "container_name": "switchboard-sandbox-x",

@@ -262,6 +262,8 @@ pub fn launch_spec(spec: SandboxSpec) -> LaunchSpec {
         webhook_base_url: WEBHOOK_URL.into(),
         passthrough_env: vec![(PASSTHROUGH.0.into(), PASSTHROUGH.1.into())],
         local_repositories: Vec::new(),
+        org_id: None,
+        owner_id: None,
     }
 }
 

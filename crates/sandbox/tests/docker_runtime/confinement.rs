@@ -102,6 +102,10 @@ fn a_container_gets_its_limits_a_loopback_port_and_only_its_environment() {
             // The webhook's fast path (issue 19).
             "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE=1".to_owned(),
             "OH_WEBHOOKS_0_FLUSH_DELAY=0.1".to_owned(),
+            // The agent server's address inside (issue 31).
+            "AGENT_SERVER_PORT=8000".to_owned(),
+            "AGENT_SERVER=8000".to_owned(),
+            format!("SANDBOX_ID={}", launch.sandbox_id),
         ]);
     for pair in given {
         let name = pair.split('=').next().unwrap().to_owned();

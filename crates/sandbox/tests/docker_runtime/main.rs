@@ -9,3 +9,4 @@ mod confinement;
 mod lifecycle;
 mod restart;
 mod unpublished;
+mod workspace;

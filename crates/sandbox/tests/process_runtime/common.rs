@@ -165,6 +165,8 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
         webhook_base_url: WEBHOOK_URL.into(),
         passthrough_env: passthrough(),
         local_repositories: Vec::new(),
+        org_id: None,
+        owner_id: None,
     }
 }
 

@@ -63,6 +63,11 @@ fn a_sandbox_gets_only_its_own_environment() {
     // The webhook's fast path (issue 19).
     expected.insert("OH_WEBHOOKS_0_EVENT_BUFFER_SIZE".into(), "1".into());
     expected.insert("OH_WEBHOOKS_0_FLUSH_DELAY".into(), "0.1".into());
+    // The agent server's address inside the sandbox (issue 31).
+    let port = sb.handle.sandbox_port.to_string();
+    expected.insert("AGENT_SERVER_PORT".into(), port.clone());
+    expected.insert("AGENT_SERVER".into(), port);
+    expected.insert("SANDBOX_ID".into(), launch.sandbox_id.to_string());
     assert!(!seen.contains_key(MARKER));
     assert!(!seen.contains_key(SECRET_URL));
     assert_eq!(seen, expected, "exactly what it was given");

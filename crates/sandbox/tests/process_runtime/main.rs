@@ -6,5 +6,7 @@ mod common;
 mod confinement;
 mod environment;
 mod lifecycle;
+mod listeners;
 mod restart;
 mod signals;
+mod workspace;

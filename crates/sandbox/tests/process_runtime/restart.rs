@@ -69,6 +69,7 @@ fn a_reused_pid_is_not_mistaken_for_the_sandbox() {
         host_port: 9,
         sandbox_port: 9,
         working_dir: dir.clone(),
+        project_dir: None,
         data: serde_json::to_value(stale).unwrap(),
         services: Vec::new(),
     };

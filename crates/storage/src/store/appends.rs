@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use diesel::prelude::*;
 use switchboard_domain::StorageError;
-use switchboard_domain::conversations::ExecutionStatus;
+use switchboard_domain::conversations::{ExecutionStatus, RunDetails};
 use switchboard_domain::events::{AppendOutcome, NewEvent};
 use switchboard_domain::ports::Append;
 use time::PrimitiveDateTime;
@@ -89,8 +89,8 @@ fn commit_or_split(store: &DieselStore, group: &[(u64, Append)]) -> Vec<(u64, Ap
 // counts, NOTIFY) kept in one place, so its order of reads and writes under the lock is read
 // at once.
 /// Appends a group in the current transaction, with a bounded number of statements whatever
-/// its size: the append lock, one upsert per distinct conversation (its last run state in group
-/// order; it returns the conversation's event count), one look-up of the ids already stored per
+/// its size: the append lock, one upsert per distinct conversation (its last run state, model
+/// and metrics in group order; it returns the conversation's event count), one look-up of the ids already stored per
 /// conversation, the inserts (one multi-row insert per chunk on PostgreSQL; row by row in
 /// process on SQLite), and per conversation that gained events the new count and, on
 /// PostgreSQL, a `NOTIFY` (API.md, Live delivery). An event id repeated within an append or
@@ -123,10 +123,11 @@ fn append_all(
                 .map(|(q, _)| *q)
         };
         let status: Option<ExecutionStatus> = same().filter_map(|q| q.status).next_back();
+        let details = same().fold(RunDetails::default(), |d, q| d.then(q.details.clone()));
         let now = same().map(|q| q.now).max().unwrap_or(p.now);
         next.insert(
             &ids[i],
-            touch_conversation(conn, &p.conversation, status, now)?,
+            touch_conversation(conn, &p.conversation, status, &details, now)?,
         );
         order.push(&ids[i]);
     }

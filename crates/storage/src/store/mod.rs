@@ -31,6 +31,7 @@ mod sandboxes;
 mod sealed;
 mod settings_cache;
 mod upkeep;
+mod url_ports;
 mod user_secrets;
 mod user_settings;
 

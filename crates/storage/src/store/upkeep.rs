@@ -1,5 +1,5 @@
-//! Periodic upkeep of the conversation lists (issue 23): `conversation_moves` kept for a day,
-//! and on PostgreSQL statistics refreshed after bulk changes, as autovacuum would (it may be
+//! Periodic upkeep of the conversation lists (issue 23): `conversation_moves` kept for a day, the
+//! tombstones of deleted conversations for 30 days, and on PostgreSQL statistics refreshed after bulk changes, as autovacuum would (it may be
 //! off: the planner then knows nothing of rows inserted since the last `ANALYZE` and chose a
 //! bitmap scan and a sort of the whole organization for a 20-row page).
 
@@ -28,7 +28,8 @@ struct Stale {
 }
 
 impl DieselStore {
-    /// Deletes the moves older than [`MOVES_KEPT`]; on PostgreSQL, `ANALYZE`s
+    /// Deletes the moves older than [`MOVES_KEPT`] and the tombstones of deleted conversations
+    /// older than 30 days; on PostgreSQL, `ANALYZE`s
     /// each of the list tables changed by more than 50 rows plus 10% since its last analysis
     /// (autovacuum's default rule). Returns how many moves were deleted.
     ///
@@ -37,6 +38,7 @@ impl DieselStore {
     pub fn upkeep(&self) -> Result<u64, StorageError> {
         let cutoff = to_db(OffsetDateTime::now_utc() - MOVES_KEPT);
         let pruned = self.write(|conn| {
+            super::conversations::tombstones::prune(conn, OffsetDateTime::now_utc())?;
             native!(conn, |c| diesel::delete(
                 conversation_moves::table.filter(conversation_moves::new_updated_at.lt(cutoff))
             )

@@ -49,8 +49,9 @@ pub trait AppConversationStore: Send + Sync {
         now: OffsetDateTime,
     ) -> Result<Option<AppConversationInfo>, StorageError>;
 
-    /// Deletes conversation `id`, its events and its start tasks in one transaction;
-    /// `None` when it does not exist.
+    /// Deletes conversation `id`, its events and its start tasks in one transaction, and
+    /// records its deletion (kept 30 days) so that no later webhook or listing from an agent
+    /// server creates it again; `None` when it does not exist.
     fn delete_app_conversation(
         &self,
         id: ConversationId,

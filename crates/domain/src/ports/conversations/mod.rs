@@ -8,7 +8,7 @@ pub mod start_tasks;
 
 use time::OffsetDateTime;
 
-use crate::conversations::Conversation;
+use crate::conversations::{Conversation, RunDetails};
 use crate::error::StorageError;
 use crate::ids::ConversationId;
 
@@ -17,11 +17,15 @@ pub trait ConversationStore: Send + Sync {
     /// A conversation.
     fn conversation(&self, id: ConversationId) -> Result<Option<Conversation>, StorageError>;
     /// Creates or updates a conversation from the agent server's `ConversationInfo`: title
-    /// (when given), run state (when given) and the info itself as metadata. `Ok(false)` when
-    /// the conversation exists in another organization (nothing written).
+    /// (when given), run state (when given), LLM model and metrics (each when reported) and
+    /// the info itself as metadata. An info equal to the metadata stored changes nothing (its
+    /// `updated_at` stays). `Ok(false)` when the conversation exists in another organization
+    /// or for another owner, or was deleted through the API and not created again (nothing
+    /// written: a late webhook never brings a deleted conversation back).
     fn upsert_conversation_info(
         &self,
         conversation: &Conversation,
+        details: &RunDetails,
         metadata: &str,
         now: OffsetDateTime,
     ) -> Result<bool, StorageError>;

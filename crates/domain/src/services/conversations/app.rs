@@ -201,10 +201,7 @@ impl AppConversationService {
         };
         if let Some(record) = &sandbox
             && record.status == SandboxStatus::Running
-            && let (Some(url), Some(key)) = (
-                self.sandboxes.agent_url(record),
-                self.sandboxes.session_key(record),
-            )
+            && let Some((url, key)) = self.sandboxes.agent_target(record)?
         {
             let m = self.sandboxes.managed()?;
             m.m.client
@@ -319,10 +316,7 @@ impl AppConversationService {
         if record.status != SandboxStatus::Running {
             return Err(unusable(record.status));
         }
-        let (Some(url), Some(key)) = (
-            self.sandboxes.agent_url(&record),
-            self.sandboxes.session_key(&record),
-        ) else {
+        let Some((url, key)) = self.sandboxes.agent_target(&record)? else {
             return Err(DomainError::ConversationSandboxNotManaged);
         };
         Ok((url, key, resumed))
@@ -355,10 +349,7 @@ impl AppConversationService {
         if record.status != SandboxStatus::Running {
             return Ok(None);
         }
-        Ok(self
-            .sandboxes
-            .agent_url(&record)
-            .zip(self.sandboxes.session_key(&record)))
+        self.sandboxes.agent_target(&record)
     }
 
     /// The conversation if the caller sees it.
@@ -445,8 +436,10 @@ impl AppConversationService {
                 let session_api_key = sandbox
                     .filter(|_| running && may_see_key(&info))
                     .and_then(|s| self.sandboxes.session_key(s));
+                // The last run state reported, whatever the sandbox's state (API.md, "What a
+                // conversation keeps after its sandbox").
                 AppConversation {
-                    execution_status: info.execution_status.filter(|_| running),
+                    execution_status: info.execution_status,
                     sandbox_status: status,
                     conversation_url,
                     session_api_key,

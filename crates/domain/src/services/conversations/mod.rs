@@ -34,10 +34,15 @@ impl ConversationService {
     }
 
     /// Applies the agent server's `ConversationInfo` (a JSON object with `id`; `title` and
-    /// `execution_status` when present): creates or updates the conversation and keeps the
-    /// whole object as metadata (unchanged, NUL included; the title column gets U+FFFD for each
-    /// NUL). A `deleting` status is ignored, as OpenHands does; a status
-    /// OpenHands does not define leaves the run state as it is.
+    /// `execution_status` when present, the LLM model and metrics as
+    /// [`RunDetails::of_info`](crate::conversations::RunDetails::of_info) reads them): creates
+    /// or updates the conversation and keeps the whole object as metadata (unchanged, NUL
+    /// included; the title column gets U+FFFD for each NUL). A status OpenHands does not define
+    /// leaves the run state as it is. A `deleting` info (sent as the agent server deletes the
+    /// conversation) never sets the run state, which keeps the last one reported, nor creates
+    /// a conversation; its title, model and metrics are kept (OpenHands ignores it whole: here
+    /// it is the last word of a conversation whose sandbox goes away; API.md, "What a
+    /// conversation keeps after its sandbox").
     ///
     /// A conversation the sandbox may not write (another organization's, or another user's)
     /// is left untouched and the call answered as any other, so that a sandbox cannot learn
@@ -52,20 +57,26 @@ impl ConversationService {
         info: &serde_json::Value,
     ) -> Result<(), DomainError> {
         let parsed = parse_conversation_info(info)?;
-        if parsed.execution_status == Some(ExecutionStatus::Deleting) {
-            return Ok(());
+        let mut status = parsed.execution_status;
+        if status == Some(ExecutionStatus::Deleting) {
+            if self.conversations.conversation(parsed.id)?.is_none() {
+                return Ok(());
+            }
+            status = None;
         }
         let now = now_micros();
         let mut conv = Conversation::in_sandbox(sandbox, parsed.id, now);
         // The title column mirrors the metadata, which keeps the original (API.md, NUL
         // characters).
         conv.title = parsed.title.map(crate::validation::nul_replaced);
-        conv.execution_status = parsed.execution_status;
-        if !self
-            .conversations
-            .upsert_conversation_info(&conv, &info.to_string(), now)?
-        {
-            tracing::warn!(sandbox = %sandbox.id, conversation = %parsed.id, "a webhook for a conversation its sandbox may not write: nothing stored");
+        conv.execution_status = status;
+        if !self.conversations.upsert_conversation_info(
+            &conv,
+            &parsed.details,
+            &info.to_string(),
+            now,
+        )? {
+            tracing::warn!(sandbox = %sandbox.id, conversation = %parsed.id, "a webhook for a conversation its sandbox may not write, or one deleted: nothing stored");
         }
         Ok(())
     }

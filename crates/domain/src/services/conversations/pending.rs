@@ -182,11 +182,8 @@ impl PendingMessageService {
             return None;
         }
         let client = self.sandboxes.managed().ok()?.m.client.clone();
-        Some((
-            self.sandboxes.agent_url(&record)?,
-            self.sandboxes.session_key(&record)?,
-            client,
-        ))
+        let (url, key) = self.sandboxes.agent_target(&record).ok()??;
+        Some((url, key, client))
     }
 
     /// The conversation `target` names and its latest start task (`None`: a conversation

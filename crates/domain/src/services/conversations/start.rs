@@ -173,6 +173,31 @@ impl ConversationStartService {
         self
     }
 
+    /// The LLM a start of `user` in `org` would use without `llm_model` or an agent profile
+    /// (one rule with the start's: [`PersonalSettings::effective_llm`](crate::services::PersonalSettings::effective_llm));
+    /// the operator's alone when the start reads no personal settings.
+    ///
+    /// # Errors
+    /// A sealed value that does not open, storage.
+    pub fn effective_llm(
+        &self,
+        org: crate::ids::OrgId,
+        user: crate::ids::UserId,
+    ) -> Result<crate::services::EffectiveLlm, DomainError> {
+        match &self.personal {
+            Some(p) => p.effective_llm(org, user, &self.llm),
+            None => Ok(crate::services::EffectiveLlm {
+                model: self.llm.model.clone(),
+                base_url: self.llm.base_url.clone(),
+                api_key_set: self.llm.api_key.is_some(),
+                source: (self.llm.model.is_some()
+                    || self.llm.base_url.is_some()
+                    || self.llm.api_key.is_some())
+                .then_some("operator"),
+            }),
+        }
+    }
+
     /// The same service delivering the messages queued for a conversation while it starts
     /// when the start is `READY` (and dropping them when it fails).
     #[must_use]

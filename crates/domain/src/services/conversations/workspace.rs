@@ -283,10 +283,7 @@ impl WorkspaceService {
                 record.status, record.id
             )));
         }
-        let (Some(url), Some(key)) = (
-            self.sandboxes.agent_url(&record),
-            self.sandboxes.session_key(&record),
-        ) else {
+        let Some((url, key)) = self.sandboxes.agent_target(&record)? else {
             return Err(DomainError::ConversationSandboxNotManaged);
         };
         let client = self.sandboxes.managed()?.m.client.clone();

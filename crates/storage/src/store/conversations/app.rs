@@ -187,6 +187,7 @@ impl AppConversationStore for DieselStore {
                 // conversation row cannot exist: the row is written with the first event).
                 return Ok(None);
             }
+            super::tombstones::bury(conn, &id, OffsetDateTime::now_utc())?;
             Ok(Some(DeletedConversation {
                 events: events as u64,
                 start_tasks: tasks as u64,

@@ -19,7 +19,7 @@ use crate::ids::{ConversationId, SandboxId};
 use crate::ports::StartedConversation;
 use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::{
-    AgentServerClient, AgentServerError, BashCommand, BashOutcome, SandboxStatus,
+    AgentServerClient, AgentServerError, BashCommand, BashOutcome, RuntimeHandle, SandboxStatus,
 };
 use crate::sandboxes::settings::ManagedSandboxes;
 use crate::services::StartSettings;
@@ -71,7 +71,8 @@ impl Run<'_> {
         self.set(StartTaskStatus::WaitingForSandbox)?;
         let record = self.wait_for_sandbox(sandbox_id)?;
         let agent = self.agent(m, &record, sandbox_id)?;
-        let workdir = self.workdir(&agent)?;
+        let joined = request.sandbox_id.is_some();
+        let workdir = self.workdir(&agent, &record, joined)?;
         match &request.selected_repository {
             Some(repo) => self.clone_repository(&agent, m, &request, repo, &workdir)?,
             None => self.make_workdir(&agent, &workdir)?,
@@ -137,7 +138,8 @@ impl Run<'_> {
     }
 
     /// The running sandbox's agent server: its URL and session key (opened with the sealer;
-    /// the key joins the values masked in a detail).
+    /// the key joins the values masked in a detail), once its runtime confirmed that the
+    /// listener there is the sandbox's.
     fn agent<'m>(
         &mut self,
         m: &'m ManagedSandboxes,
@@ -145,6 +147,12 @@ impl Run<'_> {
         sandbox_id: SandboxId,
     ) -> Result<Agent<'m>, Failure> {
         let url = record.agent_server_url.clone().unwrap_or_default();
+        // Nothing is sent (the LLM key, secrets, git tokens) to a listener that is not this
+        // sandbox's (issue 33).
+        self.svc
+            .sandboxes
+            .verify_listener(record, &url)
+            .map_err(|e| Failure(e.to_string()))?;
         let key = record
             .session_key_sealed
             .as_deref()
@@ -164,8 +172,34 @@ impl Run<'_> {
         })
     }
 
-    /// The working directory: the agent server's own directory, one folder per conversation.
-    fn workdir(&self, agent: &Agent<'_>) -> Result<String, Failure> {
+    /// The working directory (issue 31; docs/API.md, "The conversation's working
+    /// directory"): the sandbox's project directory as its runtime names it
+    /// ([`RuntimeHandle::project_dir`]: `/workspace/project`, as OpenHands' sandboxes), with
+    /// one folder per conversation below it when the conversation `joined` a sandbox that
+    /// already ran (OpenHands' grouped sandboxes: conversations sharing one stay apart). A
+    /// sandbox whose handle names none (started before, or registered) keeps what Switchboard
+    /// did before: the agent server's own directory, one folder per conversation.
+    fn workdir(
+        &self,
+        agent: &Agent<'_>,
+        record: &SandboxRecord,
+        joined: bool,
+    ) -> Result<String, Failure> {
+        let conversation = self.task.conversation_id.0.simple();
+        let project = record
+            .handle
+            .as_deref()
+            .and_then(|h| RuntimeHandle::from_json(h).ok())
+            .and_then(|h| h.project_dir)
+            .filter(|p| p.starts_with('/'));
+        if let Some(project) = project {
+            let project = project.trim_end_matches('/');
+            return Ok(if joined {
+                format!("{project}/{conversation}")
+            } else {
+                project.to_owned()
+            });
+        }
         let home = agent
             .bash("pwd".into(), None, SHORT_COMMAND)
             .map_err(|e| Failure(format!("the agent server's bash endpoint failed: {e}")))?;
@@ -175,11 +209,7 @@ impl Run<'_> {
                 "the agent server did not report its directory".into(),
             ));
         }
-        Ok(format!(
-            "{}/{}",
-            home.trim_end_matches('/'),
-            self.task.conversation_id.0.simple()
-        ))
+        Ok(format!("{}/{conversation}", home.trim_end_matches('/')))
     }
 
     /// Without a repository: an empty working directory.

@@ -1,7 +1,8 @@
-//! Websockets per API key (issue 18, Quotas: `--max-sockets-per-key`, default 200), on both
-//! backends: one key opens as many as it may, one more is closed with 1013, and another key
-//! still gets a socket even when the server has room for only one more; a socket closed makes
-//! room for its key again.
+//! Websockets per member (issue 18, Quotas; issue 33: `--max-sockets-per-member`, default
+//! 200, counted per user and no longer per key), on both backends: one member opens as many as
+//! they may, one more is closed with 1013, also through another of their keys (minting keys
+//! does not multiply the limit), while another member still gets a socket when the server has
+//! room for only one more; a socket closed makes room for its member again, by any key.
 
 #[macro_use]
 mod common;
@@ -18,10 +19,10 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-on_both_backends!(one_key_cannot_take_every_socket);
+on_both_backends!(one_member_cannot_take_every_socket);
 
-/// The default `--max-sockets-per-key`.
-const PER_KEY: usize = 200;
+/// The default `--max-sockets-per-member`.
+const PER_MEMBER: usize = 200;
 
 async fn open(app: &TestApp, conv: &str, key: &str) -> Ws {
     let url = format!(
@@ -53,7 +54,7 @@ async fn first(ws: &mut Ws) -> Result<String, u16> {
     }
 }
 
-async fn one_key_cannot_take_every_socket(backend: Backend) {
+async fn one_member_cannot_take_every_socket(backend: Backend) {
     let app = spawn_app(backend).await;
     let session = app.register_sandbox(app.org, app.owner.user_id).await;
     let conv = uuid::Uuid::new_v4().to_string();
@@ -63,12 +64,12 @@ async fn one_key_cannot_take_every_socket(backend: Backend) {
         &[r#"{"id":"e1","timestamp":"2026-11-21T10:00:00","source":"user","kind":"PauseEvent"}"#],
     )
     .await;
-    // Room on the server for one socket more than a key may hold.
+    // Room on the server for one socket more than a member may hold.
     app.live
-        .set_max_subscribers(app.live.subscribers() + PER_KEY + 1);
+        .set_max_subscribers(app.live.subscribers() + PER_MEMBER + 1);
     let greedy = app.owner.key.clone();
-    let mut held = Vec::with_capacity(PER_KEY);
-    for i in 0..PER_KEY {
+    let mut held = Vec::with_capacity(PER_MEMBER);
+    for i in 0..PER_MEMBER {
         let mut ws = open(&app, &conv, &greedy).await;
         assert_eq!(
             first(&mut ws).await,
@@ -81,30 +82,29 @@ async fn one_key_cannot_take_every_socket(backend: Backend) {
     assert_eq!(
         first(&mut over).await,
         Err(1013),
-        "{backend}: one over the key's limit"
+        "{backend}: one over the member's limit"
     );
-    // Another key (the admin's) is not refused: the server still has room for it.
+    // Another key of the same member is refused too: the limit is per member.
+    let mut minted = open(&app, &conv, &app.bound_owner.key).await;
+    assert_eq!(
+        first(&mut minted).await,
+        Err(1013),
+        "{backend}: the owner's other key"
+    );
+    // Another member (the admin) is not refused: the server still has room for them.
     let mut other = open(&app, &conv, &app.admin.key).await;
     assert_eq!(
         first(&mut other).await,
         Ok("sync".into()),
-        "{backend}: another key"
+        "{backend}: another member"
     );
-    // So is another key of the same user: the limit is per key.
     drop(other);
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut bound = open(&app, &conv, &app.bound_owner.key).await;
-    assert_eq!(
-        first(&mut bound).await,
-        Ok("sync".into()),
-        "{backend}: the owner's other key"
-    );
-    // A socket closed gives its key room again.
+    // A socket closed gives its member room again, by any of their keys.
     let mut one = held.pop().unwrap();
     one.close(None).await.unwrap();
     drop(one);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let mut again = open(&app, &conv, &greedy).await;
+    let mut again = open(&app, &conv, &app.bound_owner.key).await;
     assert_eq!(
         first(&mut again).await,
         Ok("sync".into()),

@@ -1,0 +1,2 @@
+DROP INDEX sandboxes_url_port;
+ALTER TABLE sandboxes DROP COLUMN url_port;
