@@ -264,6 +264,8 @@ pub struct ServeArgs {
     pub cors_allowed_origin: Vec<String>,
     #[command(flatten)]
     pub urls: crate::sandbox_urls::SandboxUrlArgs,
+    #[command(flatten)]
+    pub storage_limits: crate::cli_storage::StorageLimitArgs,
     /// The largest request body the sandbox proxy forwards, bytes (as the API's routes: 1 MiB); larger is 413.
     #[arg(
         long,

@@ -8,6 +8,7 @@
 
 mod cli;
 mod cli_kube;
+mod cli_storage;
 mod commands;
 mod docker;
 mod isolation;

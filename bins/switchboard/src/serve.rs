@@ -65,7 +65,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     if !applied.is_empty() {
         tracing::info!(migrations = ?applied, "applied migrations");
     }
-    let store = Arc::new(store);
+    let store = Arc::new(args.storage_limits.apply(store, &db_url));
     // Bound first: the sandboxes' webhook URL defaults to the bound address.
     let listener =
         std::net::TcpListener::bind(args.bind).with_context(|| format!("binding {}", args.bind))?;
@@ -308,7 +308,14 @@ fn app_state(
             max_size: u.max_size,
         }
     });
+    let disk_store = store.clone();
+    let disk_stats: switchboard_api::DiskStatsFn = Arc::new(move || {
+        disk_store
+            .disk_free()
+            .map(|(free, reserve)| switchboard_api::DiskStats { free, reserve })
+    });
     AppState::with_db_concurrency(services, Some(pool_stats), db_concurrency)
+        .with_disk_stats(disk_stats)
         .with_body_limits(args.body_limits())
         .with_rate_limits(args.rate_limits())
         .with_live(switchboard_api::live::LiveConfig {

@@ -125,6 +125,7 @@ impl ApiError {
                     D::ConversationSandboxUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
                     D::ConversationSandboxNotManaged => StatusCode::CONFLICT,
                     D::AgentServerFailed(_) | D::ListenerNotSandbox(_) => StatusCode::BAD_GATEWAY,
+                    D::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
                     D::Conflict(_) => StatusCode::CONFLICT,
                     D::TooManyPendingMessages => StatusCode::TOO_MANY_REQUESTS,
                 };

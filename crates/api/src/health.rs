@@ -21,10 +21,15 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 pub async fn health() -> web::Json<Status> {
     web::Json(Status {
         status: "ok".into(),
+        detail: None,
     })
 }
 
 /// Readiness: the database answers and every migration is applied.
+///
+/// While the database's disk is under the operator's reserve (`--min-free-disk`) it is still ready (reads and deletes
+/// go on; deletes free space) but says `degraded`, with the free bytes, since event appends
+/// are refused (507).
 #[utoipa::path(tag = "Health", responses(
     (status = 200, body = Status),
     (status = 503, description = "Database unreachable or migrations pending", body = ErrorDetail),
@@ -32,9 +37,18 @@ pub async fn health() -> web::Json<Status> {
 #[get("/ready")]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     let store = state.services.store().clone();
-    match web::block(move || store.ready()).await {
-        Ok(Ok(())) => HttpResponse::Ok().json(Status {
+    let disk = state.disk_stats.clone();
+    match web::block(move || store.ready().map(|()| disk.and_then(|f| f()))).await {
+        Ok(Ok(Some(d))) if d.under_reserve() => HttpResponse::Ok().json(Status {
+            status: "degraded".into(),
+            detail: Some(format!(
+                "event appends are refused: the database's disk has {} bytes free, under the reserve of {} bytes (--min-free-disk)",
+                d.free, d.reserve
+            )),
+        }),
+        Ok(Ok(_)) => HttpResponse::Ok().json(Status {
             status: "ready".into(),
+            detail: None,
         }),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "not ready");
@@ -53,9 +67,14 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
 #[get("/metrics")]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
     let pool = state.pool_stats.as_ref().map(|f| f());
+    let disk = state.disk_stats.clone();
+    let disk = web::block(move || disk.and_then(|f| f()))
+        .await
+        .ok()
+        .flatten();
     HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4")
-        .body(state.metrics.render(pool))
+        .body(state.metrics.render(pool, disk))
 }
 
 /// This document.

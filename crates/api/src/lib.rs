@@ -52,5 +52,5 @@ pub mod webhooks;
 pub mod zip;
 
 pub use app::create_app;
-pub use metrics::{Metrics, PoolStats, PoolStatsFn};
+pub use metrics::{DiskStats, DiskStatsFn, Metrics, PoolStats, PoolStatsFn};
 pub use state::{AppState, DEFAULT_DB_CONCURRENCY};

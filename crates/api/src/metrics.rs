@@ -40,6 +40,25 @@ pub struct PoolStats {
 /// A source of pool statistics (a closure over the storage pool).
 pub type PoolStatsFn = Arc<dyn Fn() -> PoolStats + Send + Sync>;
 
+/// The database's filesystem against the operator's reserve (`--min-free-disk`, issue 33).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiskStats {
+    /// Free bytes (available to an unprivileged writer).
+    pub free: u64,
+    /// The reserve, bytes: below it event appends are refused (507).
+    pub reserve: u64,
+}
+
+impl DiskStats {
+    /// Whether event appends are refused now.
+    pub fn under_reserve(&self) -> bool {
+        self.free < self.reserve
+    }
+}
+
+/// A source of [`DiskStats`]; `None` when no reserve is set or the free space cannot be read.
+pub type DiskStatsFn = Arc<dyn Fn() -> Option<DiskStats> + Send + Sync>;
+
 /// The metrics registry of one app.
 #[derive(Clone)]
 pub struct Metrics {
@@ -47,6 +66,7 @@ pub struct Metrics {
     requests: IntCounterVec,
     latency: HistogramVec,
     pool: IntGaugeVec,
+    disk: IntGaugeVec,
     sandboxes: IntGaugeVec,
     warm_pool: IntGauge,
     sandbox_start: HistogramVec,
@@ -92,6 +112,14 @@ impl Metrics {
             &["state"],
         )
         .expect("valid metric");
+        let disk = IntGaugeVec::new(
+            Opts::new(
+                "database_disk_bytes",
+                "The database's filesystem: free bytes and the reserve under which event appends are refused (--min-free-disk).",
+            ),
+            &["state"],
+        )
+        .expect("valid metric");
         let sandboxes = IntGaugeVec::new(
             Opts::new(
                 "sandboxes",
@@ -120,6 +148,7 @@ impl Metrics {
             Box::new(sandboxes.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(warm_pool.clone()),
             Box::new(sandbox_start.clone()),
+            Box::new(disk.clone()),
         ] {
             registry.register(metric).expect("unique metric");
         }
@@ -137,6 +166,7 @@ impl Metrics {
             requests,
             latency,
             pool,
+            disk,
             sandboxes,
             warm_pool,
             sandbox_start,
@@ -151,8 +181,17 @@ impl Metrics {
         self.latency.with_label_values(&labels).observe(seconds);
     }
 
-    /// The Prometheus text exposition, with pool usage read now.
-    pub fn render(&self, pool: Option<PoolStats>) -> String {
+    /// The Prometheus text exposition, with pool usage and the database's disk read now.
+    pub fn render(&self, pool: Option<PoolStats>, disk: Option<DiskStats>) -> String {
+        if let Some(d) = disk {
+            let set = |state: &str, v: u64| {
+                self.disk
+                    .with_label_values(&[state])
+                    .set(i64::try_from(v).unwrap_or(i64::MAX));
+            };
+            set("free", d.free);
+            set("reserve", d.reserve);
+        }
         if let Some(p) = pool {
             self.pool
                 .with_label_values(&["open"])

@@ -28,6 +28,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 pub async fn alive() -> web::Json<Status> {
     web::Json(Status {
         status: "ok".into(),
+        detail: None,
     })
 }
 

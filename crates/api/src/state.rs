@@ -15,7 +15,7 @@ use crate::cors::CorsConfig;
 use crate::error::ApiError;
 use crate::extract::{BodyGate, BodyLimits};
 use crate::live::{Live, LiveConfig};
-use crate::metrics::{Metrics, PoolStatsFn};
+use crate::metrics::{DiskStatsFn, Metrics, PoolStatsFn};
 use crate::rate_limit::{RateLimitConfig, RateLimits};
 use crate::sandbox_proxy::config::{Proxy, ProxyConfig};
 use crate::web_client::WebClient;
@@ -29,6 +29,9 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Pool usage of the storage, for `/metrics`.
     pub pool_stats: Option<PoolStatsFn>,
+    /// The database's disk against its reserve, for `/ready` and `/metrics` (none: no
+    /// reserve).
+    pub disk_stats: Option<DiskStatsFn>,
     /// Admission to blocking database work: as many permits as database connections, so
     /// requests beyond that wait here (an async wait, no thread) instead of parking blocking
     /// threads on the connection pool (measured: the thread churn cost more than the queries).
@@ -76,6 +79,7 @@ impl AppState {
             services,
             metrics: Metrics::new(),
             pool_stats,
+            disk_stats: None,
             db_permits: Arc::new(Semaphore::new(db_concurrency.max(1))),
             bodies: Arc::new(BodyGate::default()),
             rate_limits: None,
@@ -87,6 +91,14 @@ impl AppState {
             web_client: None,
             started: std::time::SystemTime::now(),
         }
+    }
+
+    /// The same state reporting the database's disk against its reserve (`--min-free-disk`)
+    /// in `/ready` and `/metrics`.
+    #[must_use]
+    pub fn with_disk_stats(mut self, disk: DiskStatsFn) -> Self {
+        self.disk_stats = Some(disk);
+        self
     }
 
     /// The same state proxying sandbox traffic under `config` (its public URL rewrites the

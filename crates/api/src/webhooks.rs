@@ -25,6 +25,8 @@ fn success() -> HttpResponse {
 /// Receives a batch of events from an agent server: validated whole, stored atomically, ids
 /// already stored skipped (retries never duplicate). `{"success": true}` means every event is
 /// durable.
+///
+/// 507: none was stored (event quotas and the disk reserve, issue 33).
 #[utoipa::path(tag = "Webhooks",
     params(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation UUID (dashed or 32 hex)"),
@@ -35,6 +37,7 @@ fn success() -> HttpResponse {
         (status = 200, description = "{\"success\": true}"),
         WebhookErrors,
         (status = 422, description = "An invalid event (loc names its index and field): nothing stored", body = crate::dto::HTTPValidationError),
+        (status = 507, description = "An event quota (per conversation or organization) or the disk reserve refused the batch: nothing stored; `detail` names the limit and its flag", body = crate::dto::ErrorDetail),
     ))]
 #[post("/api/v1/webhooks/events/{conversation_id}")]
 pub async fn webhook_events(

@@ -187,6 +187,10 @@ pub enum DomainError {
     /// listens there is not that sandbox, or nothing does (issue 33; 502 with this text).
     #[error("Switchboard did not reach the sandbox: {0}")]
     ListenerNotSandbox(String),
+    /// An event append stored nothing: a quota or the disk reserve refused it (issue 33; 507
+    /// Insufficient Storage with the refusal's text, [`crate::event_quota::AppendRefusal`]).
+    #[error("{0}")]
+    InsufficientStorage(crate::event_quota::AppendRefusal),
     /// The agent server failed a call (reference app-server §5.2: 502); the text names what
     /// failed, never a key.
     #[error("The agent server failed: {0}")]

@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 
 use crate::conversations::{ExecutionStatus, RunDetails};
 use crate::cursor::{Keyset, instant_field, parse_instant_field};
+use crate::ids::ConversationId;
 use crate::time_input::truncate_micros;
 use crate::validation;
 
@@ -43,6 +44,9 @@ pub struct AppendOutcome {
     /// Events the conversation has after the append: the last event's position plus one
     /// (API.md, Live delivery).
     pub event_count: i64,
+    /// Why none of the batch was stored though the conversation may be written (a quota or
+    /// the disk reserve: `event_quota`); `stored` is then 0 and `skipped` the batch's events.
+    pub refused: Option<crate::event_quota::AppendRefusal>,
 }
 
 /// Sort order of a search (spec §4.1).
@@ -233,6 +237,36 @@ pub fn prepare_batch(body: &str) -> Result<PreparedBatch, ValidationError> {
     })
 }
 
+/// The id of a conversation's quota notice: the same for every refusal of that conversation
+/// (a UUID v5 of the conversation id), so that the notice is stored once.
+pub fn quota_notice_id(conversation: ConversationId) -> String {
+    const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x5357_4254_5155_4f54_4100_0000_0000_0001);
+    uuid::Uuid::new_v5(&NAMESPACE, conversation.to_string().as_bytes()).to_string()
+}
+
+/// The event stored once in a conversation whose batch a quota refused: a
+/// `ConversationErrorEvent` (source `environment`, code `EventQuotaExceeded`) whose detail is
+/// the refusal's text, stamped now, with [`quota_notice_id`].
+pub fn quota_notice(
+    conversation: ConversationId,
+    exceeded: &crate::event_quota::QuotaExceeded,
+) -> NewEvent {
+    let now = crate::time_input::now_micros()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let body = serde_json::json!([{
+        "kind": "ConversationErrorEvent",
+        "id": quota_notice_id(conversation),
+        "timestamp": now,
+        "source": "environment",
+        "code": "EventQuotaExceeded",
+        "detail": format!("Switchboard stores no more events of this conversation: {exceeded}"),
+    }]);
+    let mut batch = prepare_batch(&body.to_string())
+        .unwrap_or_else(|e| unreachable!("the quota notice is a valid event: {e:?}"));
+    batch.events.remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -333,5 +367,30 @@ mod tests {
         ))
         .unwrap();
         assert!(none.details.is_empty());
+    }
+
+    #[test]
+    fn the_notice_is_a_conversation_error_with_a_stable_id() {
+        let c = ConversationId::new_random();
+        let exceeded = crate::event_quota::QuotaExceeded {
+            scope: crate::event_quota::QuotaScope::Conversation,
+            measure: crate::event_quota::QuotaMeasure::Events,
+            limit: 10,
+            used: 10,
+        };
+        let n = quota_notice(c, &exceeded);
+        assert_eq!(n.event_id, quota_notice_id(c));
+        assert_eq!(quota_notice_id(c), quota_notice_id(c));
+        assert_ne!(
+            quota_notice_id(c),
+            quota_notice_id(ConversationId::new_random())
+        );
+        assert_eq!(n.kind.as_str(), "ConversationErrorEvent");
+        assert!(
+            n.payload.contains("--max-events-per-conversation"),
+            "{}",
+            n.payload
+        );
+        assert!(n.payload.contains("EventQuotaExceeded"), "{}", n.payload);
     }
 }

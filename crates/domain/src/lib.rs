@@ -19,6 +19,7 @@ pub mod batch;
 pub mod conversations;
 pub mod cursor;
 mod error;
+pub mod event_quota;
 pub mod events;
 pub mod identity;
 mod ids;

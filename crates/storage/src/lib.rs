@@ -18,6 +18,6 @@ pub use connection::{
     has_pending_migrations, revert_all_migrations, run_migrations,
 };
 pub use store::{
-    Checkpoint, DieselStore, IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache, MOVES_KEPT, NOTIFY_CHANNEL,
-    PoolUsage, ReadCache, SETTINGS_CHANNEL, SettingsCache, WAL_TRUNCATE_FRAMES,
+    Checkpoint, DieselStore, DiskReserve, IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache, MOVES_KEPT,
+    NOTIFY_CHANNEL, PoolUsage, ReadCache, SETTINGS_CHANNEL, SettingsCache, WAL_TRUNCATE_FRAMES,
 };

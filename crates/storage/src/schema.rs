@@ -168,6 +168,9 @@ diesel::table! {
         /// The tokens `metrics` counts (prompt + completion): later metrics replace them only
         /// when they count at least as many.
         metrics_tokens -> Nullable<BigInt>,
+        /// The bytes of its events' canonical JSON (event quotas, migration
+        /// `2026-12-03-000001_event_usage`).
+        event_bytes -> BigInt,
     }
 }
 
@@ -285,6 +288,20 @@ diesel::table! {
         id -> Text,
         /// When it was deleted, UTC.
         deleted_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// The events and bytes of each organization's conversations together, kept in the
+    /// transactions that insert and delete events (event quotas, migration
+    /// `2026-12-03-000001_event_usage`).
+    org_event_usage (org_id) {
+        /// Organization UUID.
+        org_id -> Text,
+        /// Events of its conversations.
+        event_count -> BigInt,
+        /// Bytes of those events' canonical JSON.
+        event_bytes -> BigInt,
     }
 }
 
@@ -441,6 +458,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     start_task_counts,
     conversation_moves,
     conversation_tombstones,
+    org_event_usage,
     user_settings,
     org_defaults,
     user_secrets,

@@ -5,8 +5,9 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::{
     agent_profiles, api_keys, conversation_counts, conversation_moves, conversation_tombstones,
-    conversations, events, git_provider_tokens, org_defaults, org_members, orgs, pending_messages,
-    sandboxes, start_task_counts, start_tasks, user_secrets, user_settings, users,
+    conversations, events, git_provider_tokens, org_defaults, org_event_usage, org_members, orgs,
+    pending_messages, sandboxes, start_task_counts, start_tasks, user_secrets, user_settings,
+    users,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -62,13 +63,14 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
         columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at, url_port),
-        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count, metrics_tokens),
+        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count, metrics_tokens, event_bytes),
         columns!(start_tasks: id, org_id, created_by_user_id, status, detail, conversation_id, sandbox_id, agent_server_url, request, secrets_sealed, created_at, updated_at, claimed_by, claim_expires_at),
         columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload, position),
         columns!(conversation_counts: org_id, owner_id, sub, n),
         columns!(start_task_counts: org_id, created_by_user_id, n),
         columns!(conversation_moves: conversation_id, org_id, old_updated_at, new_updated_at),
         columns!(conversation_tombstones: id, deleted_at),
+        columns!(org_event_usage: org_id, event_count, event_bytes),
         columns!(user_settings: org_id, user_id, agent_settings, conversation_settings, preferences, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, profiles, active_profile, updated_at),
         columns!(user_secrets: org_id, user_id, name, description, value_sealed, created_at, updated_at),
         columns!(git_provider_tokens: org_id, user_id, provider, host, token_sealed, updated_at),
@@ -386,6 +388,29 @@ fn check_positions_backfill(backend: Backend) {
         vec![("c1".into(), 4), ("c2".into(), 3), ("c3".into(), 0)],
         "{backend}"
     );
+    // The event quotas' usage (migration 2026-12-03-000001): each payload `{}` is 2 bytes.
+    let bytes: Vec<(String, i64)> =
+        diesel::sql_query("SELECT id, event_bytes AS event_count FROM conversations ORDER BY id")
+            .load::<Count>(&mut conn)
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.id, c.event_count))
+            .collect();
+    assert_eq!(
+        bytes,
+        vec![("c1".into(), 8), ("c2".into(), 6), ("c3".into(), 0)],
+        "{backend}"
+    );
+    let org: Vec<(String, i64)> = diesel::sql_query(
+        "SELECT org_id AS id, event_count FROM org_event_usage UNION ALL \
+         SELECT org_id AS id, event_bytes AS event_count FROM org_event_usage",
+    )
+    .load::<Count>(&mut conn)
+    .unwrap()
+    .into_iter()
+    .map(|c| (c.id, c.event_count))
+    .collect();
+    assert_eq!(org, vec![("o1".into(), 7), ("o1".into(), 14)], "{backend}");
 }
 
 #[test]

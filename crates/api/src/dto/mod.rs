@@ -81,6 +81,10 @@ pub struct HTTPValidationError {
 /// `GET /health`, `GET /ready`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Status {
-    /// `ok` or `ready`.
+    /// `ok`, `ready`, or (`/ready`) `degraded` while event appends are refused under the
+    /// disk reserve (`--min-free-disk`: the replica still serves reads and deletes).
     pub status: String,
+    /// What `degraded` means now: free bytes and the reserve.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }

@@ -178,6 +178,7 @@ async fn probe(
     };
     Ok(Some(HttpResponse::Ok().json(Status {
         status: word.into(),
+        detail: None,
     })))
 }
 

@@ -369,6 +369,11 @@ impl EventCatchUp {
                 now,
             });
             match outcome.map_err(DomainError::from)? {
+                Some(o) if o.refused.is_some() => {
+                    let refusal = o.refused.map(|r| r.to_string()).unwrap_or_default();
+                    tracing::warn!(sandbox = %t.sandbox.id, conversation = %id, %refusal, "events the webhooks had not delivered refused: nothing stored");
+                    break;
+                }
                 Some(o) => {
                     tracing::debug!(sandbox = %t.sandbox.id, conversation = %id, stored = o.stored, ids = ?ids, "stored by the pull path");
                     stored += o.stored;

@@ -37,7 +37,8 @@ pub(super) struct State {
     pub(super) listed_at: Option<Instant>,
     /// Each streamed conversation's sandbox (its organization and owner own what is stored).
     pub(super) owners: HashMap<ConversationId, Sandbox>,
-    /// Conversations of another organization than their sandbox's (logged once each).
+    /// Conversations of another organization than their sandbox's, or whose events a quota
+    /// or the disk reserve refused (logged once each).
     refused: HashSet<ConversationId>,
 }
 
@@ -163,6 +164,12 @@ impl EventStreaming {
             now,
         })?;
         match outcome {
+            Some(o) if o.refused.is_some() => {
+                if self.state().refused.insert(id) {
+                    let refusal = o.refused.map(|r| r.to_string()).unwrap_or_default();
+                    tracing::warn!(sandbox = %sandbox.id, conversation = %id, %refusal, "events from the agent server's stream refused: nothing stored");
+                }
+            }
             Some(o) => {
                 tracing::debug!(sandbox = %sandbox.id, conversation = %id, stored = o.stored, ids = ?ids, "stored from the agent server's event stream");
             }

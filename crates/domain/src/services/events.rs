@@ -46,8 +46,12 @@ impl EventService {
     /// any other, so that a sandbox cannot learn which ids exist outside its own (issue 24
     /// item 5); the log says so.
     ///
+    /// A batch that an event quota or the disk reserve refuses stores nothing
+    /// ([`crate::event_quota`]).
+    ///
     /// # Errors
-    /// [`DomainError::Invalid`] (422 at `["body", i, …]`), storage failures.
+    /// [`DomainError::Invalid`] (422 at `["body", i, …]`),
+    /// [`DomainError::InsufficientStorage`] (507), storage failures.
     pub fn ingest_events(
         &self,
         sandbox: &Sandbox,
@@ -71,6 +75,7 @@ impl EventService {
                 stored: 0,
                 skipped: received,
                 event_count: 0,
+                refused: None,
             });
         }
         let now = now_micros();
@@ -81,12 +86,17 @@ impl EventService {
             details: batch.details,
             now,
         })?;
+        if let Some(refusal) = outcome.and_then(|o| o.refused) {
+            tracing::warn!(sandbox = %sandbox.id, %conversation, events = received, %refusal, "a webhook batch refused: nothing stored");
+            return Err(DomainError::InsufficientStorage(refusal));
+        }
         Ok(outcome.unwrap_or_else(|| {
             tracing::warn!(sandbox = %sandbox.id, %conversation, events = received, "a webhook for a conversation its sandbox may not write: nothing stored");
             AppendOutcome {
                 stored: 0,
                 skipped: received,
                 event_count: 0,
+                refused: None,
             }
         }))
     }

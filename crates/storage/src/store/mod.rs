@@ -19,6 +19,7 @@ macro_rules! native {
 mod agent_profiles;
 mod appends;
 mod conversations;
+mod event_usage;
 mod events;
 mod group_commit;
 mod identity;
@@ -49,6 +50,7 @@ use crate::connection::{
     build_pool,
 };
 pub use appends::NOTIFY_CHANNEL;
+pub use event_usage::DiskReserve;
 use group_commit::AppendCombiner;
 pub use key_cache::{IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache};
 pub use read_cache::ReadCache;
@@ -77,6 +79,10 @@ pub struct DieselStore {
     settings: std::sync::Arc<SettingsCache>,
     /// API-key lookups of this process ([`KeyCache`]).
     keys: std::sync::Arc<KeyCache>,
+    /// The event quotas every append is judged by ([`DieselStore::with_event_quota`]).
+    quota: switchboard_domain::event_quota::EventQuota,
+    /// The free-space reserve of the database's filesystem ([`DieselStore::with_disk_reserve`]).
+    disk: Option<std::sync::Arc<DiskReserve>>,
 }
 
 /// Pool usage, for metrics.
@@ -118,9 +124,35 @@ impl DieselStore {
                     kind == BackendKind::Sqlite,
                 )),
                 keys: std::sync::Arc::new(key_cache::key_cache(kind == BackendKind::Sqlite)),
+                quota: Default::default(),
+                disk: None,
             },
             applied,
         ))
+    }
+
+    /// The same store judging every event append by `quota` (issue 33; the default is
+    /// [`switchboard_domain::event_quota::EventQuota::default`]): set before the store is
+    /// cloned into the services.
+    #[must_use]
+    pub fn with_event_quota(mut self, quota: switchboard_domain::event_quota::EventQuota) -> Self {
+        self.quota = quota;
+        self
+    }
+
+    /// The same store refusing event appends while the filesystem at `reserve.path` has less
+    /// than `reserve.reserve` bytes free (`--min-free-disk`, issue 33).
+    #[must_use]
+    pub fn with_disk_reserve(mut self, reserve: DiskReserve) -> Self {
+        self.disk = Some(std::sync::Arc::new(reserve));
+        self
+    }
+
+    /// The disk reserve and the free bytes now, when one is set (and the free space could
+    /// be read): for `/ready` and the metrics.
+    pub fn disk_free(&self) -> Option<(u64, u64)> {
+        let d = self.disk.as_ref()?;
+        Some((d.free().ok()?, d.reserve))
     }
 
     /// Sets the observer told after each append commits (once; later calls are ignored), so

@@ -172,6 +172,8 @@ impl AppConversationStore for DieselStore {
     ) -> Result<Option<DeletedConversation>, StorageError> {
         let id = id.to_string();
         self.write(|conn| {
+            let usage =
+                crate::store::event_usage::conversation_usage(conn, &[id.as_str()])?.remove(&id);
             let events = diesel::delete(events::table.filter(events::conversation_id.eq(&id)))
                 .execute(conn)
                 .map_err(db_err)?;
@@ -188,6 +190,10 @@ impl AppConversationStore for DieselStore {
                 return Ok(None);
             }
             super::tombstones::bury(conn, &id, OffsetDateTime::now_utc())?;
+            // Its events no longer count against its organization's quota.
+            if let Some(u) = usage {
+                crate::store::event_usage::add_org_usage(conn, &u.org_id, -u.events, -u.bytes)?;
+            }
             Ok(Some(DeletedConversation {
                 events: events as u64,
                 start_tasks: tasks as u64,

@@ -1,0 +1,59 @@
+//! `serve`'s flags for what the database may hold (issue 33): the event quotas per
+//! conversation and per organization, and the free-space reserve of the database's disk.
+//! They apply to the store as `serve` opens it ([`StorageLimitArgs::apply`]).
+
+use clap::Args;
+use switchboard_domain::event_quota::{
+    DEFAULT_MAX_BYTES_PER_CONVERSATION, DEFAULT_MAX_EVENTS_PER_CONVERSATION, EventQuota,
+};
+use switchboard_storage::{DatabaseUrl, DieselStore, DiskReserve};
+
+#[derive(Args, Clone)]
+pub struct StorageLimitArgs {
+    /// Events one conversation may hold; a webhook batch past it stores nothing (507) and the conversation gets one ConversationErrorEvent saying why; 0: no limit.
+    #[arg(long, env = "SWITCHBOARD_MAX_EVENTS_PER_CONVERSATION", default_value_t = DEFAULT_MAX_EVENTS_PER_CONVERSATION as u64)]
+    pub max_events_per_conversation: u64,
+    /// Bytes of events (their canonical JSON) one conversation may hold, as above; 0: no limit.
+    #[arg(long, env = "SWITCHBOARD_MAX_EVENT_BYTES_PER_CONVERSATION", default_value_t = DEFAULT_MAX_BYTES_PER_CONVERSATION as u64)]
+    pub max_event_bytes_per_conversation: u64,
+    /// Bytes of events all of one organization's conversations may hold together, as above; 0: no limit.
+    #[arg(long, env = "SWITCHBOARD_MAX_EVENT_BYTES_PER_ORG", default_value_t = 0)]
+    pub max_event_bytes_per_org: u64,
+    /// Free space, in MiB, kept on the SQLite database's filesystem: below it event appends are refused (507) while reads and deletes go on, and /ready says `degraded`; 0: no reserve. (PostgreSQL's disk is its server's to keep.)
+    #[arg(long, env = "SWITCHBOARD_MIN_FREE_DISK_MIB", default_value_t = 256)]
+    pub min_free_disk: u64,
+}
+
+impl StorageLimitArgs {
+    /// The quotas the flags set.
+    pub fn quota(&self) -> EventQuota {
+        let limit = |v: u64| (v > 0).then(|| i64::try_from(v).unwrap_or(i64::MAX));
+        EventQuota {
+            max_events_per_conversation: limit(self.max_events_per_conversation),
+            max_bytes_per_conversation: limit(self.max_event_bytes_per_conversation),
+            max_bytes_per_org: limit(self.max_event_bytes_per_org),
+        }
+    }
+
+    /// `store` with the quotas and, on SQLite (database `url`), the disk reserve on the
+    /// database file's directory.
+    pub fn apply(&self, store: DieselStore, url: &str) -> DieselStore {
+        let store = store.with_event_quota(self.quota());
+        match DatabaseUrl::parse(url) {
+            Ok(DatabaseUrl::Sqlite(path)) if self.min_free_disk > 0 => {
+                let dir = path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .map_or_else(
+                        || std::path::PathBuf::from("."),
+                        std::path::Path::to_path_buf,
+                    );
+                store.with_disk_reserve(DiskReserve {
+                    path: dir,
+                    reserve: self.min_free_disk.saturating_mul(1 << 20),
+                })
+            }
+            _ => store,
+        }
+    }
+}
