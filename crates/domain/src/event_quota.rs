@@ -60,38 +60,40 @@ impl EventQuota {
     /// (`org_bytes`); `None` when it fits. Checked in this order: events, then bytes of the
     /// conversation, then the organization's bytes.
     pub fn exceeded_by(&self, held: Held, events: i64, bytes: i64) -> Option<QuotaExceeded> {
-        let over = |limit: Option<i64>, used: i64, adding: i64| {
-            limit.filter(|l| adding > 0 && used.saturating_add(adding) > *l)
-        };
-        if let Some(limit) = over(
-            self.max_events_per_conversation,
-            held.conversation_events,
-            events,
-        ) {
-            return Some(QuotaExceeded {
-                scope: QuotaScope::Conversation,
-                measure: QuotaMeasure::Events,
+        use QuotaMeasure::{Bytes, Events};
+        use QuotaScope::{Conversation, Organization};
+        [
+            (
+                Conversation,
+                Events,
+                self.max_events_per_conversation,
+                held.conversation_events,
+                events,
+            ),
+            (
+                Conversation,
+                Bytes,
+                self.max_bytes_per_conversation,
+                held.conversation_bytes,
+                bytes,
+            ),
+            (
+                Organization,
+                Bytes,
+                self.max_bytes_per_org,
+                held.org_bytes,
+                bytes,
+            ),
+        ]
+        .into_iter()
+        .find_map(|(scope, measure, limit, used, adding)| {
+            let limit = limit.filter(|l| adding > 0 && used.saturating_add(adding) > *l)?;
+            Some(QuotaExceeded {
+                scope,
+                measure,
                 limit,
-                used: held.conversation_events,
-            });
-        }
-        if let Some(limit) = over(
-            self.max_bytes_per_conversation,
-            held.conversation_bytes,
-            bytes,
-        ) {
-            return Some(QuotaExceeded {
-                scope: QuotaScope::Conversation,
-                measure: QuotaMeasure::Bytes,
-                limit,
-                used: held.conversation_bytes,
-            });
-        }
-        over(self.max_bytes_per_org, held.org_bytes, bytes).map(|limit| QuotaExceeded {
-            scope: QuotaScope::Organization,
-            measure: QuotaMeasure::Bytes,
-            limit,
-            used: held.org_bytes,
+                used,
+            })
         })
     }
 }

@@ -369,47 +369,30 @@ fn check_positions_backfill(backend: Backend) {
     .map(|(c, e, p)| (c.to_string(), e.to_string(), *p))
     .collect();
     assert_eq!(got, want, "{backend}");
-    #[derive(QueryableByName)]
-    struct Count {
-        #[diesel(sql_type = Text)]
-        id: String,
-        #[diesel(sql_type = BigInt)]
-        event_count: i64,
-    }
-    let counts: Vec<(String, i64)> =
-        diesel::sql_query("SELECT id, event_count FROM conversations ORDER BY id")
-            .load::<Count>(&mut conn)
-            .unwrap()
-            .into_iter()
-            .map(|c| (c.id, c.event_count))
-            .collect();
+    let counts = pairs(
+        &mut conn,
+        "SELECT id, event_count AS n FROM conversations ORDER BY id",
+    );
     assert_eq!(
         counts,
         vec![("c1".into(), 4), ("c2".into(), 3), ("c3".into(), 0)],
         "{backend}"
     );
     // The event quotas' usage (migration 2026-12-03-000001): each payload `{}` is 2 bytes.
-    let bytes: Vec<(String, i64)> =
-        diesel::sql_query("SELECT id, event_bytes AS event_count FROM conversations ORDER BY id")
-            .load::<Count>(&mut conn)
-            .unwrap()
-            .into_iter()
-            .map(|c| (c.id, c.event_count))
-            .collect();
+    let bytes = pairs(
+        &mut conn,
+        "SELECT id, event_bytes AS n FROM conversations ORDER BY id",
+    );
     assert_eq!(
         bytes,
         vec![("c1".into(), 8), ("c2".into(), 6), ("c3".into(), 0)],
         "{backend}"
     );
-    let org: Vec<(String, i64)> = diesel::sql_query(
-        "SELECT org_id AS id, event_count FROM org_event_usage UNION ALL \
-         SELECT org_id AS id, event_bytes AS event_count FROM org_event_usage",
-    )
-    .load::<Count>(&mut conn)
-    .unwrap()
-    .into_iter()
-    .map(|c| (c.id, c.event_count))
-    .collect();
+    let org = pairs(
+        &mut conn,
+        "SELECT org_id AS id, event_count AS n FROM org_event_usage UNION ALL \
+         SELECT org_id AS id, event_bytes AS n FROM org_event_usage ORDER BY n",
+    );
     assert_eq!(org, vec![("o1".into(), 7), ("o1".into(), 14)], "{backend}");
 }
 
@@ -421,4 +404,21 @@ fn sqlite_positions_backfill() {
 #[test]
 fn postgres_positions_backfill() {
     check_positions_backfill(Backend::Postgres);
+}
+
+/// The `(id, n)` rows of `sql`.
+fn pairs(conn: &mut DbConnection, sql: &str) -> Vec<(String, i64)> {
+    #[derive(QueryableByName)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        id: String,
+        #[diesel(sql_type = BigInt)]
+        n: i64,
+    }
+    diesel::sql_query(sql)
+        .load::<Row>(conn)
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.id, r.n))
+        .collect()
 }
