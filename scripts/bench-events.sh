@@ -138,7 +138,10 @@ run_backend() {
   [ "$name" = sqlite ] && echo "database file: $(du -sh "${url#sqlite://}" | cut -f1) (+ WAL $(du -sh "${url#sqlite://}-wal" 2>/dev/null | cut -f1))"
 
   rm -f "$WORK/out" "$WORK/err"
-  SWITCHBOARD_LOG=warn "$BIN" serve --bind 127.0.0.1:0 --database-url "$url" >"$WORK/out" 2>"$WORK/err" &
+  # Event quotas lifted (0: no limit, still judged on every append): the ingest phase puts
+  # more than the default 100,000 events into one conversation.
+  SWITCHBOARD_LOG=warn "$BIN" serve --bind 127.0.0.1:0 --database-url "$url" \
+    --max-events-per-conversation 0 --max-event-bytes-per-conversation 0 >"$WORK/out" 2>"$WORK/err" &
   SERVER_PID=$!
   for _ in $(seq 100); do grep -q listening "$WORK/out" 2>/dev/null && break; sleep 0.1; done
   local addr

@@ -45,8 +45,11 @@ db_url = sys.argv[3] if len(sys.argv) > 3 else f"sqlite://{work}/soak.sqlite"
 
 env = {k: v for k, v in os.environ.items() if not k.startswith("SWITCHBOARD_")}
 env["SWITCHBOARD_LOG"] = "warn"
+# The per-conversation event quotas lifted (0: no limit, still judged on every append): the
+# 30-minute soak puts more events into each of its 20 conversations than the default 100,000.
 server = subprocess.Popen(
-    [BIN, "serve", "--bind", "127.0.0.1:0", "--database-url", db_url, "--data-dir", work],
+    [BIN, "serve", "--bind", "127.0.0.1:0", "--database-url", db_url, "--data-dir", work,
+     "--max-events-per-conversation", "0", "--max-event-bytes-per-conversation", "0"],
     stdout=subprocess.PIPE, stderr=open(os.path.join(work, "server.stderr"), "w"), env=env, text=True)
 boot = addr = None
 for line in server.stdout:

@@ -20,8 +20,9 @@ const SIZE: &str = "6m";
 struct Mount(PathBuf);
 
 impl Mount {
-    fn new() -> Option<Mount> {
-        let dir = std::env::temp_dir().join(format!("sb-disk-full-{}", std::process::id()));
+    /// A tmpfs of its own for the test `name` (tests of this file run at once).
+    fn new(name: &str) -> Option<Mount> {
+        let dir = std::env::temp_dir().join(format!("sb-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let ok = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={SIZE}"), "tmpfs"])
@@ -120,12 +121,17 @@ fn integrity(db: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-#[test]
-fn disk_full_on_sqlite() {
-    let Some(mount) = Mount::new() else {
-        eprintln!("disk full test skipped: cannot mount a tmpfs (needs root)");
-        return;
-    };
+/// A fresh database on `mount`: its file, URL and data directory, the owner's key and a
+/// registered sandbox's session key.
+struct Setup {
+    db: PathBuf,
+    url: String,
+    data: String,
+    key: String,
+    session: String,
+}
+
+fn setup(mount: &Mount) -> Setup {
     let db = mount.0.join("switchboard.sqlite");
     let url = format!("sqlite://{}", db.display());
     let data = mount.0.display().to_string();
@@ -154,10 +160,34 @@ fn disk_full_on_sqlite() {
         ],
     );
     let session = str_of(&reg, "session_api_key").to_owned();
+    Setup {
+        db,
+        url,
+        data,
+        key,
+        session,
+    }
+}
+
+#[test]
+fn disk_full_on_sqlite() {
+    let Some(mount) = Mount::new("disk-full") else {
+        eprintln!("disk full test skipped: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let Setup {
+        db,
+        url,
+        data,
+        key,
+        session,
+    } = setup(&mount);
+    // No reserve: this test is about the disk itself filling (disk_reserve_on_sqlite below
+    // has the reserve refuse events first).
     let server = Server::spawn_with(
         &url,
         ServeOptions {
-            args: vec!["--data-dir", &data],
+            args: vec!["--data-dir", &data, "--min-free-disk", "0"],
             env: vec![],
         },
     );
@@ -279,6 +309,93 @@ fn disk_full_on_sqlite() {
     server.stop(Duration::from_secs(30));
     eprintln!(
         "disk full: {} events acknowledged before and after the disk filled",
+        acked.len()
+    );
+    drop(mount);
+}
+
+/// `--min-free-disk` (issue 33): on a 6 MiB disk with a 3 MiB reserve, large events are stored
+/// until less than 3 MiB is free for the database, then refused with 507 naming the flag
+/// (nothing of them stored) while the reserve's room still takes a settings write, reads
+/// answer and `/ready` says `degraded`; deleting the conversation gives its pages back to the
+/// database and events are stored again.
+#[test]
+fn disk_reserve_on_sqlite() {
+    let Some(mount) = Mount::new("disk-reserve") else {
+        eprintln!("disk reserve test skipped: cannot mount a tmpfs (needs root)");
+        return;
+    };
+    let Setup {
+        url,
+        data,
+        key,
+        session,
+        ..
+    } = setup(&mount);
+    let server = Server::spawn_with(
+        &url,
+        ServeOptions {
+            args: vec!["--data-dir", &data, "--min-free-disk", "3"],
+            env: vec![],
+        },
+    );
+    let mut acked = Vec::new();
+    let mut refused = None;
+    for i in 0..100 {
+        let (status, body) = send_json(
+            client()
+                .post(server.url(&format!("/api/v1/webhooks/events/{CONVERSATION}")))
+                .header("X-Session-API-Key", &session)
+                .header("content-type", "application/json")
+                .body(event(i, 200_000)),
+        );
+        match status {
+            200 => acked.push(format!("00000000-0000-4000-8000-{i:012}")),
+            507 => {
+                refused = Some(body);
+                break;
+            }
+            other => panic!("event {i}: {other} {body}"),
+        }
+    }
+    let refused = refused.expect("the reserve never refused");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .contains("--min-free-disk"),
+        "{refused}"
+    );
+    assert!(
+        acked.len() >= 5,
+        "{} events before the reserve",
+        acked.len()
+    );
+    let (status, body) = settings_write(&server, &key, 9);
+    assert_eq!(status, 200, "the reserve's room: {body}");
+    let (status, ready) = send_json(client().get(server.url("/ready")));
+    assert_eq!(
+        (status, ready["status"].as_str()),
+        (200, Some("degraded")),
+        "{ready}"
+    );
+    let mut stored = event_ids(&server, &key);
+    stored.sort();
+    acked.sort();
+    assert_eq!(stored, acked, "exactly the acknowledged events");
+
+    let (status, body) = send_json(
+        client()
+            .delete(server.url(&format!("/api/v1/app-conversations/{CONVERSATION}")))
+            .header("X-Access-Token", &key),
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(post_event(&server, &session, event(500, 200_000)), 200);
+    let (_, ready) = send_json(client().get(server.url("/ready")));
+    assert_eq!(ready["status"], "ready", "{ready}");
+    server.stop(Duration::from_secs(30));
+    eprintln!(
+        "disk reserve: {} events of 200 kB before the 507",
         acked.len()
     );
     drop(mount);

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use switchboard_domain::conversations::Conversation;
 use switchboard_domain::cursor::Keyset;
+use switchboard_domain::event_quota::EventQuota;
 use switchboard_domain::events::{
     EventCursor as Cursor, EventFilter, SearchQuery, SortOrder, prepare_batch,
 };
@@ -249,7 +250,14 @@ fn main() {
             .parse()
             .unwrap()
     };
+    // Every quota judged (limits no load reaches), so the load's rate includes the judgment:
+    // the default 100,000 events per conversation would refuse the big conversation.
     let (store, _) = DieselStore::open(&url, None).unwrap();
+    let store = store.with_event_quota(EventQuota {
+        max_events_per_conversation: Some(i64::MAX),
+        max_bytes_per_conversation: Some(i64::MAX),
+        max_bytes_per_org: Some(i64::MAX),
+    });
     let ctx = Ctx {
         store,
         org: OrgId(id("SB_BENCH_ORG")),

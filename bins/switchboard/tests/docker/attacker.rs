@@ -136,7 +136,7 @@ fn attack(oci_runtime: Option<&str>) {
     // The job: the agent's terminal cloned the repository and ran its tests; every event
     // reached Switchboard through the webhooks, the LLM was called.
     let needles = [marker.as_str(), "Ran 1 test", "\\nOK\\n"];
-    wait_events(&server, &key, &conversation, &needles);
+    wait_job(&server, &key, &conversation, &needles, &repository);
 
     // The attacker, after the victim made its secrets.
     let victim = Victim::prepare(&b, &b_id);
@@ -272,11 +272,7 @@ impl Victim {
 /// `POST /api/v1/app-conversations` whose message has the fake LLM's agent clone
 /// `repository` and run its tests; the start task's id.
 fn start_conversation(server: &Server, key: &str, repository: &Path) -> String {
-    let command = format!(
-        "run: git clone -q {} /workspace/project/clone && cd /workspace/project/clone && \
-         python3 -m unittest -v 2>&1 | tail -n 4 && git log --format=%s -1",
-        repository.display()
-    );
+    let command = job(repository);
     let (code, task) = send_json(
         client()
             .post(server.url("/api/v1/app-conversations"))
@@ -372,11 +368,26 @@ fn wait_task_ready(server: &Server, key: &str, id: &str) -> Value {
     }
 }
 
-/// Waits until the conversation's events in Switchboard hold every one of `needles`.
-fn wait_events(server: &Server, key: &str, conversation: &str, needles: &[&str]) -> String {
-    let mut text = String::new();
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while Instant::now() < deadline {
+/// The fake LLM's message: clone `repository` (afresh) and run its tests.
+fn job(repository: &Path) -> String {
+    format!(
+        "run: rm -rf /workspace/project/clone && git clone -q {} /workspace/project/clone && \
+         cd /workspace/project/clone && python3 -m unittest -v 2>&1 | tail -n 4 && \
+         git log --format=%s -1",
+        repository.display()
+    )
+}
+
+/// Waits until the conversation's events in Switchboard hold every one of `needles`. The
+/// agent server's terminal tool once, under gVisor on a loaded machine, returned an empty
+/// observation for a command that exited 0 (its tmux pane read before the output was drawn):
+/// a run that finished without the output is asked once more (the same job, through the
+/// pending-messages route), and fails if its second run finishes without it too.
+fn wait_job(server: &Server, key: &str, conversation: &str, needles: &[&str], repository: &Path) {
+    const FINISHED: &str = r#""key":"execution_status","value":"finished""#;
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let mut asked_again = false;
+    loop {
         let (_, body) = send_json(
             client()
                 .get(server.url(&format!(
@@ -384,13 +395,31 @@ fn wait_events(server: &Server, key: &str, conversation: &str, needles: &[&str])
                 )))
                 .header("X-Access-Token", key),
         );
-        text = body.to_string();
+        let text = body.to_string();
         if needles.iter().all(|n| text.contains(n)) {
-            return text;
+            return;
+        }
+        let finishes = text.matches(FINISHED).count();
+        assert!(
+            Instant::now() < deadline && finishes < 2,
+            "the agent's output is not in Switchboard's events: {needles:?}; events: {text}"
+        );
+        if finishes == 1 && !asked_again {
+            eprintln!("the job finished without its output in the observation; asking once more");
+            let (code, body) = send_json(
+                client()
+                    .post(server.url(&format!(
+                        "/api/v1/conversations/{conversation}/pending-messages"
+                    )))
+                    .header("X-Access-Token", key)
+                    .json(&json!({"role": "user",
+                        "content": [{"type": "text", "text": job(repository)}]})),
+            );
+            assert_eq!(code, 201, "{body}");
+            asked_again = true;
         }
         std::thread::sleep(Duration::from_millis(250));
     }
-    panic!("the agent's output is not in Switchboard's events: {needles:?}; events: {text}");
 }
 
 /// A git repository under `dir` (readable by the container's user) with one test and one

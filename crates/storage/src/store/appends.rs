@@ -67,7 +67,7 @@ fn commit_group(store: &DieselStore, group: &[(u64, Append)]) -> Vec<(u64, Appen
 /// [`commit_group`]'s transaction: the group at once, or, when that fails, each append alone.
 /// Under the disk reserve nothing is written: every append is refused as it is.
 fn commit_or_split(store: &DieselStore, group: &[(u64, Append)]) -> Vec<(u64, AppendResult)> {
-    if let Some(refusal) = store.disk.as_ref().and_then(|d| d.refusal()) {
+    if let Some(refusal) = store.disk_refusal() {
         return group
             .iter()
             .map(|(t, p)| {

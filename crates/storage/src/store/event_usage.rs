@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use switchboard_domain::StorageError;
-use switchboard_domain::event_quota::AppendRefusal;
 
 use super::rows::{ID_CHUNK, db_err};
 use crate::connection::DbConnection;
@@ -100,7 +99,8 @@ pub(super) fn add_org_usage(
 }
 
 /// The operator's reserve of free space on the database's filesystem (`--min-free-disk`):
-/// below it, event appends are refused ([`AppendRefusal::DiskReserve`]) so that the
+/// below it, event appends are refused
+/// ([`switchboard_domain::event_quota::AppendRefusal::DiskReserve`]) so that the
 /// database keeps room for everything else, and deletes can free space. SQLite only: the
 /// filesystem of its database file (PostgreSQL's disk is its server's).
 #[derive(Debug, Clone)]
@@ -121,14 +121,25 @@ impl DiskReserve {
         let s = rustix::fs::statvfs(&self.path)?;
         Ok(s.f_bavail.saturating_mul(s.f_frsize))
     }
+}
 
-    /// The refusal when the free space is under the reserve; `None` when it is not, or when
-    /// it cannot be read (the append then goes on and the database says what it says).
-    pub fn refusal(&self) -> Option<AppendRefusal> {
-        let free = self.free().ok()?;
-        (free < self.reserve).then_some(AppendRefusal::DiskReserve {
-            free,
-            reserve: self.reserve,
-        })
+/// The bytes of the SQLite database's free pages (`freelist_count × page_size`): what deleted
+/// rows gave back, which the database reuses before it grows its file; 0 on PostgreSQL or when
+/// it cannot be read.
+pub(super) fn reusable_bytes(conn: &mut DbConnection) -> u64 {
+    #[derive(QueryableByName)]
+    struct Pages {
+        #[diesel(sql_type = BigInt)]
+        n: i64,
     }
+    let DbConnection::Sqlite(c) = conn else {
+        return 0;
+    };
+    let read = |c: &mut diesel::SqliteConnection, pragma: &str| {
+        diesel::sql_query(format!("SELECT {pragma} AS n FROM pragma_{pragma}"))
+            .get_result::<Pages>(c)
+            .map(|p| u64::try_from(p.n).unwrap_or(0))
+            .unwrap_or(0)
+    };
+    read(c, "freelist_count").saturating_mul(read(c, "page_size"))
 }

@@ -148,11 +148,32 @@ impl DieselStore {
         self
     }
 
-    /// The disk reserve and the free bytes now, when one is set (and the free space could
-    /// be read): for `/ready` and the metrics.
+    /// The disk reserve and the bytes free for the database now, when a reserve is set (and
+    /// the free space could be read): the filesystem's free space plus the database's own
+    /// free pages (what deletes gave back, reused before the file grows). For `/ready`, the
+    /// metrics and the append path's refusal ([`DieselStore::disk_refusal`]).
     pub fn disk_free(&self) -> Option<(u64, u64)> {
         let d = self.disk.as_ref()?;
-        Some((d.free().ok()?, d.reserve))
+        let free = d.free().ok()?;
+        if free >= d.reserve {
+            return Some((free, d.reserve));
+        }
+        // Under the reserve: the database's free pages count too (one header read).
+        let pages = self
+            .conn()
+            .map(|mut c| event_usage::reusable_bytes(&mut c))
+            .unwrap_or(0);
+        Some((free.saturating_add(pages), d.reserve))
+    }
+
+    /// The disk reserve's refusal of event appends, when less than it is free for the
+    /// database ([`DieselStore::disk_free`]); `None` without a reserve or when the free space
+    /// cannot be read (the append then goes on and the database says what it says).
+    pub(crate) fn disk_refusal(&self) -> Option<switchboard_domain::event_quota::AppendRefusal> {
+        let (free, reserve) = self.disk_free()?;
+        (free < reserve).then_some(
+            switchboard_domain::event_quota::AppendRefusal::DiskReserve { free, reserve },
+        )
     }
 
     /// Sets the observer told after each append commits (once; later calls are ignored), so
