@@ -151,7 +151,7 @@ impl DieselStore {
     /// The disk reserve and the bytes free for the database now, when a reserve is set (and
     /// the free space could be read): the filesystem's free space plus the database's own
     /// free pages (what deletes gave back, reused before the file grows). For `/ready`, the
-    /// metrics and the append path's refusal ([`DieselStore::disk_refusal`]).
+    /// metrics and the append path's refusal of event appends.
     pub fn disk_free(&self) -> Option<(u64, u64)> {
         let d = self.disk.as_ref()?;
         let free = d.free().ok()?;
