@@ -328,6 +328,10 @@ fn serve(
         llm_base,
         "--sandbox-host-pattern",
         "{id}-{service}.sandboxes.test",
+        // No disk reserve: the SQLite file is on a 64 MiB tmpfs that this test fills to take
+        // the database away (its subject is the disk itself filling, as disk_full.rs's).
+        "--min-free-disk",
+        "0",
     ];
     if let Some(url) = webhook_url {
         args.extend(["--webhook-url", url]);
