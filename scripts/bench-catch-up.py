@@ -111,7 +111,9 @@ class Switchboard:
             [self.binary, "--data-dir", str(self.work / "data"), "serve", "--bind", self.bind,
              "--sandbox-specs", str(self.specs), "--sandbox-start-timeout", "240",
              "--llm-model", "openai/fake-model", "--llm-base-url", self.llm_base,
-             "--sandbox-url-form", "path"]
+             "--sandbox-url-form", "path",
+             # The fake LLM is on the host's loopback, out of a sandbox's own network.
+             "--sandbox-host-port", self.llm_base.rsplit(":", 1)[1].split("/")[0]]
             + ([] if self.streams else ["--no-event-streams"]),
             stdout=subprocess.PIPE, stderr=open(self.work / "serve.log", "a"), text=True, env=env)
         for line in self.proc.stdout:

@@ -12,7 +12,8 @@ READY, RUNS times (argument 1, default 20) each:
 
 Also the time from POST to the first event of the conversation in Switchboard's search (first
 agent event). PROCESS_ISOLATION=none runs the sandboxes unconfined (`--process-isolation`,
-default bwrap). Python 3 standard library only. Prints a JSON summary.
+default bwrap); SANDBOX_NETWORK=host on the host's network (`--sandbox-network`, default
+isolated: a network namespace of its own each, connected by pasta). Python 3 standard library only. Prints a JSON summary.
 """
 
 import json
@@ -36,6 +37,7 @@ WARM = int(os.environ.get("WARM", "3"))
 RUNS = int(sys.argv[1]) if len(sys.argv) > 1 else 20
 MODES = os.environ.get("MODES", "warm,cold").split(",")
 ISOLATION = os.environ.get("PROCESS_ISOLATION", "bwrap")
+NETWORK = os.environ.get("SANDBOX_NETWORK", "isolated")
 
 
 def pct(values, p):
@@ -75,7 +77,9 @@ def run_mode(mode, work, llm_base):
          "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
          "--sandbox-start-timeout", "180",
          "--llm-model", "openai/fake-model", "--llm-base-url", llm_base,
-         "--process-isolation", ISOLATION],
+         "--process-isolation", ISOLATION, "--sandbox-network", NETWORK,
+         # The fake LLM listens on the host's loopback, out of a sandbox's own network.
+         "--sandbox-host-port", llm_base.rsplit(":", 1)[1].split("/")[0]],
         stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
     try:
         for _ in range(300):

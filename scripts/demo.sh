@@ -112,6 +112,14 @@ if [ "${LLM_STREAM:-0}" = 1 ]; then
   SERVE_FLAGS+=(--llm-stream)
   log "the LLM streams (--llm-stream)"
 fi
+case "${LLM_BASE_URL:-}" in
+  # Process sandboxes have a network of their own: an LLM on the host's loopback is a port
+  # they must be given.
+  http://127.0.0.1:*|http://localhost:*)
+    llm_port=${LLM_BASE_URL#http://*:}
+    SERVE_FLAGS+=(--sandbox-host-port "${llm_port%%/*}")
+    ;;
+esac
 if [ -n "${E2E_REPO:-}" ]; then
   # A local repository is cloned only from a directory the operator allows.
   SERVE_FLAGS+=(--allow-local-repositories "$(dirname "$E2E_REPO")")

@@ -76,7 +76,7 @@ cat >"$WORK/specs.json" <<EOF
   "OH_WEBHOOKS_0_EVENT_BUFFER_SIZE": "1", "OH_WEBHOOKS_0_FLUSH_DELAY": "0.5"}}]
 EOF
 SWITCHBOARD_LOG=info "$SWITCHBOARD_BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 \
-  --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 180 \
+  --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 180 --sandbox-host-port "$LLM_PORT" \
   >"$WORK/serve.out" 2>"$WORK/serve.log" &
 PIDS+=("$!")
 for _ in $(seq 200); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done

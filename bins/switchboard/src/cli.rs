@@ -436,18 +436,8 @@ pub struct SandboxArgs {
     /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64")]
     pub sandbox_log_max_mib: u64,
-    // Issue 18 (docs/API.md, "What a sandbox can reach").
-    /// How process sandboxes are confined: bwrap (each in namespaces of its own, seeing only the system read-only and its own directory, whose workspace/ it also sees at /workspace; as a user of its own when Switchboard runs as root) or none (single-user: sandboxes run as Switchboard's user and can read its data; warned at every start; no /workspace: a conversation start with a working_dir under /workspace is refused with 422, pass the sandbox's DATA_DIR/sandboxes/ID/workspace/project instead).
-    #[arg(
-        long,
-        env = "SWITCHBOARD_PROCESS_ISOLATION",
-        value_enum,
-        default_value = "bwrap"
-    )]
-    pub process_isolation: ProcessIsolation,
-    /// The user and group ids given to process sandboxes when Switchboard runs as root, FIRST-LAST: one per sandbox, never two sandboxes at once.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_UID_RANGE", default_value_t = switchboard_sandbox::DEFAULT_UID_RANGE)]
-    pub sandbox_uid_range: switchboard_sandbox::UidRange,
+    #[command(flatten)]
+    pub confine: crate::cli_confine::ConfineArgs,
     /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (issue 18, Repository sources).
     #[arg(long = "allow-local-repositories", value_name = "DIR")]
     pub allow_local_repositories: Vec<PathBuf>,
@@ -574,17 +564,6 @@ impl DbArgs {
         };
         DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
-}
-
-/// `--process-isolation`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProcessIsolation {
-    /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
-    /// a user of its own.
-    Bwrap,
-    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only);
-    /// they have no `/workspace` of their own (docs/API.md, issue 31).
-    None,
 }
 
 /// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.

@@ -11,9 +11,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
-use switchboard_sandbox::{Bwrap, Isolation, ProcessRuntime, UidRange};
+use switchboard_sandbox::{Bwrap, Isolation, ProcessRuntime};
 
-use crate::cli::{ProcessIsolation, SandboxArgs};
+use crate::cli::SandboxArgs;
+use crate::cli_confine::{ConfineArgs, ProcessIsolation, SandboxNetwork};
 
 /// The process runtime under `<data_dir>/sandboxes`, confined as the flags say, and the
 /// canonical `--allow-local-repositories` directories; the data directory made 0700 first.
@@ -33,8 +34,7 @@ pub fn process_runtime(
     let mut hide = vec![data_dir.to_path_buf(), key_file.to_path_buf()];
     hide.extend(hidden);
     let confinement = process_isolation(
-        args.process_isolation,
-        args.sandbox_uid_range,
+        &args.confine,
         hide,
         uses_process_runtime(specs, &args.specs.sandbox_runtime),
     )?;
@@ -49,22 +49,22 @@ pub fn uses_process_runtime(specs: &[SandboxSpec], default_runtime: &str) -> boo
         .any(|s| s.runtime.as_deref().unwrap_or(default_runtime) == PROCESS_RUNTIME)
 }
 
-/// How process sandboxes are confined. With `bwrap`, confinement must work here (else the
-/// error says why and what to do); `hidden` are the paths no sandbox may see. `in_use`: no
-/// spec runs on the process runtime, so nothing is checked or warned.
+/// How process sandboxes are confined. With `bwrap`, confinement (and, with an isolated
+/// network, `pasta`) must work here (else the error says why and what to do); `hidden` are
+/// the paths no sandbox may see. `in_use`: no spec runs on the process runtime, so nothing is
+/// checked or warned.
 ///
 /// # Errors
-/// `bwrap` was asked for and cannot confine a process on this machine.
+/// `bwrap` was asked for and cannot confine a process on this machine, or `pasta` is missing.
 pub fn process_isolation(
-    mode: ProcessIsolation,
-    range: UidRange,
+    flags: &ConfineArgs,
     hidden: Vec<PathBuf>,
     in_use: bool,
 ) -> Result<Isolation> {
     if !in_use {
         return Ok(Isolation::None);
     }
-    match mode {
+    match flags.process_isolation {
         ProcessIsolation::None => {
             tracing::warn!(
                 "--process-isolation none: process sandboxes run unconfined as Switchboard's own \
@@ -74,9 +74,35 @@ pub fn process_isolation(
             Ok(Isolation::None)
         }
         ProcessIsolation::Bwrap => {
-            let bwrap = Bwrap::detect(range, hidden).map_err(|e| {
-                anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}")
-            })?;
+            let cannot =
+                |e| anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}");
+            let host_ports = match flags.sandbox_network {
+                SandboxNetwork::Isolated => Some(flags.sandbox_host_ports.clone()),
+                SandboxNetwork::Host => {
+                    tracing::warn!(
+                        "--sandbox-network host: process sandboxes share the host's network and \
+                         reach every service on its loopback (its database, Redis, other \
+                         sandboxes' agent servers)"
+                    );
+                    None
+                }
+            };
+            let bwrap =
+                Bwrap::detect(flags.sandbox_uid_range, hidden, host_ports).map_err(cannot)?;
+            if bwrap.network.is_none() && flags.sandbox_network == SandboxNetwork::Isolated {
+                tracing::warn!(
+                    "not root: process sandboxes share the host's network (a network of their \
+                     own needs Switchboard to run as root) and reach every service on its \
+                     loopback"
+                );
+            }
+            if let Some(pasta) = &bwrap.network {
+                tracing::info!(
+                    host_ports = ?pasta.host_ports,
+                    "each process sandbox has a network of its own (pasta); it reaches the host's \
+                     loopback only at its webhook URL's port and these"
+                );
+            }
             match &bwrap.users {
                 Some(users) => tracing::info!(
                     uid_range = %users.range,

@@ -7,6 +7,7 @@
 //! stdout; errors go to stderr with a non-zero exit.
 
 mod cli;
+mod cli_confine;
 mod cli_kube;
 mod cli_storage;
 mod commands;

@@ -11,8 +11,12 @@
 //!   sandbox is `ERROR` at once and the start fails, and the squatter, answering `/alive` as an agent
 //!   server would, receives no probe, no create request and no LLM key (before: all three).
 //!
-//! Confined sandboxes run as users of their own only when Switchboard runs as root; as another
-//! user every sandbox is Switchboard's user and these tests say so and pass without checking.
+//! Each test runs twice. With `--sandbox-network host`, the squatter really holds the host's
+//! port and Switchboard refuses to send: confined sandboxes run as users of their own only
+//! when Switchboard runs as root, so as another user these say so and pass without checking.
+//! With each sandbox's network of its own (the default), the squatter's bind is in its own
+//! namespace: the victim's ports are its own `pasta`'s on the host, the start goes on to
+//! `READY`, and the squatter still receives nothing.
 
 mod common;
 
@@ -22,6 +26,10 @@ use common::*;
 use serde_json::{Value, json};
 
 const LLM_KEY: &str = "sk-squatting-test-llm-key-5511";
+/// `--sandbox-network host`: the squatter can bind the host's ports.
+const HOST: &str = "host";
+/// `--sandbox-network isolated` (the default): it cannot.
+const ISOLATED: &str = "isolated";
 
 /// The squatter: listens on 127.0.0.1:`argv[1]`, answers every connection as an agent
 /// server's `/alive` would, and appends what it received to `squat.log` (`squat.ready` once
@@ -114,7 +122,8 @@ struct Rig {
     outsider: String,
 }
 
-fn rig() -> Rig {
+/// The rig, its process sandboxes on `network` (`--sandbox-network`).
+fn rig(network: &str) -> Rig {
     let data = TempDir::new();
     let data_dir = data.path().display().to_string();
     let standin = switchboard_testkit::standin_agent_server()
@@ -148,6 +157,8 @@ fn rig() -> Rig {
                 &key_arg,
                 "--llm-model",
                 "openai/fake-model",
+                "--sandbox-network",
+                network,
             ],
             env: vec![],
         },
@@ -178,14 +189,14 @@ fn rig() -> Rig {
     }
 }
 
-/// The rig, and a guard that ends every sandbox process when the test ends; `None` (said)
-/// when not root.
-fn rig_as_root() -> Option<(Rig, EndProcessesUnder)> {
-    if !is_root() {
+/// The rig on `network`, and a guard that ends every sandbox process when the test ends;
+/// `None` (said) on the host's network when not root.
+fn rig_as_root(network: &str) -> Option<(Rig, EndProcessesUnder)> {
+    if network == HOST && !is_root() {
         eprintln!("not root: sandboxes share Switchboard's user, nothing tells a squatter apart");
         return None;
     }
-    let rig = rig();
+    let rig = rig(network);
     let guard = EndProcessesUnder(rig._data.path().join("sandboxes"));
     Some((rig, guard))
 }
@@ -223,7 +234,16 @@ fn worker_port(id: &str) -> u16 {
 
 #[test]
 fn a_squatted_worker_port_gets_no_request_and_no_key() {
-    let Some((rig, _guard)) = rig_as_root() else {
+    squatted_worker_port(HOST);
+}
+
+#[test]
+fn a_worker_port_cannot_be_squatted_from_a_network_of_its_own() {
+    squatted_worker_port(ISOLATED);
+}
+
+fn squatted_worker_port(network: &str) {
+    let Some((rig, _guard)) = rig_as_root(network) else {
         return;
     };
     let (victim, victim_agent, victim_session, urls) = running_sandbox(&rig, &rig.owner, "worker");
@@ -256,7 +276,9 @@ fn a_squatted_worker_port_gets_no_request_and_no_key() {
         let status = r.status().as_u16();
         let body = r.text().unwrap();
         assert_eq!(status, 502, "{header}: {body}");
-        assert!(body.contains("not by the sandbox's user"), "{body}");
+        if network == HOST {
+            assert!(body.contains("not by the sandbox's user"), "{body}");
+        }
     }
     let log = bash(
         &attacker_agent,
@@ -295,7 +317,16 @@ fn a_squatted_worker_port_gets_no_request_and_no_key() {
 
 #[test]
 fn a_squatted_agent_server_port_gets_no_probe_and_no_llm_key() {
-    let Some((rig, _guard)) = rig_as_root() else {
+    squatted_agent_server_port(HOST);
+}
+
+#[test]
+fn an_agent_server_port_cannot_be_squatted_from_a_network_of_its_own() {
+    squatted_agent_server_port(ISOLATED);
+}
+
+fn squatted_agent_server_port(network: &str) {
+    let Some((rig, _guard)) = rig_as_root(network) else {
         return;
     };
     let (attacker, attacker_agent, attacker_session, _) =
@@ -345,6 +376,29 @@ fn a_squatted_agent_server_port_gets_no_probe_and_no_llm_key() {
         Some("squat.ready"),
     );
 
+    if network == ISOLATED {
+        // Nothing reaches the squatter: the start goes on to READY once the agent server
+        // listens in its own namespace.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        loop {
+            let t = task_of();
+            if t["status"] == "READY" {
+                break;
+            }
+            assert!(
+                t["status"] != "ERROR" && Instant::now() < deadline,
+                "the start failed: {t}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let log = bash(
+            &attacker_agent,
+            &attacker_session,
+            "cat squat.log 2>/dev/null",
+        );
+        assert!(log.is_empty(), "the squatter received: {log}");
+        return;
+    }
     // The sandbox is ERROR at once (the start then deletes the sandbox it created).
     let deadline = Instant::now() + Duration::from_secs(60);
     let t = loop {

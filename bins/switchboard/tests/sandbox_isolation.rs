@@ -147,14 +147,20 @@ fn fake_llm() -> u16 {
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
         for mut stream in listener.incoming().flatten() {
-            let mut line = String::new();
-            let _ = BufReader::new(stream.try_clone().unwrap()).read_line(&mut line);
+            // The request's head read whole before the answer (a GET: no body): closing with
+            // unread bytes resets the connection, and the answer can be lost with it.
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::from("-");
+            while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                line.clear();
+            }
             let _ = write!(
                 stream,
                 "HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\n{{\"ok\": true}}"
             );
         }
     });
+    give_sandboxes_host_port(port);
     port
 }
 
@@ -171,9 +177,12 @@ struct Tenancy {
     server: Server,
     owner: String,
     member: String,
+    /// The fake LLM's port on the host's loopback, given to sandboxes (`--sandbox-host-port`).
+    llm: u16,
 }
 
 fn tenancy() -> Tenancy {
+    let llm = fake_llm();
     let data = TempDir::new();
     let data_dir = data.path().display().to_string();
     let repos = TempDir::new();
@@ -248,6 +257,7 @@ fn tenancy() -> Tenancy {
         server,
         owner,
         member,
+        llm,
     }
 }
 
@@ -297,6 +307,15 @@ fn attempts_fail(t: &Tenancy, url: &str, key: &str, victim: &str, victim_key: &s
         !listing.contains("agent-server.log") && !listing.contains(victim),
         "{listing}"
     );
+    // Issue 33: the host's loopback services (PostgreSQL, Redis, the owner's agent server)
+    // are out of reach of a sandbox with a network of its own.
+    let victim_port = sandbox_agent(victim).expect("the owner's agent server").1;
+    for port in [5432, 6379, victim_port] {
+        let (_, out) = run(&format!(
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""
+        ));
+        assert!(!out.contains("connected"), "127.0.0.1:{port}: {out}");
+    }
     let (code, health) = send_json(client().get(server.url("/health")));
     assert_eq!(code, 200, "{health}");
 }
@@ -348,7 +367,7 @@ fn does_its_job(t: &Tenancy, attacker: &str, url: &str, key: &str) {
     ));
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("main") && out.contains("tested"), "{out}");
-    let llm = fake_llm();
+    let llm = t.llm;
     let webhook = server.url("/api/v1/webhooks/conversations");
     let conv = uuid::Uuid::new_v4();
     let (code, out) = run(&format!(

@@ -41,7 +41,7 @@ pub mod procfs;
 pub mod uids;
 
 pub use agent_client::HttpAgentServerClient;
-pub use confine::{Bwrap, Isolation, Unconfinable};
+pub use confine::{Bwrap, Isolation, Pasta, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use event_streams::WsEventStreams;
 pub use kubernetes::{KubernetesConfig, KubernetesError, KubernetesRuntime};

@@ -29,8 +29,9 @@ const NO_COOKIE: u32 = u32::MAX;
 const ENOENT: i32 = 2;
 /// The size of `struct nlmsghdr`.
 const HEADER: usize = 16;
-/// Where `idiag_uid` sits in `struct inet_diag_msg`, and the struct's size.
+/// Where `idiag_uid` and `idiag_inode` sit in `struct inet_diag_msg`, and the struct's size.
 const UID_AT: usize = 64;
+const INODE_AT: usize = 68;
 const MESSAGE: usize = 72;
 
 /// A listening TCP socket: its local address and port and its owner's user id.
@@ -42,6 +43,8 @@ pub struct Listener {
     pub port: u16,
     /// The user id that owns it (the user that created the socket).
     pub uid: u32,
+    /// Its socket's inode (`socket:[<inode>]` among its owner process's open files).
+    pub inode: u64,
 }
 
 /// The listening socket that a connection to `127.0.0.1:port` would reach now, with its
@@ -123,7 +126,13 @@ fn parse(msg: &[u8]) -> Option<Listener> {
         _ => return None,
     };
     let uid = u32::from_ne_bytes(msg[UID_AT..UID_AT + 4].try_into().ok()?);
-    Some(Listener { address, port, uid })
+    let inode = u32::from_ne_bytes(msg[INODE_AT..INODE_AT + 4].try_into().ok()?);
+    Some(Listener {
+        address,
+        port,
+        uid,
+        inode: u64::from(inode),
+    })
 }
 
 /// The port of a `http://host:port[/…]` URL whose host is IPv4 loopback `127.0.0.1` (how
@@ -145,14 +154,15 @@ mod tests {
         let l = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
         let port = l.local_addr().unwrap().port();
         let me = rustix::process::getuid().as_raw();
+        let found = loopback_listener(port).unwrap().unwrap();
         assert_eq!(
-            loopback_listener(port).unwrap(),
-            Some(Listener {
-                address: IpAddr::V4(Ipv4Addr::LOCALHOST),
-                port,
-                uid: me
-            })
+            (found.address, found.port, found.uid),
+            (IpAddr::V4(Ipv4Addr::LOCALHOST), port, me)
         );
+        // Its inode is this process's socket's.
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&l);
+        let link = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+        assert_eq!(link.to_str().unwrap(), format!("socket:[{}]", found.inode));
         // A connection to it is not a listener: the look-up still answers the listener.
         let _c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         assert_eq!(loopback_listener(port).unwrap().map(|l| l.port), Some(port));

@@ -20,7 +20,9 @@ impl Drop for Killed {
 }
 
 /// Starts the fake LLM (scripts/e2e/fake_llm.py) on a free loopback port and waits (20 s at
-/// most) until it listens. Returns the process, killed on drop, and its `/v1` base URL.
+/// most) until it listens; servers spawned after give their sandboxes its port
+/// ([`super::give_sandboxes_host_port`]). Returns the process, killed on drop, and its `/v1`
+/// base URL.
 pub fn fake_llm() -> (Killed, String) {
     fake_llm_on("127.0.0.1")
 }
@@ -45,6 +47,9 @@ pub fn fake_llm_on(host: &str) -> (Killed, String) {
     while std::net::TcpStream::connect((host, port)).is_err() {
         assert!(Instant::now() < deadline, "the fake LLM did not listen");
         std::thread::sleep(Duration::from_millis(50));
+    }
+    if host == "127.0.0.1" {
+        super::give_sandboxes_host_port(port);
     }
     (llm, format!("http://{host}:{port}/v1"))
 }

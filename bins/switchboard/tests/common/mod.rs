@@ -213,6 +213,17 @@ pub fn str_of<'a>(obj: &'a serde_json::Map<String, Value>, key: &str) -> &'a str
         .unwrap_or_else(|| panic!("no string {key:?} in {obj:?}"))
 }
 
+/// Ports of the host's loopback that the sandboxes of every server this test process spawns
+/// from now on may reach (`--sandbox-host-port`): its fake LLMs. Process sandboxes have a
+/// network of their own (issue 33), from which the host's loopback is out of reach.
+static SANDBOX_HOST_PORTS: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+
+/// Gives the sandboxes of the servers spawned from now on `127.0.0.1:port` of the host (a fake
+/// LLM's).
+pub fn give_sandboxes_host_port(port: u16) {
+    SANDBOX_HOST_PORTS.lock().unwrap().push(port);
+}
+
 /// A running `switchboard serve`, killed on drop.
 pub struct Server {
     child: Option<Child>,
@@ -328,6 +339,13 @@ impl Server {
             "2",
         ])
         .args(&options.args)
+        .args(
+            SANDBOX_HOST_PORTS
+                .lock()
+                .unwrap()
+                .iter()
+                .flat_map(|port| ["--sandbox-host-port".to_owned(), port.to_string()]),
+        )
         .envs(options.env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

@@ -115,14 +115,26 @@ pub fn processes_under(dir: &Path) -> Vec<u32> {
     out
 }
 
-/// Ends, when dropped, every process whose working directory is under its path. Sandboxes
+/// Ends, when dropped, every process whose working directory is under its path (and every process
+/// naming the path on its command line: the sandboxes' `pasta` daemons). Sandboxes
 /// outlive the server by design, and a test's server is killed when the test ends, before its
 /// background cleanup has stopped the sandboxes it deleted: declare this before the server.
 pub struct EndProcessesUnder(pub PathBuf);
 
 impl Drop for EndProcessesUnder {
     fn drop(&mut self) {
-        for pid in processes_under(&self.0) {
+        // And the sandboxes' `pasta` daemons, named by their pid file under the path.
+        let dir = self.0.display().to_string();
+        let helpers = std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| {
+                std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&dir))
+            })
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok());
+        for pid in processes_under(&self.0).into_iter().chain(helpers) {
             let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         }
     }

@@ -48,6 +48,7 @@ pub fn fake_llm(log: &Path) -> (Child9, String) {
         assert!(Instant::now() < deadline, "the fake LLM did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }
+    give_sandboxes_host_port(port);
     (Child9(child), format!("http://127.0.0.1:{port}/v1"))
 }
 

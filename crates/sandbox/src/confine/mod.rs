@@ -15,8 +15,10 @@
 //! - never Switchboard's data directory (database, `secret.key`, other sandboxes), nor the
 //!   key files and database the operator names elsewhere ([`Bwrap::hidden`]): hidden under an
 //!   empty tmpfs or `/dev/null` where a read-only tree would show them;
-//! - its own pid, IPC, UTS (host name `sandbox`) and cgroup namespaces; the host's network
-//!   (so it reaches Switchboard and the LLM on loopback).
+//! - its own pid, IPC, UTS (host name `sandbox`) and cgroup namespaces, and a network
+//!   namespace of its own connected by `pasta` ([`network`], issue 33): the host's loopback
+//!   services are out of its reach but for its webhook's port and `--sandbox-host-port`s; with
+//!   `--sandbox-network host`, the host's network (every loopback service of the host).
 //!
 //! As root, `bwrap` builds that and `setpriv` (util-linux) then becomes the sandbox's user
 //! (`--reuid`/`--regid`, no supplementary groups, no capabilities, `no_new_privs`) before the
@@ -28,6 +30,7 @@
 //! the init does.
 
 mod mounts;
+pub mod network;
 mod plan;
 
 use std::path::PathBuf;
@@ -35,6 +38,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use mounts::{GITCONFIG, command_paths, under_workspace, write_etc};
+pub use network::Pasta;
 pub use plan::Plan;
 
 use plan::is_executable;
@@ -68,6 +72,9 @@ pub struct Bwrap {
     /// Paths no sandbox may see even where a read-only tree holds them: Switchboard's data
     /// directory, the secret key and LLM key files, a SQLite database elsewhere.
     pub hidden: Vec<PathBuf>,
+    /// Each sandbox in a network namespace of its own, connected by `pasta`
+    /// (`--sandbox-network isolated`, the default); `None`: the host's network.
+    pub network: Option<Pasta>,
 }
 
 /// Per-sandbox users: ids from `range`, taken on by `setpriv` inside the namespaces.
@@ -91,11 +98,18 @@ impl Bwrap {
     /// Finds `bwrap` and `setsid` (and, as root, `setpriv` and `env`) on `PATH`, and checks
     /// that `bwrap` can confine a process here by running `true` the way sandboxes run.
     /// As root (effective uid 0) sandboxes get users from `range`; otherwise they share
-    /// Switchboard's user in a user namespace.
+    /// Switchboard's user in a user namespace. With `host_ports` (`--sandbox-network
+    /// isolated`) and as root, each sandbox gets a network namespace of its own, connected by
+    /// `pasta` ([`Pasta::detect`]; the check makes one too); `None`, or not root: the host's
+    /// network ([`Bwrap::network`] says which).
     ///
     /// # Errors
     /// [`Unconfinable`] naming what is missing or what `bwrap` said, and what to do.
-    pub fn detect(range: UidRange, hidden: Vec<PathBuf>) -> Result<Self, Unconfinable> {
+    pub fn detect(
+        range: UidRange,
+        hidden: Vec<PathBuf>,
+        host_ports: Option<Vec<u16>>,
+    ) -> Result<Self, Unconfinable> {
         let find = |name: &str, package: &str| {
             which(name).ok_or_else(|| {
                 Unconfinable(format!(
@@ -116,11 +130,19 @@ impl Bwrap {
         } else {
             None
         };
+        // Not root, `bwrap --dev` nests the sandbox's user namespace in the one that owns its
+        // network namespace, which no process stays in: `pasta`, as a normal user, has no way
+        // into that network namespace, so sandboxes keep the host's network.
+        let network = match users {
+            Some(_) => host_ports.map(Pasta::detect).transpose()?,
+            None => None,
+        };
         let bwrap = Bwrap {
             program,
             setsid,
             users,
             hidden,
+            network,
         };
         bwrap.probe()?;
         Ok(bwrap)
@@ -169,8 +191,8 @@ impl Bwrap {
             let _ = std::io::Read::read_to_string(&mut err, &mut said);
         }
         let why = if self.users.is_some() {
-            "as root, bwrap needs to create mount and pid namespaces (a container without \
-             CAP_SYS_ADMIN, or a seccomp profile refusing unshare, forbids it)"
+            "as root, bwrap needs to create mount, pid and network namespaces (a container \
+             without CAP_SYS_ADMIN, or a seccomp profile refusing unshare, forbids it)"
                 .to_owned()
         } else {
             format!(
@@ -200,6 +222,9 @@ impl Bwrap {
             "--hostname",
             "sandbox",
         ]);
+        if self.network.is_some() {
+            cmd.arg("--unshare-net");
+        }
         cmd.args(mounts::mount_args(plan, &self.hidden));
         cmd.args(["--cap-drop", "ALL"]);
         match (&self.users, plan.user) {

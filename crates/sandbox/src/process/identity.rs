@@ -25,6 +25,9 @@ pub struct ProcessIdentity {
     /// Confined: the sandbox's pid namespace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<PidNamespace>,
+    /// Confined with a network of its own (issue 33): the `pasta` daemon connecting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkHelper>,
 }
 
 impl ProcessIdentity {
@@ -34,6 +37,25 @@ impl ProcessIdentity {
     /// [`RuntimeError::BadHandle`] for another runtime's handle or unreadable data.
     pub fn of(handle: &RuntimeHandle) -> Result<Self, RuntimeError> {
         handle.data_of(RUNTIME_NAME, "process data")
+    }
+}
+
+/// The `pasta` daemon of a sandbox with a network of its own
+/// ([`crate::confine::network`]): a process of Switchboard's, outside the sandbox, that holds
+/// the host side of the sandbox's ports. Ended with the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct NetworkHelper {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start time (clock ticks after boot): a process with its pid and another start time
+    /// is not it.
+    pub start_time: u64,
+}
+
+impl NetworkHelper {
+    /// The daemon as `/proc` shows it now, if it is still that process and has not ended.
+    pub fn current(&self) -> Option<ProcStat> {
+        procfs::read_stat(self.pid).filter(|s| s.start_time == self.start_time && !s.is_dead())
     }
 }
 

@@ -13,6 +13,7 @@ use switchboard_domain::sandboxes::runtime::RuntimeError;
 use crate::procfs::{self, ProcStat};
 
 use super::identity::ProcessIdentity;
+use super::network::end_helper;
 use super::waits::{KILL_WAIT, SIGNAL_WAIT, wait_for};
 
 /// Every live process of the sandbox of `identity`: its process group's (while the group is
@@ -72,15 +73,16 @@ fn signal_each(members: &[ProcStat], signal: Signal) {
 }
 
 /// Ends what is left of the sandbox's pid namespace (SIGKILL to its init, which the kernel
-/// follows by killing every process in it), if its init still lives. For a sandbox whose
-/// first process has ended: `bwrap` ends with the agent server, but its init stays while any
-/// process the agent server left behind (a daemonized `tmux`) lives.
+/// follows by killing every process in it), if its init still lives, and its `pasta` daemon.
+/// For a sandbox whose first process has ended: `bwrap` ends with the agent server, but its
+/// init stays while any process the agent server left behind (a daemonized `tmux`) lives.
 pub fn end_namespace(identity: ProcessIdentity) {
     if let Some(ns) = identity.namespace
         && let Some(init) = ns.init()
     {
         signal_each(&[init], Signal::KILL);
     }
+    end_helper(identity);
 }
 
 /// Pause (`stop`) or resume: SIGSTOP or SIGCONT to every process of the sandbox, until every
@@ -108,7 +110,7 @@ pub fn stop_or_continue(identity: ProcessIdentity, stop: bool) -> Result<(), Run
 /// Ends every process of the sandbox: SIGCONT (so stopped ones can act) and SIGTERM to all
 /// but the namespace's init, up to `stop_timeout` for them to end (the init ends with the
 /// agent server, taking the rest of its namespace), then SIGKILL to the init (the kernel then
-/// kills every process of the namespace) and to the group.
+/// kills every process of the namespace) and to the group; then its `pasta` daemon.
 ///
 /// # Errors
 /// [`RuntimeError::Io`] when a process is still alive after SIGKILL.
@@ -128,6 +130,7 @@ pub fn end_all(identity: ProcessIdentity, stop_timeout: Duration) -> Result<(), 
     signal_each(&others(), Signal::TERM);
     let gone = || live_members(identity).is_empty();
     if wait_for(stop_timeout, gone) {
+        end_helper(identity);
         return Ok(());
     }
     if let Some(ns) = identity.namespace
@@ -141,6 +144,7 @@ pub fn end_all(identity: ProcessIdentity, stop_timeout: Duration) -> Result<(), 
     // Whatever is left of the namespace (its init was gone already) or the group.
     signal_each(&live_members(identity), Signal::KILL);
     if wait_for(KILL_WAIT, gone) {
+        end_helper(identity);
         Ok(())
     } else {
         Err(RuntimeError::Io(format!(

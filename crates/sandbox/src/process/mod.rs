@@ -21,7 +21,10 @@
 //! - **Port**: bound on `127.0.0.1:0` and released to the child; kept reserved by this runtime
 //!   until delete, so concurrent starts never get the same port. Each service the spec
 //!   exposes besides the agent server (`VSCODE`, `WORKER_1`, `WORKER_2`) gets one the same
-//!   way, told to the sandbox as `WORKER_1=<port>` (and so on) in its environment.
+//!   way, told to the sandbox as `WORKER_1=<port>` (and so on) in its environment. Confined
+//!   with a network of its own (the default, issue 33; [`crate::confine::network`]), the
+//!   sandbox listens on those ports on its own loopback and `pasta`, started once `bwrap` has
+//!   made the namespaces, holds them on the host's ([`NetworkHelper`] in the handle).
 //! - **Pause / resume**: SIGSTOP / SIGCONT to every process of the sandbox (its group, and
 //!   confined, its pid namespace: also what left the group, such as a daemonized `tmux`);
 //!   they return once all show the new state, so the status that follows is already
@@ -39,7 +42,7 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{self, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
-use std::net::{Ipv4Addr, TcpListener};
+use std::net::Ipv4Addr;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -64,12 +67,15 @@ mod identity;
 mod listener;
 mod log_cap;
 mod members;
+mod network;
+mod ports;
 mod waits;
 mod workspace;
 
 pub use crate::logs::LOG_FILE;
 pub use confined::ETC_DIR;
-pub use identity::{PidNamespace, ProcessIdentity, RUNTIME_NAME};
+pub use identity::{NetworkHelper, PidNamespace, ProcessIdentity, RUNTIME_NAME};
+pub use network::NET_DIR;
 pub use workspace::{PROJECT_DIR, WORKSPACE_DIR, project_dir};
 
 use confined::io_error;
@@ -177,32 +183,6 @@ impl ProcessRuntime {
     /// The sandboxes root exists but cannot be listed.
     pub fn trim_logs(&self, max_bytes: u64) -> io::Result<Vec<crate::logs::Trimmed>> {
         crate::logs::trim_logs(&self.sandboxes_root, max_bytes)
-    }
-
-    /// A loopback port nothing listens on and no sandbox of this runtime was given.
-    fn reserve_port(&self) -> Result<u16, RuntimeError> {
-        let mut reserved = self.reserved_ports.lock().expect("port set poisoned");
-        for _ in 0..64 {
-            let listener = TcpListener::bind((LISTEN_HOST, 0))
-                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?;
-            let port = listener
-                .local_addr()
-                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?
-                .port();
-            if reserved.insert(port) {
-                return Ok(port);
-            }
-        }
-        Err(RuntimeError::Launch(
-            "no free loopback port after 64 tries".into(),
-        ))
-    }
-
-    fn release_port(&self, port: u16) {
-        self.reserved_ports
-            .lock()
-            .expect("port set poisoned")
-            .remove(&port);
     }
 
     /// The process of `identity` as `/proc` shows it now, if it is still that process.
@@ -386,11 +366,22 @@ impl ProcessRuntime {
                 found
             }
         };
+        let inbound: Vec<u16> = std::iter::once(port)
+            .chain(services.iter().map(|s| s.host_port))
+            .collect();
+        let network = network::connect(
+            &self.isolation,
+            &self.sandboxes_root,
+            launch,
+            namespace,
+            &inbound,
+        );
         let identity = ProcessIdentity {
             pid,
             start_time: start_time.unwrap_or(0),
             uid,
             namespace,
+            network: network.as_ref().ok().copied().flatten(),
         };
         self.children
             .lock()
@@ -403,6 +394,12 @@ impl ProcessRuntime {
             return Err(RuntimeError::Launch(format!(
                 "cannot read /proc/{pid}/stat of the started process (is /proc mounted?)"
             )));
+        }
+        if let Err(e) = network {
+            let _ = members::signal_group(identity, rustix::process::Signal::KILL);
+            members::end_namespace(identity);
+            release();
+            return Err(e);
         }
         Ok(RuntimeHandle {
             runtime: RUNTIME_NAME.to_owned(),
@@ -417,28 +414,6 @@ impl ProcessRuntime {
             data: serde_json::to_value(identity).expect("an identity always serializes"),
             services,
         })
-    }
-
-    /// A loopback port for each service the spec exposes besides the agent server (issue 22),
-    /// reserved as the agent server's; the sandbox learns them from its environment
-    /// ([`launch::environment_with`]) and listens on `127.0.0.1:<port>`.
-    fn reserve_services(&self, launch: &LaunchSpec) -> Result<Vec<ServiceEndpoint>, RuntimeError> {
-        let mut services = Vec::with_capacity(launch.spec.exposed_services.len());
-        for service in &launch.spec.exposed_services {
-            match self.reserve_port() {
-                Ok(port) => services.push(ServiceEndpoint {
-                    service: *service,
-                    url: format!("http://{LISTEN_HOST}:{port}"),
-                    host_port: port,
-                    sandbox_port: port,
-                }),
-                Err(e) => {
-                    services.iter().for_each(|s| self.release_port(s.host_port));
-                    return Err(e);
-                }
-            }
-        }
-        Ok(services)
     }
 
     /// Pause and resume: only a sandbox that is still there. Returns once every live process

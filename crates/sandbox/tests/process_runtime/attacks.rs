@@ -96,6 +96,21 @@ fn loopback_server() -> (u16, Arc<Mutex<Vec<String>>>) {
             let mut line = String::new();
             let _ = reader.read_line(&mut line);
             record.lock().unwrap().push(line.trim().to_owned());
+            // The whole request (headers and body) is read before the answer: closing with
+            // unread bytes resets the connection, and the answer can be lost with it.
+            let mut length = 0usize;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':')
+                    && name.eq_ignore_ascii_case("content-length")
+                {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+            let _ = std::io::Read::read_exact(&mut reader, &mut vec![0; length]);
             let body = "{\"ok\": true}";
             let mut stream = stream;
             let _ = write!(
@@ -152,6 +167,22 @@ struct Loot {
     other_session_key: bool,
     other_directory: bool,
     switchboard_environment: bool,
+    /// Issue 33: a TCP connection to a listener of the host's loopback the sandbox was not
+    /// given (a stand-in for any local service), to the victim's agent server, and to
+    /// PostgreSQL (5432) and Redis (6379) where the host reaches them.
+    host_listener: bool,
+    other_agent_server: bool,
+    host_postgres: bool,
+    host_redis: bool,
+}
+
+/// Whether this (the host's) side reaches `127.0.0.1:port`.
+fn host_reaches(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(2),
+    )
+    .is_ok()
 }
 
 /// Runs every attempt of the probe through the attacker's command API.
@@ -178,7 +209,20 @@ fn probe(
         "printf 'role=owner' >> '{db}'; python3 -c \"import sqlite3; sqlite3.connect('{db}').execute('create table pwned(x)')\""
     ));
     let victim_dir = victim.handle.working_dir.display();
+    let connects = |port: u16| {
+        run(&format!(
+            "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3); print('connected')\""
+        ))
+        .stdout
+        .contains("connected")
+    };
+    let host_service = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let victim_port = victim.handle.host_port;
     Loot {
+        host_listener: connects(host_service.local_addr().unwrap().port()),
+        other_agent_server: connects(victim_port),
+        host_postgres: host_reaches(5432) && connects(5432),
+        host_redis: host_reaches(6379) && connects(6379),
         database_read: read_db.stdout.contains("role=member"),
         database_written: fs::read(&scene.db).unwrap() != before,
         secret_key: run(&format!("cat '{}'", scene.secret.display()))
@@ -212,7 +256,9 @@ fn probe(
 fn a_confined_sandbox_reaches_nothing_that_is_not_its_own_and_still_does_its_job() {
     let repos_dir = tempfile::TempDir::new().unwrap();
     let llm_key = fs::canonicalize(repos_dir.path()).unwrap().join("llm.key");
-    let fx = Fixture::confined(vec![llm_key]);
+    // The LLM and the webhooks, on the host's loopback: the one port the sandbox is given.
+    let (port, seen) = loopback_server();
+    let fx = Fixture::confined_with(vec![llm_key], Some(vec![port]));
     let scene = Scene::new(fx.root.path(), repos_dir);
     let (a, which) = attacker_launch(vec![scene.repos.clone()]);
     eprintln!("attacker sandbox: {which}");
@@ -231,7 +277,11 @@ fn a_confined_sandbox_reaches_nothing_that_is_not_its_own_and_still_does_its_job
             && !loot.signalled_switchboard
             && !loot.other_session_key
             && !loot.other_directory
-            && !loot.switchboard_environment,
+            && !loot.switchboard_environment
+            && !loot.host_listener
+            && !loot.other_agent_server
+            && !loot.host_postgres
+            && !loot.host_redis,
         "the attacker obtained: {loot:?}"
     );
     // Its own user: another than the victim's, and not Switchboard's.
@@ -258,7 +308,6 @@ fn a_confined_sandbox_reaches_nothing_that_is_not_its_own_and_still_does_its_job
         "cd '{own}/work' && printf 'import unittest\\nclass T(unittest.TestCase):\\n    def test_sum(self):\\n        self.assertEqual(1 + 1, 2)\\n' > test_sum.py && python3 -m unittest -q test_sum"
     ));
     assert_eq!(test.exit_code, Some(0), "{test:?}");
-    let (port, seen) = loopback_server();
     for path in ["/v1/chat/completions", "/api/v1/webhooks/events/x"] {
         let call = run(&format!(
             "python3 -c \"import urllib.request as u; print(u.urlopen(u.Request('http://127.0.0.1:{port}{path}', data=b'{{}}'), timeout=10).read().decode())\""
@@ -275,6 +324,12 @@ fn a_confined_sandbox_reaches_nothing_that_is_not_its_own_and_still_does_its_job
         seen.iter().any(|l| l.contains("/api/v1/webhooks/events/x")),
         "{seen:?}"
     );
+
+    // The internet, through the sandbox's own network: a package registry.
+    let registry = run(
+        "python3 -c \"import urllib.request as u; print(u.urlopen('https://pypi.org/simple/six/', timeout=20).status)\"",
+    );
+    assert_eq!(registry.stdout.trim(), "200", "{registry:?}");
 
     fx.runtime.delete(&attacker.handle).unwrap();
     fx.runtime.delete(&victim.handle).unwrap();
@@ -302,7 +357,11 @@ fn the_same_attempts_succeed_against_an_unconfined_sandbox() {
             && loot.signalled_switchboard
             && loot.other_session_key
             && loot.other_directory
-            && loot.switchboard_environment,
+            && loot.switchboard_environment
+            && loot.host_listener
+            && loot.other_agent_server
+            && loot.host_postgres == host_reaches(5432)
+            && loot.host_redis == host_reaches(6379),
         "the control missed a breach: {loot:?}"
     );
     fx.runtime.delete(&attacker.handle).unwrap();

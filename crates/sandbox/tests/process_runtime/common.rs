@@ -65,15 +65,22 @@ impl Fixture {
         }
     }
 
-    /// A runtime confined by bwrap as the binary confines it (issue 18), hiding `hidden`
-    /// besides the fixture's directory (its stand-in for Switchboard's data directory).
-    /// Panics when bwrap cannot confine here: CI installs bubblewrap (`.ci/run`).
+    /// A runtime confined by bwrap as the binary confines it by default (issue 18; each
+    /// sandbox with a network of its own, issue 33), hiding `hidden` besides the fixture's
+    /// directory (its stand-in for Switchboard's data directory). Panics when bwrap or pasta
+    /// cannot confine here: CI installs bubblewrap and passt (`.ci/run`).
     pub fn confined(hidden: Vec<PathBuf>) -> Self {
+        Self::confined_with(hidden, Some(Vec::new()))
+    }
+
+    /// As [`Fixture::confined`], with `host_ports` as the host loopback ports sandboxes may
+    /// reach (`--sandbox-host-port`); `None`: on the host's network (`--sandbox-network host`).
+    pub fn confined_with(hidden: Vec<PathBuf>, host_ports: Option<Vec<u16>>) -> Self {
         let root = TempDir::new().unwrap();
         let mut hide = vec![root.path().to_path_buf()];
         hide.extend(hidden);
-        let bwrap = Bwrap::detect(DEFAULT_UID_RANGE, hide)
-            .unwrap_or_else(|e| panic!("the confinement tests need bwrap: {e}"));
+        let bwrap = Bwrap::detect(DEFAULT_UID_RANGE, hide, host_ports)
+            .unwrap_or_else(|e| panic!("the confinement tests need bwrap and pasta: {e}"));
         let runtime = ProcessRuntime::new(root.path().join("sandboxes"))
             .with_stop_timeout(Duration::from_secs(5))
             .with_isolation(Isolation::Bwrap(bwrap));

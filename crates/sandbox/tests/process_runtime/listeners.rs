@@ -1,5 +1,6 @@
 //! Who listens where Switchboard reaches a process sandbox (issue 33): a confined sandbox's
-//! own agent server is the sandbox's; a port another user holds is foreign; a free port is
+//! own agent server is the sandbox's (through its `pasta` daemon with a network of its own;
+//! as its user on the host's network); a port someone else holds is foreign; a free port is
 //! nobody's; an unconfined sandbox, or an address that is not `127.0.0.1`, is not checked.
 
 use std::net::TcpListener;
@@ -11,8 +12,35 @@ use switchboard_sandbox::ProcessIdentity;
 use crate::common::{Fixture, Sandbox, launch_spec};
 
 #[test]
-fn a_confined_sandbox_is_told_apart_from_other_listeners() {
+fn a_sandbox_with_a_network_of_its_own_is_reached_only_through_its_pasta() {
     let fx = Fixture::confined(Vec::new());
+    let sb = Sandbox::new(fx.runtime.start(&launch_spec("", 0)).unwrap());
+    fx.wait_alive(&sb);
+    let check = |url: &str| fx.runtime.listener(&sb.handle, url).unwrap();
+    let agent = sb.handle.agent_server_url.clone();
+    let helper = ProcessIdentity::of(&sb.handle).unwrap().network.unwrap();
+    assert_eq!(check(&agent), ListenerCheck::Sandbox, "{agent}");
+    // Any other listener, even Switchboard's own user's (the pasta's), is not the sandbox's.
+    let held = TcpListener::bind(("127.0.0.1", 0)).unwrap();
+    let port = held.local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}");
+    match check(&url) {
+        ListenerCheck::Foreign(why) => {
+            assert!(why.contains(&format!("pid {}", helper.pid)), "{why}");
+        }
+        other => panic!("{url} held by this process read as {other:?}"),
+    }
+    drop(held);
+    assert_eq!(check(&url), ListenerCheck::Nobody, "{url} after its close");
+    // Deleted: its pasta is gone, and with it the agent server's port.
+    fx.runtime.delete(&sb.handle).unwrap();
+    assert!(helper.current().is_none(), "pasta outlived its sandbox");
+    assert_eq!(check(&agent), ListenerCheck::Nobody);
+}
+
+#[test]
+fn a_confined_sandbox_on_the_host_network_is_told_apart_from_other_listeners() {
+    let fx = Fixture::confined_with(Vec::new(), None);
     let sb = Sandbox::new(fx.runtime.start(&launch_spec("", 0)).unwrap());
     fx.wait_alive(&sb);
     let check = |url: &str| fx.runtime.listener(&sb.handle, url).unwrap();

@@ -60,6 +60,7 @@ fn a_reused_pid_is_not_mistaken_for_the_sandbox() {
         start_time: stat.start_time + 1,
         uid: None,
         namespace: None,
+        network: None,
     };
     let dir = fx.runtime.sandboxes_root().join("stale");
     std::fs::create_dir_all(&dir).unwrap();

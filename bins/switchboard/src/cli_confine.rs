@@ -1,0 +1,57 @@
+//! `serve`'s flags for how process sandboxes are confined (issue 18; docs/API.md, "What a
+//! sandbox can reach"): `bwrap` and the sandboxes' users, and each sandbox's network of its
+//! own (issue 33).
+
+use clap::{Args, ValueEnum};
+
+#[derive(Args, Clone)]
+pub struct ConfineArgs {
+    /// How process sandboxes are confined: bwrap (each in namespaces of its own, seeing only the system read-only and its own directory, whose workspace/ it also sees at /workspace; as a user of its own when Switchboard runs as root) or none (single-user: sandboxes run as Switchboard's user and can read its data; warned at every start; no /workspace: a conversation start with a working_dir under /workspace is refused with 422, pass the sandbox's DATA_DIR/sandboxes/ID/workspace/project instead).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_PROCESS_ISOLATION",
+        value_enum,
+        default_value = "bwrap"
+    )]
+    pub process_isolation: ProcessIsolation,
+    /// The user and group ids given to process sandboxes when Switchboard runs as root, FIRST-LAST: one per sandbox, never two sandboxes at once.
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_UID_RANGE", default_value_t = switchboard_sandbox::DEFAULT_UID_RANGE)]
+    pub sandbox_uid_range: switchboard_sandbox::UidRange,
+    /// The network of a confined process sandbox: isolated (a network namespace of its own, connected by pasta, Debian package passt: the internet through Switchboard's host, but none of the host's loopback services (its database, Redis, other sandboxes) except its webhook URL's port and the --sandbox-host-port ones, and no port another sandbox is given) or host (the host's network: every loopback service of the host, and any free port, which another sandbox may be about to be given; Switchboard then checks who listens before it sends).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_SANDBOX_NETWORK",
+        value_enum,
+        default_value = "isolated"
+    )]
+    pub sandbox_network: SandboxNetwork,
+    /// A port of the host's loopback that isolated process sandboxes may reach at 127.0.0.1:PORT (repeatable; default none besides the webhook URL's port): an LLM gateway or a git server that listens on the host's loopback.
+    #[arg(
+        long = "sandbox-host-port",
+        env = "SWITCHBOARD_SANDBOX_HOST_PORTS",
+        value_name = "PORT",
+        value_delimiter = ',',
+        value_parser = clap::value_parser!(u16).range(1..)
+    )]
+    pub sandbox_host_ports: Vec<u16>,
+}
+
+/// `--process-isolation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProcessIsolation {
+    /// Each sandbox in namespaces of its own with bwrap and, when Switchboard runs as root, as
+    /// a user of its own.
+    Bwrap,
+    /// None: sandboxes run as Switchboard's user and see what it sees (single-user only);
+    /// they have no `/workspace` of their own (docs/API.md, issue 31).
+    None,
+}
+
+/// `--sandbox-network`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SandboxNetwork {
+    /// A network namespace of its own per sandbox, connected by `pasta` (issue 33).
+    Isolated,
+    /// The host's network, shared with Switchboard and every other sandbox.
+    Host,
+}

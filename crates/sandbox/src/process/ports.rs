@@ -1,0 +1,62 @@
+//! The loopback ports this runtime hands its sandboxes: each reserved until the sandbox is
+//! deleted, so two starts never get the same one while the first process has not bound it.
+
+use std::net::TcpListener;
+
+use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
+use switchboard_domain::sandboxes::services::ServiceEndpoint;
+
+use super::{LISTEN_HOST, ProcessRuntime};
+
+impl ProcessRuntime {
+    /// A loopback port nothing listens on and no sandbox of this runtime was given.
+    pub(super) fn reserve_port(&self) -> Result<u16, RuntimeError> {
+        let mut reserved = self.reserved_ports.lock().expect("port set poisoned");
+        for _ in 0..64 {
+            let listener = TcpListener::bind((LISTEN_HOST, 0))
+                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?;
+            let port = listener
+                .local_addr()
+                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?
+                .port();
+            if reserved.insert(port) {
+                return Ok(port);
+            }
+        }
+        Err(RuntimeError::Launch(
+            "no free loopback port after 64 tries".into(),
+        ))
+    }
+
+    pub(super) fn release_port(&self, port: u16) {
+        self.reserved_ports
+            .lock()
+            .expect("port set poisoned")
+            .remove(&port);
+    }
+
+    /// A loopback port for each service the spec exposes besides the agent server (issue 22),
+    /// reserved as the agent server's; the sandbox learns them from its environment
+    /// ([`launch::environment_with`]) and listens on `127.0.0.1:<port>`.
+    pub(super) fn reserve_services(
+        &self,
+        launch: &LaunchSpec,
+    ) -> Result<Vec<ServiceEndpoint>, RuntimeError> {
+        let mut services = Vec::with_capacity(launch.spec.exposed_services.len());
+        for service in &launch.spec.exposed_services {
+            match self.reserve_port() {
+                Ok(port) => services.push(ServiceEndpoint {
+                    service: *service,
+                    url: format!("http://{LISTEN_HOST}:{port}"),
+                    host_port: port,
+                    sandbox_port: port,
+                }),
+                Err(e) => {
+                    services.iter().for_each(|s| self.release_port(s.host_port));
+                    return Err(e);
+                }
+            }
+        }
+        Ok(services)
+    }
+}
