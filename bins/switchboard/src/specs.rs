@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
+use switchboard_domain::sandboxes::limits::ResourceLimits;
 use switchboard_domain::sandboxes::specs::{
     SandboxSpec, docker_preset, parse_sandbox_specs, process_preset,
 };
@@ -75,4 +76,47 @@ pub fn specs_pull(args: &SpecArgs) -> Result<()> {
         bail!("could not pull: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// `specs` with the operator's `defaults` (`--sandbox-memory-mb`, `--sandbox-cpus`) where a
+/// spec that runs on the process or Docker runtime (its own `runtime`, else
+/// `default_runtime`) gives no `memory_mb` or `cpus` (issue 33). Kubernetes specs keep theirs:
+/// that runtime has its own defaults (`--kube-*` limits).
+pub fn with_default_limits(
+    mut specs: Vec<SandboxSpec>,
+    default_runtime: &str,
+    defaults: ResourceLimits,
+) -> Vec<SandboxSpec> {
+    for spec in &mut specs {
+        let runtime = spec.runtime.as_deref().unwrap_or(default_runtime);
+        if runtime == DOCKER_RUNTIME || runtime == switchboard_sandbox::process::RUNTIME_NAME {
+            let limits = &mut spec.limits;
+            limits.memory_mb = limits.memory_mb.or(defaults.memory_mb);
+            limits.cpus = limits.cpus.or(defaults.cpus);
+        }
+    }
+    specs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use switchboard_domain::sandboxes::limits::Cpus;
+
+    #[test]
+    fn defaults_fill_only_what_process_and_docker_specs_leave_open() {
+        let text = r#"[{"id": "a", "command": ["x"]},
+                       {"id": "b", "command": ["x"], "memory_mb": 512, "runtime": "docker"},
+                       {"id": "c", "command": ["x"], "runtime": "kubernetes"}]"#;
+        let specs = parse_sandbox_specs(text, "specs.json", now_micros()).unwrap();
+        let defaults = ResourceLimits {
+            memory_mb: Some(4096),
+            cpus: Some(Cpus::from_cpus(1.5).unwrap()),
+        };
+        let specs = with_default_limits(specs, "process", defaults);
+        assert_eq!(specs[0].limits, defaults);
+        assert_eq!(specs[1].limits.memory_mb, Some(512));
+        assert_eq!(specs[1].limits.cpus, defaults.cpus);
+        assert_eq!(specs[2].limits, ResourceLimits::default());
+    }
 }

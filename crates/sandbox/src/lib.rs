@@ -28,6 +28,7 @@
 pub mod agent_client;
 pub mod agent_events;
 pub mod agent_workspace;
+pub mod cgroups;
 pub mod confine;
 pub mod docker;
 pub mod event_streams;
@@ -41,6 +42,7 @@ pub mod procfs;
 pub mod uids;
 
 pub use agent_client::HttpAgentServerClient;
+pub use cgroups::{Cgroups, SandboxGroups};
 pub use confine::{Bwrap, Isolation, Pasta, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use event_streams::WsEventStreams;

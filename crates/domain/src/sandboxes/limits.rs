@@ -1,7 +1,8 @@
 //! Resource limits of a sandbox spec: `memory_mb` and `cpus`, optional fields of the
 //! operator's specs file (issue 12, "optional memory and CPU limits per spec"). The Docker
 //! runtime has them enforced by the engine (`HostConfig.Memory`, `HostConfig.NanoCpus`, as
-//! `docker run -m <n>m --cpus <x>`); the process runtime does not enforce them.
+//! `docker run -m <n>m --cpus <x>`); the process runtime by a control group per sandbox
+//! (issue 33; the sandbox crate's `cgroups`).
 
 use std::fmt;
 

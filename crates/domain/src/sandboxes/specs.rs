@@ -56,7 +56,7 @@ pub struct SandboxSpec {
     /// directory (`.` is that directory itself); the Docker runtime an absolute path inside
     /// the container (`.`: the image's own working directory).
     pub working_dir: String,
-    /// Optional memory and CPU limits (`memory_mb`, `cpus`), enforced by the Docker runtime.
+    /// Optional memory and CPU limits (`memory_mb`, `cpus`), enforced by the Docker runtime and, as root, the process runtime (issue 33).
     pub limits: ResourceLimits,
     /// When Switchboard loaded the spec.
     pub created_at: OffsetDateTime,

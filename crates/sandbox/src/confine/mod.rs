@@ -159,6 +159,7 @@ impl Bwrap {
             read_only: Vec::new(),
             etc: None,
             user: self.users.as_ref().map(|u| u.range.first),
+            join_groups: Vec::new(),
         };
         let mut child = self
             .command(&plan)
@@ -206,10 +207,17 @@ impl Bwrap {
         )))
     }
 
-    /// The command that runs `plan` confined: `setsid bwrap <namespaces> <mounts> -- …`.
+    /// The command that runs `plan` confined: `setsid bwrap <namespaces> <mounts> -- …`;
+    /// with control groups to join, `setsid sh -c <join> … -- bwrap …` (the shell writes its
+    /// pid to each group's `cgroup.procs`, then becomes `bwrap`, so the sandbox's every
+    /// process starts inside; exit status 125 when it cannot join).
     /// The caller sets its environment, standard streams and `Stdio`.
     pub fn command(&self, plan: &Plan) -> Command {
         let mut cmd = Command::new(&self.setsid);
+        if !plan.join_groups.is_empty() {
+            cmd.args(["/bin/sh", "-c", JOIN_GROUPS, "switchboard-join-groups"]);
+            cmd.args(&plan.join_groups).arg("--");
+        }
         cmd.arg(&self.program);
         if self.users.is_none() {
             cmd.arg("--unshare-user");
@@ -253,6 +261,11 @@ impl Bwrap {
         cmd
     }
 }
+
+/// The launcher's script when the sandbox has control groups: `$1`… the `cgroup.procs`
+/// files up to `--`, then the command.
+const JOIN_GROUPS: &str =
+    r#"while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@""#;
 
 /// What to do instead, said with every refusal.
 const ALTERNATIVES: &str = "Install or enable it, run sandboxes in containers \

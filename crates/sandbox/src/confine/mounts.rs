@@ -348,6 +348,7 @@ mod tests {
             read_only: vec![tree.clone()],
             etc: None,
             user: None,
+            join_groups: Vec::new(),
         };
         let args: Vec<String> = mount_args(&plan, &[data.clone(), key.clone(), "/nope".into()])
             .iter()

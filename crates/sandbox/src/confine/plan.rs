@@ -23,6 +23,9 @@ pub struct Plan {
     pub etc: Option<PathBuf>,
     /// The sandbox's user and group id (with [`super::Bwrap::users`]).
     pub user: Option<u32>,
+    /// The `cgroup.procs` files of the sandbox's control groups ([`crate::cgroups`]): the
+    /// launcher writes its pid to each before it becomes `bwrap`. Empty: no groups.
+    pub join_groups: Vec<PathBuf>,
 }
 
 /// Whether `p` is a regular file someone may execute.

@@ -165,6 +165,7 @@ pub fn plan(
         read_only,
         etc,
         user: uid,
+        join_groups: Vec::new(),
     })
 }
 

@@ -58,6 +58,7 @@ use switchboard_domain::sandboxes::runtime::{
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
 use switchboard_domain::sandboxes::workspace_dirs::SANDBOX_PROJECT_DIR;
 
+use crate::cgroups::SandboxGroups;
 use crate::confine::Isolation;
 use crate::launch;
 use crate::procfs::{self, ProcStat};
@@ -129,6 +130,8 @@ pub struct ProcessRuntime {
     reserved_ports: Mutex<HashSet<u16>>,
     /// User ids taken by starts whose directory is not yet given to them.
     held_uids: Mutex<HashSet<u32>>,
+    /// Confined sandboxes' control groups (issue 33): their limits enforced by the kernel.
+    groups: Option<SandboxGroups>,
     /// The children this runtime started and has not deleted: waited for by a thread each,
     /// which records how they ended.
     children: Arc<Mutex<HashMap<ProcessIdentity, ChildState>>>,
@@ -146,6 +149,7 @@ impl ProcessRuntime {
             isolation: Isolation::None,
             reserved_ports: Mutex::new(HashSet::new()),
             held_uids: Mutex::new(HashSet::new()),
+            groups: None,
             children: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -162,6 +166,14 @@ impl ProcessRuntime {
     #[must_use]
     pub fn with_isolation(mut self, isolation: Isolation) -> Self {
         self.isolation = isolation;
+        self
+    }
+
+    /// Gives each confined sandboxes started from now on a control group of its own, with
+    /// its spec's memory and CPU limits and `groups`' process cap (issue 33).
+    #[must_use]
+    pub fn with_groups(mut self, groups: SandboxGroups) -> Self {
+        self.groups = Some(groups);
         self
     }
 
@@ -259,7 +271,7 @@ impl ProcessRuntime {
                     env.insert("HOME".into(), sandbox_dir.display().to_string());
                 }
                 let executable = launch::resolve_program(program, &env, &cwd)?;
-                let plan = confined::plan(
+                let mut plan = confined::plan(
                     launch,
                     &self.sandboxes_root,
                     sandbox_dir,
@@ -269,6 +281,10 @@ impl ProcessRuntime {
                     &env,
                     uid,
                 )?;
+                if let Some(groups) = &self.groups {
+                    let name = launch.sandbox_id.to_string();
+                    plan.join_groups = groups.create(&name, launch.spec.limits)?;
+                }
                 let mut c = bwrap.command(&plan);
                 c.current_dir("/");
                 (c, uid)
@@ -426,9 +442,15 @@ impl ProcessRuntime {
         }
     }
 
-    /// Removes what a sandbox left on disk: its directory and its `/etc` overrides.
+    /// Removes what a sandbox left: its directory, its `/etc` overrides and its control group.
     fn remove_files(&self, dir: &Path) -> Result<(), RuntimeError> {
         let mut outcome = Ok(());
+        if let (Some(groups), Some(name)) = (&self.groups, dir.file_name()) {
+            outcome = groups
+                .cgroups
+                .remove(&name.to_string_lossy())
+                .map_err(RuntimeError::Io);
+        }
         let etc = dir
             .file_name()
             .map(|name| confined::etc_dir(&self.sandboxes_root, &name.to_string_lossy()));

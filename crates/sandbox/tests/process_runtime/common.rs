@@ -73,6 +73,15 @@ impl Fixture {
         Self::confined_with(hidden, Some(Vec::new()))
     }
 
+    /// As [`Fixture::confined`], each sandbox in a control group of its own (issue 33).
+    pub fn confined_in_groups(groups: switchboard_sandbox::SandboxGroups) -> Self {
+        let fx = Self::confined(Vec::new());
+        Fixture {
+            runtime: fx.runtime.with_groups(groups),
+            ..fx
+        }
+    }
+
     /// As [`Fixture::confined`], with `host_ports` as the host loopback ports sandboxes may
     /// reach (`--sandbox-host-port`); `None`: on the host's network (`--sandbox-network host`).
     pub fn confined_with(hidden: Vec<PathBuf>, host_ports: Option<Vec<u16>>) -> Self {

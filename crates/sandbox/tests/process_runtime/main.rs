@@ -6,6 +6,7 @@ mod common;
 mod confinement;
 mod environment;
 mod lifecycle;
+mod limits;
 mod listeners;
 mod restart;
 mod signals;
