@@ -4,6 +4,8 @@
 
 use clap::{Args, ValueEnum};
 use switchboard_domain::sandboxes::limits::{self, Cpus, ResourceLimits};
+use switchboard_sandbox::confine::egress::IpNet;
+use switchboard_sandbox::confine::egress::parse_range;
 
 #[derive(Args, Clone)]
 pub struct ConfineArgs {
@@ -35,6 +37,12 @@ pub struct ConfineArgs {
         value_parser = clap::value_parser!(u16).range(1..)
     )]
     pub sandbox_host_ports: Vec<u16>,
+    /// A range (CIDR, or one address) isolated process sandboxes may reach although it is private, link-local or reserved, e.g. an internal git server or LLM gateway (repeatable; the host's DNS servers and an IP webhook URL's address are always allowed).
+    #[arg(long = "sandbox-egress-allow", env = "SWITCHBOARD_SANDBOX_EGRESS_ALLOW", value_name = "CIDR", value_delimiter = ',', value_parser = parse_range)]
+    pub sandbox_egress_allow: Vec<IpNet>,
+    /// A range (CIDR, or one address) isolated process sandboxes may not reach, even a public one (repeatable; wins over --sandbox-egress-allow). Private, link-local (cloud metadata, 169.254.169.254) and reserved ranges are refused by default.
+    #[arg(long = "sandbox-egress-deny", env = "SWITCHBOARD_SANDBOX_EGRESS_DENY", value_name = "CIDR", value_delimiter = ',', value_parser = parse_range)]
+    pub sandbox_egress_deny: Vec<IpNet>,
     // Issue 33, "Resources" (docs/API.md, "A sandbox's share of the host").
     /// Memory a process or Docker sandbox may use, in MiB, when its spec gives no memory_mb: past it the kernel's OOM killer acts inside that sandbox only (process sandboxes: their control group's memory limit, swap included; Docker: --memory); 0: no limit.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_MEMORY_MB", default_value_t = 4096, value_parser = parse_memory_mb)]

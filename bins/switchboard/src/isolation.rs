@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
-use switchboard_sandbox::{Bwrap, Cgroups, Isolation, ProcessRuntime, SandboxGroups};
+use switchboard_sandbox::{
+    Bwrap, Cgroups, Isolation, NetworkPolicy, ProcessRuntime, SandboxGroups,
+};
 
 use crate::cli::SandboxArgs;
 use crate::cli_confine::{ConfineArgs, ProcessIsolation, SandboxNetwork};
@@ -113,8 +115,12 @@ pub fn process_isolation(
         ProcessIsolation::Bwrap => {
             let cannot =
                 |e| anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}");
-            let host_ports = match flags.sandbox_network {
-                SandboxNetwork::Isolated => Some(flags.sandbox_host_ports.clone()),
+            let network = match flags.sandbox_network {
+                SandboxNetwork::Isolated => Some(NetworkPolicy {
+                    host_ports: flags.sandbox_host_ports.clone(),
+                    egress_allow: flags.sandbox_egress_allow.clone(),
+                    egress_deny: flags.sandbox_egress_deny.clone(),
+                }),
                 SandboxNetwork::Host => {
                     tracing::warn!(
                         "--sandbox-network host: process sandboxes share the host's network and \
@@ -124,8 +130,7 @@ pub fn process_isolation(
                     None
                 }
             };
-            let bwrap =
-                Bwrap::detect(flags.sandbox_uid_range, hidden, host_ports).map_err(cannot)?;
+            let bwrap = Bwrap::detect(flags.sandbox_uid_range, hidden, network).map_err(cannot)?;
             if bwrap.network.is_none() && flags.sandbox_network == SandboxNetwork::Isolated {
                 tracing::warn!(
                     "not root: process sandboxes share the host's network (a network of their \
@@ -150,7 +155,7 @@ pub fn process_isolation(
                      user (run Switchboard as root for a user per sandbox)"
                 ),
             }
-            Ok(Isolation::Bwrap(bwrap))
+            Ok(Isolation::Bwrap(Box::new(bwrap)))
         }
     }
 }

@@ -43,7 +43,7 @@ pub mod uids;
 
 pub use agent_client::HttpAgentServerClient;
 pub use cgroups::{Cgroups, SandboxGroups};
-pub use confine::{Bwrap, Isolation, Pasta, Unconfinable};
+pub use confine::{Bwrap, Isolation, NetworkPolicy, Pasta, Unconfinable};
 pub use docker::{DockerConfig, DockerError, DockerNetwork, DockerRuntime};
 pub use event_streams::WsEventStreams;
 pub use kubernetes::{KubernetesConfig, KubernetesError, KubernetesRuntime};

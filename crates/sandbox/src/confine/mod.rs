@@ -29,6 +29,7 @@
 //! (a daemonized `tmux` server) are found through the pid namespace, and all of them end when
 //! the init does.
 
+pub mod egress;
 mod mounts;
 pub mod network;
 mod plan;
@@ -38,7 +39,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub use mounts::{GITCONFIG, command_paths, under_workspace, write_etc};
-pub use network::Pasta;
+pub use network::{NetworkPolicy, Pasta};
 pub use plan::Plan;
 
 use plan::is_executable;
@@ -56,7 +57,7 @@ pub enum Isolation {
     #[default]
     None,
     /// In namespaces of its own with `bwrap` (`--process-isolation bwrap`, the default).
-    Bwrap(Bwrap),
+    Bwrap(Box<Bwrap>),
 }
 
 /// The `bwrap` confinement found usable on this machine ([`Bwrap::detect`]).
@@ -98,7 +99,7 @@ impl Bwrap {
     /// Finds `bwrap` and `setsid` (and, as root, `setpriv` and `env`) on `PATH`, and checks
     /// that `bwrap` can confine a process here by running `true` the way sandboxes run.
     /// As root (effective uid 0) sandboxes get users from `range`; otherwise they share
-    /// Switchboard's user in a user namespace. With `host_ports` (`--sandbox-network
+    /// Switchboard's user in a user namespace. With a `network` policy (`--sandbox-network
     /// isolated`) and as root, each sandbox gets a network namespace of its own, connected by
     /// `pasta` ([`Pasta::detect`]; the check makes one too); `None`, or not root: the host's
     /// network ([`Bwrap::network`] says which).
@@ -108,7 +109,7 @@ impl Bwrap {
     pub fn detect(
         range: UidRange,
         hidden: Vec<PathBuf>,
-        host_ports: Option<Vec<u16>>,
+        network: Option<NetworkPolicy>,
     ) -> Result<Self, Unconfinable> {
         let find = |name: &str, package: &str| {
             which(name).ok_or_else(|| {
@@ -134,7 +135,7 @@ impl Bwrap {
         // network namespace, which no process stays in: `pasta`, as a normal user, has no way
         // into that network namespace, so sandboxes keep the host's network.
         let network = match users {
-            Some(_) => host_ports.map(Pasta::detect).transpose()?,
+            Some(_) => network.map(Pasta::detect).transpose()?,
             None => None,
         };
         let bwrap = Bwrap {

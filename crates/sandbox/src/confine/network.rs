@@ -17,12 +17,14 @@
 //!   the host (`--no-map-gw`).
 //!
 //! `pasta` is started once the sandbox's namespaces exist, as a daemon; its pid and start
-//! time are kept in the sandbox's handle, and it is ended with the sandbox.
+//! time are kept in the sandbox's handle, and it is ended with the sandbox. Before it connects
+//! the namespace, the sandbox's egress rules are loaded into it ([`super::egress`]).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::egress::Egress;
 use super::{Unconfinable, which};
 
 /// How long `pasta` may take to join a sandbox's namespace and bind its ports.
@@ -39,6 +41,21 @@ pub struct Pasta {
     /// (`--sandbox-host-port`: an LLM gateway or a git server on the host's loopback),
     /// besides its webhook URL's.
     pub host_ports: Vec<u16>,
+    /// The egress rules loaded into each sandbox's namespace before `pasta` connects it.
+    pub egress: Egress,
+}
+
+/// What the operator says of sandboxes' networks: the host loopback ports they may reach
+/// (`--sandbox-host-port`) and the ranges they may or may not reach beyond
+/// (`--sandbox-egress-allow`, `--sandbox-egress-deny`; [`super::egress`]).
+#[derive(Debug, Clone, Default)]
+pub struct NetworkPolicy {
+    /// `--sandbox-host-port`.
+    pub host_ports: Vec<u16>,
+    /// `--sandbox-egress-allow`.
+    pub egress_allow: Vec<ipnet::IpNet>,
+    /// `--sandbox-egress-deny`.
+    pub egress_deny: Vec<ipnet::IpNet>,
 }
 
 /// How `pasta` is to connect one sandbox: the namespaces' owner process and the ports.
@@ -59,11 +76,11 @@ pub struct Attach<'a> {
 }
 
 impl Pasta {
-    /// Finds `pasta` on `PATH`.
+    /// Finds `pasta` on `PATH`, and what loads the egress rules ([`Egress::detect`]).
     ///
     /// # Errors
-    /// [`Unconfinable`] when it is not installed, saying what to do.
-    pub fn detect(host_ports: Vec<u16>) -> Result<Self, Unconfinable> {
+    /// [`Unconfinable`] when one is not installed, saying what to do.
+    pub fn detect(policy: NetworkPolicy) -> Result<Self, Unconfinable> {
         let program = which("pasta").ok_or_else(|| {
             Unconfinable(
                 "`pasta` is not installed (Debian package passt); each confined process \
@@ -75,7 +92,8 @@ impl Pasta {
         })?;
         Ok(Pasta {
             program,
-            host_ports,
+            host_ports: policy.host_ports,
+            egress: Egress::detect(policy.egress_allow, policy.egress_deny)?,
         })
     }
 
@@ -127,7 +145,8 @@ impl Pasta {
         args
     }
 
-    /// Starts `pasta` for one sandbox and waits until it has joined the namespace, configured
+    /// Loads the sandbox's egress rules, then starts `pasta` for one sandbox and waits until
+    /// it has joined the namespace, configured
     /// its interface and bound the inbound ports (its launcher exits then, leaving the daemon).
     /// Returns the daemon's pid.
     ///
@@ -135,6 +154,8 @@ impl Pasta {
     /// What `pasta` said when it failed (a port already bound on the host, a namespace it
     /// could not join), or that it did not finish within 10 s.
     pub fn attach(&self, attach: &Attach<'_>) -> Result<u32, String> {
+        // Before any packet can leave: the namespace has no way out until pasta connects it.
+        self.egress.apply(attach.init_pid, attach.webhook_url)?;
         let _ = std::fs::remove_file(attach.pid_file);
         let ns = format!("/proc/{}/ns/net", attach.init_pid);
         let netns = std::fs::File::open(&ns).map_err(|e| format!("cannot open {ns}: {e}"))?;
@@ -218,6 +239,12 @@ mod tests {
         let pasta = Pasta {
             program: "pasta".into(),
             host_ports: vec![4000, 8000],
+            egress: Egress {
+                nft: "nft".into(),
+                nsenter: "nsenter".into(),
+                allow: vec![],
+                deny: vec![],
+            },
         };
         let pid_file = PathBuf::from("/x/p.pid");
         let attach = Attach {

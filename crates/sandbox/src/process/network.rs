@@ -6,6 +6,7 @@
 use std::fs;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
+use std::time::Duration;
 
 use rustix::process::{Pid, Signal, kill_process};
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
@@ -20,6 +21,8 @@ use crate::procfs;
 /// The directory, under the sandboxes root, where `pasta` writes its pid while it attaches
 /// (not a sandbox directory: its name is no sandbox id; no sandbox sees it).
 pub const NET_DIR: &str = ".net";
+/// How long the network waits for `bwrap` to finish setting up the sandbox's namespaces.
+const SETUP_WAIT: Duration = Duration::from_secs(5);
 
 /// Connects the network namespace of a sandbox just started under `isolation`, when that
 /// gives it one: `pasta` binds `inbound` (the agent server's and the exposed services' ports)
@@ -50,6 +53,9 @@ pub fn connect(
         .create(&dir)
         .map_err(|e| io_error("creating", &dir, &e))?;
     let pid_file = dir.join(format!("{}.pid", launch.sandbox_id));
+    // bwrap's init configures the namespace's loopback before it starts the sandbox's command:
+    // once it has a child, nothing else races it for the namespace's netlink.
+    wait_for(SETUP_WAIT, || !procfs::children(ns.init_pid).is_empty());
     let pid = pasta
         .attach(&Attach {
             init_pid: ns.init_pid,

@@ -367,3 +367,72 @@ fn the_same_attempts_succeed_against_an_unconfined_sandbox() {
     fx.runtime.delete(&attacker.handle).unwrap();
     fx.runtime.delete(&victim.handle).unwrap();
 }
+
+/// A private address of this host (e.g. Docker's bridge, `172.17.0.1`), if it has one: a
+/// service of the host listening on every address answers there.
+fn host_private_address() -> Option<std::net::Ipv4Addr> {
+    let out = std::process::Command::new("ip")
+        .args(["-4", "-o", "addr", "show"])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter_map(|w| w.split_once('/')?.0.parse::<std::net::Ipv4Addr>().ok())
+        .find(|ip| ip.is_private())
+}
+
+/// Issue 33, egress rules: from a sandbox's own network, a service of the host on a private
+/// address and the metadata address are refused at once; allowed by the operator
+/// (`--sandbox-egress-allow`), the private address is reached.
+#[test]
+fn private_and_link_local_addresses_are_refused_unless_allowed() {
+    let Some(private) = host_private_address() else {
+        eprintln!("skipped: this host has no private address to reach");
+        return;
+    };
+    let service = TcpListener::bind(("0.0.0.0", 0)).unwrap();
+    let port = service.local_addr().unwrap().port();
+    let attempt = |fx: &Fixture,
+                   sb: &Sandbox,
+                   key: &switchboard_domain::sandboxes::runtime::SessionKey,
+                   host: &str,
+                   port: u16| {
+        fx.bash(
+            sb,
+            key,
+            &format!(
+                "python3 -c \"
+import socket
+try:
+    socket.create_connection(('{host}', {port}), timeout=5)
+    print('connected')
+except OSError as e:
+    print(type(e).__name__)
+\""
+            ),
+        )
+        .stdout
+        .trim()
+        .to_owned()
+    };
+    for allowed in [false, true] {
+        let mut network = switchboard_sandbox::NetworkPolicy::default();
+        if allowed {
+            network.egress_allow = vec![format!("{private}/32").parse().unwrap()];
+        }
+        let fx = Fixture::confined_with_policy(network);
+        let launch = launch_spec("", 0);
+        let sb = Sandbox::new(fx.runtime.start(&launch).unwrap());
+        fx.wait_alive(&sb);
+        let host = private.to_string();
+        let reached = attempt(&fx, &sb, &launch.session_key, &host, port);
+        let metadata = attempt(&fx, &sb, &launch.session_key, "169.254.169.254", 80);
+        if allowed {
+            assert_eq!(reached, "connected", "{host}:{port} allowed");
+        } else {
+            assert_eq!(reached, "ConnectionRefusedError", "{host}:{port}");
+        }
+        assert_eq!(metadata, "ConnectionRefusedError", "the metadata address");
+        fx.runtime.delete(&sb.handle).unwrap();
+    }
+}

@@ -82,17 +82,34 @@ impl Fixture {
         }
     }
 
+    /// As [`Fixture::confined`], with the operator's `network` policy (egress ranges, host
+    /// ports).
+    pub fn confined_with_policy(network: switchboard_sandbox::NetworkPolicy) -> Self {
+        Self::confined_with_network(Vec::new(), Some(network))
+    }
+
     /// As [`Fixture::confined`], with `host_ports` as the host loopback ports sandboxes may
     /// reach (`--sandbox-host-port`); `None`: on the host's network (`--sandbox-network host`).
     pub fn confined_with(hidden: Vec<PathBuf>, host_ports: Option<Vec<u16>>) -> Self {
+        let network = host_ports.map(|host_ports| switchboard_sandbox::NetworkPolicy {
+            host_ports,
+            ..Default::default()
+        });
+        Self::confined_with_network(hidden, network)
+    }
+
+    fn confined_with_network(
+        hidden: Vec<PathBuf>,
+        network: Option<switchboard_sandbox::NetworkPolicy>,
+    ) -> Self {
         let root = TempDir::new().unwrap();
         let mut hide = vec![root.path().to_path_buf()];
         hide.extend(hidden);
-        let bwrap = Bwrap::detect(DEFAULT_UID_RANGE, hide, host_ports)
-            .unwrap_or_else(|e| panic!("the confinement tests need bwrap and pasta: {e}"));
+        let bwrap = Bwrap::detect(DEFAULT_UID_RANGE, hide, network)
+            .unwrap_or_else(|e| panic!("the confinement tests need bwrap, pasta and nft: {e}"));
         let runtime = ProcessRuntime::new(root.path().join("sandboxes"))
             .with_stop_timeout(Duration::from_secs(5))
-            .with_isolation(Isolation::Bwrap(bwrap));
+            .with_isolation(Isolation::Bwrap(Box::new(bwrap)));
         Fixture {
             root,
             runtime,
