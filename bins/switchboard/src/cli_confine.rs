@@ -53,6 +53,13 @@ pub struct ConfineArgs {
     /// Processes and threads a process sandbox may hold together (its control group's pids.max): a fork bomb stops there; 0: no cap. Docker sandboxes: --docker-pids-limit.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_PIDS_LIMIT", default_value_t = 1024)]
     pub sandbox_pids_limit: u64,
+    /// Size, in MiB, of a confined process sandbox's own file system (its directory: its /workspace, home and log, an ext4 image mounted over it, sparse on the host): filling it is ENOSPC inside that sandbox, never on Switchboard's database; 0: sandboxes write on the data directory's file system.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_SANDBOX_WORKSPACE_MB",
+        default_value_t = 20480
+    )]
+    pub sandbox_workspace_mb: u64,
 }
 
 impl ConfineArgs {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
 use switchboard_sandbox::{
-    Bwrap, Cgroups, Isolation, NetworkPolicy, ProcessRuntime, SandboxGroups,
+    Bwrap, Cgroups, Isolation, NetworkPolicy, ProcessRuntime, SandboxGroups, WorkspaceQuota,
 };
 
 use crate::cli::SandboxArgs;
@@ -41,11 +41,45 @@ pub fn process_runtime(
         uses_process_runtime(specs, &args.specs.sandbox_runtime),
     )?;
     let groups = sandbox_groups(&args.confine, &confinement)?;
+    let quota = workspace_quota(&args.confine, &confinement)?;
     let mut runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement);
     if let Some(groups) = groups {
         runtime = runtime.with_groups(groups);
     }
+    if let Some(quota) = quota {
+        runtime = runtime.with_workspace_quota(quota);
+    }
     Ok((Arc::new(runtime), repositories))
+}
+
+/// A file system of `--sandbox-workspace-mb` per confined process sandbox (issue 33): as root,
+/// found or refused; not root or 0, none.
+///
+/// # Errors
+/// As root, such file systems cannot be made here (the message says why and what to do).
+fn workspace_quota(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<WorkspaceQuota>> {
+    if matches!(isolation, Isolation::None) || flags.sandbox_workspace_mb == 0 {
+        return Ok(None);
+    }
+    if !rustix::process::geteuid().is_root() {
+        tracing::warn!(
+            "not root: process sandboxes write on the data directory's file system, so one can \
+             fill the disk Switchboard's database is on"
+        );
+        return Ok(None);
+    }
+    let quota = WorkspaceQuota::detect(flags.sandbox_workspace_mb).map_err(|e| {
+        anyhow::anyhow!(
+            "each process sandbox gets a file system of its own of --sandbox-workspace-mb, and \
+             none can be made here: {e}; pass --sandbox-workspace-mb 0 to have sandboxes write \
+             on the data directory's file system"
+        )
+    })?;
+    tracing::info!(
+        size_mb = quota.size_mb,
+        "each process sandbox's directory is a file system of its own"
+    );
+    Ok(Some(quota))
 }
 
 /// A control group per confined process sandbox (issue 33): as root, found or refused; not

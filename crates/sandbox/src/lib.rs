@@ -40,6 +40,7 @@ pub mod orphans;
 pub mod process;
 pub mod procfs;
 pub mod uids;
+pub mod workspace_quota;
 
 pub use agent_client::HttpAgentServerClient;
 pub use cgroups::{Cgroups, SandboxGroups};
@@ -49,3 +50,4 @@ pub use event_streams::WsEventStreams;
 pub use kubernetes::{KubernetesConfig, KubernetesError, KubernetesRuntime};
 pub use process::{ProcessIdentity, ProcessRuntime};
 pub use uids::{DEFAULT_UID_RANGE, UidRange};
+pub use workspace_quota::WorkspaceQuota;

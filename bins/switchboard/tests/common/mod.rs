@@ -90,6 +90,18 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
+        // Process sandboxes' directories are file systems of their own (issue 33): unmounted
+        // first (lazily: a sandbox still running keeps its own), deepest first.
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let mut under: Vec<&str> = mounts
+            .lines()
+            .filter_map(|l| l.split(' ').nth(4))
+            .filter(|m| Path::new(m).starts_with(&self.0))
+            .collect();
+        under.sort_by_key(|m| std::cmp::Reverse(m.len()));
+        for mount in under {
+            let _ = Command::new("umount").args(["--lazy", mount]).status();
+        }
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }

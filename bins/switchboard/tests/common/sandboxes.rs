@@ -191,3 +191,49 @@ pub fn run_with_sandbox_hosts(
     }
     waiter.join().unwrap()
 }
+
+/// Issue 33: sandbox `id`'s agent server is in a control group of its own, with the
+/// operator's default memory limit (4096 MiB) and process cap (1024), and its directory
+/// (`dir`) is a file system of its own of the default 20 GiB; not root: neither.
+pub fn holds_only_its_share(id: &str, dir: &Path) {
+    let (pid, _) = sandbox_agent(id).expect("the sandbox's agent server");
+    let groups = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
+    if !rustix::process::geteuid().is_root() {
+        assert!(!groups.contains("switchboard-sandboxes"), "{groups}");
+        return;
+    }
+    let df = std::process::Command::new("df")
+        .args(["--output=size", "-BM"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    let size = String::from_utf8_lossy(&df.stdout);
+    let mib: u64 = size
+        .lines()
+        .nth(1)
+        .unwrap()
+        .trim()
+        .trim_end_matches('M')
+        .parse()
+        .unwrap();
+    assert!((19_000..=20_480).contains(&mib), "{dir:?}: {size}");
+    let v2 = std::path::Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
+    let checks = if v2 {
+        [("", "memory.max"), ("", "pids.max")]
+    } else {
+        [("memory", "memory.limit_in_bytes"), ("pids", "pids.max")]
+    };
+    for ((controller, file), value) in checks.into_iter().zip([(4096u64 << 20), 1024]) {
+        let path = groups
+            .lines()
+            .find_map(|l| l.split_once(&format!(":{controller}:")).map(|(_, p)| p))
+            .unwrap_or_else(|| panic!("no {controller} group in {groups}"));
+        assert!(
+            path.ends_with(&format!("switchboard-sandboxes/{id}")),
+            "{path}"
+        );
+        let at = format!("/sys/fs/cgroup/{controller}{path}/{file}");
+        let limit = std::fs::read_to_string(&at).unwrap();
+        assert_eq!(limit.trim(), value.to_string(), "{at}");
+    }
+}

@@ -62,8 +62,10 @@ use crate::cgroups::SandboxGroups;
 use crate::confine::Isolation;
 use crate::launch;
 use crate::procfs::{self, ProcStat};
+use crate::workspace_quota::WorkspaceQuota;
 
 mod confined;
+mod host_share;
 mod identity;
 mod listener;
 mod log_cap;
@@ -132,6 +134,8 @@ pub struct ProcessRuntime {
     held_uids: Mutex<HashSet<u32>>,
     /// Confined sandboxes' control groups (issue 33): their limits enforced by the kernel.
     groups: Option<SandboxGroups>,
+    /// Confined sandboxes' file systems of fixed size (issue 33).
+    workspace_quota: Option<WorkspaceQuota>,
     /// The children this runtime started and has not deleted: waited for by a thread each,
     /// which records how they ended.
     children: Arc<Mutex<HashMap<ProcessIdentity, ChildState>>>,
@@ -150,6 +154,7 @@ impl ProcessRuntime {
             reserved_ports: Mutex::new(HashSet::new()),
             held_uids: Mutex::new(HashSet::new()),
             groups: None,
+            workspace_quota: None,
             children: Arc::new(Mutex::new(HashMap::new())),
         }
     }
@@ -174,6 +179,14 @@ impl ProcessRuntime {
     #[must_use]
     pub fn with_groups(mut self, groups: SandboxGroups) -> Self {
         self.groups = Some(groups);
+        self
+    }
+
+    /// Gives each confined sandbox started from now on a file system of its own of fixed
+    /// size, mounted over its directory (issue 33).
+    #[must_use]
+    pub fn with_workspace_quota(mut self, quota: WorkspaceQuota) -> Self {
+        self.workspace_quota = Some(quota);
         self
     }
 
@@ -265,6 +278,7 @@ impl ProcessRuntime {
                     &launch.sandbox_id,
                 )?;
                 let uid = held.as_ref().map(|h| h.id);
+                self.mount_file_system(launch, sandbox_dir)?;
                 confined::prepare_dirs(sandbox_dir, &cwd, &project_dir(sandbox_dir), uid)?;
                 // A confined sandbox's home is its own directory (the host's is not there).
                 if !launch.spec.initial_env.contains_key("HOME") {
@@ -281,10 +295,7 @@ impl ProcessRuntime {
                     &env,
                     uid,
                 )?;
-                if let Some(groups) = &self.groups {
-                    let name = launch.sandbox_id.to_string();
-                    plan.join_groups = groups.create(&name, launch.spec.limits)?;
-                }
+                plan.join_groups = self.make_group(launch)?;
                 let mut c = bwrap.command(&plan);
                 c.current_dir("/");
                 (c, uid)
@@ -440,28 +451,6 @@ impl ProcessRuntime {
             Some(stat) if !stat.is_dead() => members::stop_or_continue(identity, stop),
             _ => Err(RuntimeError::Gone),
         }
-    }
-
-    /// Removes what a sandbox left: its directory, its `/etc` overrides and its control group.
-    fn remove_files(&self, dir: &Path) -> Result<(), RuntimeError> {
-        let mut outcome = Ok(());
-        if let (Some(groups), Some(name)) = (&self.groups, dir.file_name()) {
-            outcome = groups
-                .cgroups
-                .remove(&name.to_string_lossy())
-                .map_err(RuntimeError::Io);
-        }
-        let etc = dir
-            .file_name()
-            .map(|name| confined::etc_dir(&self.sandboxes_root, &name.to_string_lossy()));
-        for path in [Some(dir.to_path_buf()), etc].into_iter().flatten() {
-            match fs::remove_dir_all(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => outcome = outcome.and(Err(io_error("removing", &path, &e))),
-            }
-        }
-        outcome
     }
 }
 

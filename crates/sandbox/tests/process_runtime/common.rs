@@ -82,6 +82,15 @@ impl Fixture {
         }
     }
 
+    /// As [`Fixture::confined`], each sandbox's directory a file system of its own (issue 33).
+    pub fn confined_with_quota(quota: switchboard_sandbox::WorkspaceQuota) -> Self {
+        let fx = Self::confined(Vec::new());
+        Fixture {
+            runtime: fx.runtime.with_workspace_quota(quota),
+            ..fx
+        }
+    }
+
     /// As [`Fixture::confined`], with the operator's `network` policy (egress ranges, host
     /// ports).
     pub fn confined_with_policy(network: switchboard_sandbox::NetworkPolicy) -> Self {

@@ -112,3 +112,75 @@ print(round((time.process_time() - cpu) / (time.monotonic() - start), 3))
     assert!(alive(&bystander));
     fx.runtime.delete(&bystander.handle).unwrap();
 }
+
+/// Free bytes of the file system holding `path`, as `df` says.
+fn free_bytes(path: &std::path::Path) -> u64 {
+    let out = std::process::Command::new("df")
+        .args(["--output=avail", "-B1"])
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .nth(1)
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap()
+}
+
+#[test]
+fn a_sandbox_that_fills_its_directory_fills_only_its_own_file_system() {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: not root, file systems cannot be mounted");
+        return;
+    }
+    let quota = switchboard_sandbox::WorkspaceQuota::detect(64)
+        .unwrap_or_else(|e| panic!("no workspace quota here: {e}"));
+    let fx = Fixture::confined_with_quota(quota);
+    let filler = launch_spec("", 0);
+    let attacker = Sandbox::new(fx.runtime.start(&filler).unwrap());
+    let other = launch_spec("", 0);
+    let bystander = Sandbox::new(fx.runtime.start(&other).unwrap());
+    fx.wait_alive(&attacker);
+    fx.wait_alive(&bystander);
+    let dir = attacker.handle.working_dir.clone();
+    let host_free = free_bytes(fx.runtime.sandboxes_root());
+    // 200 MiB into /workspace and then its home: both its own 64 MiB file system.
+    for target in ["/workspace/fill", "$HOME/fill"] {
+        let fill = fx.bash(
+            &attacker,
+            &filler.session_key,
+            &format!("dd if=/dev/zero of={target} bs=1M count=200 2>&1; echo exit=$?"),
+        );
+        assert!(
+            fill.stdout.contains("No space left on device") && !fill.stdout.contains("exit=0"),
+            "{target}: {fill:?}"
+        );
+    }
+    assert!(free_bytes(&dir) < 1024 * 1024, "its file system is full");
+    // The host's file system lost at most the image's 64 MiB (others write there meanwhile).
+    let lost = host_free.saturating_sub(free_bytes(fx.runtime.sandboxes_root()));
+    assert!(lost < 100 * 1024 * 1024, "the host lost {lost} bytes");
+    // The other sandbox writes on.
+    let write = fx.bash(
+        &bystander,
+        &other.session_key,
+        "dd if=/dev/zero of=/workspace/ok bs=1M count=8 2>/dev/null && echo wrote",
+    );
+    assert!(write.stdout.contains("wrote"), "{write:?}");
+    assert!(
+        fx.client
+            .alive(&attacker.handle.agent_server_url, Duration::from_secs(5))
+            .is_ok()
+    );
+
+    fx.runtime.delete(&attacker.handle).unwrap();
+    let image = switchboard_sandbox::WorkspaceQuota::image(
+        fx.runtime.sandboxes_root(),
+        &filler.sandbox_id.to_string(),
+    );
+    assert!(
+        !dir.exists() && !image.exists(),
+        "{dir:?} or {image:?} left"
+    );
+    fx.runtime.delete(&bystander.handle).unwrap();
+}
