@@ -16,7 +16,7 @@ use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::confine::which;
+use crate::confine::which_system;
 
 /// The directory, under the sandboxes root, of the sandboxes' images (not a sandbox
 /// directory: its name is no sandbox id).
@@ -39,13 +39,7 @@ impl WorkspaceQuota {
     /// A message naming what is missing.
     pub fn detect(size_mb: u64) -> Result<Self, String> {
         let find = |name: &str, package: &str| {
-            which(name)
-                .or_else(|| {
-                    ["/usr/sbin", "/sbin"]
-                        .map(|d| PathBuf::from(d).join(name))
-                        .into_iter()
-                        .find(|p| p.is_file())
-                })
+            which_system(name)
                 .ok_or_else(|| format!("`{name}` is not installed (Debian package {package})"))
         };
         if !Path::new("/dev/loop-control").exists() {

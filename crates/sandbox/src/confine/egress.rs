@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 pub use ipnet::IpNet;
 
-use super::{Unconfinable, which};
+use super::{Unconfinable, which_system};
 
 /// What no sandbox reaches unless allowed: private (RFC 1918, RFC 4193), shared (RFC 6598),
 /// link-local (RFC 3927: cloud metadata services; RFC 4291), "this network", multicast and
@@ -76,20 +76,13 @@ impl Egress {
     /// [`Unconfinable`] when one is missing, saying what to do.
     pub fn detect(allow: Vec<IpNet>, deny: Vec<IpNet>) -> Result<Self, Unconfinable> {
         let find = |name: &str, package: &str| {
-            which(name)
-                .or_else(|| {
-                    ["/usr/sbin", "/sbin"]
-                        .map(|d| PathBuf::from(d).join(name))
-                        .into_iter()
-                        .find(|p| p.is_file())
-                })
-                .ok_or_else(|| {
-                    Unconfinable(format!(
-                        "`{name}` is not installed (Debian package {package}); it loads the \
+            which_system(name).ok_or_else(|| {
+                Unconfinable(format!(
+                    "`{name}` is not installed (Debian package {package}); it loads the \
                          egress rules of each process sandbox's network. Install it, or pass \
                          --sandbox-network host"
-                    ))
-                })
+                ))
+            })
         };
         Ok(Egress {
             nft: find("nft", "nftables")?,

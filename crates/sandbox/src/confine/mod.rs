@@ -35,7 +35,7 @@ pub mod network;
 mod plan;
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 pub use mounts::{GITCONFIG, command_paths, under_workspace, write_etc};
@@ -169,29 +169,15 @@ impl Bwrap {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| Unconfinable(format!("cannot run {}: {e}", self.program.display())))?;
-        let deadline = Instant::now() + PROBE_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(Unconfinable(format!(
-                        "bwrap did not finish a confined `true` within {PROBE_TIMEOUT:?}"
-                    )));
-                }
-            }
+        let Some(status) = wait_within(&mut child, PROBE_TIMEOUT) else {
+            return Err(Unconfinable(format!(
+                "bwrap did not finish a confined `true` within {PROBE_TIMEOUT:?}"
+            )));
         };
         if status.success() {
             return Ok(());
         }
-        let mut said = String::new();
-        if let Some(mut err) = child.stderr.take() {
-            let _ = std::io::Read::read_to_string(&mut err, &mut said);
-        }
+        let said = stderr_of(&mut child);
         let why = if self.users.is_some() {
             "as root, bwrap needs to create mount, pid and network namespaces (a container \
              without CAP_SYS_ADMIN, or a seccomp profile refusing unshare, forbids it)"
@@ -289,6 +275,45 @@ fn userns_settings() -> String {
     })
     .collect::<Vec<_>>()
     .join(", ")
+}
+
+/// How `child` ended, waiting up to `limit`; `None` when it had not: it is then killed and
+/// reaped.
+pub(crate) fn wait_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+}
+
+/// What an ended `child` wrote on its piped standard error.
+pub(crate) fn stderr_of(child: &mut Child) -> String {
+    let mut said = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut err, &mut said);
+    }
+    said
+}
+
+/// `name` found on `PATH`, else in `/usr/sbin` or `/sbin` (system programs such as `nft` and
+/// `mkfs.ext4`, which a service's `PATH` may lack).
+pub fn which_system(name: &str) -> Option<PathBuf> {
+    which(name).or_else(|| {
+        ["/usr/sbin", "/sbin"]
+            .map(|d| PathBuf::from(d).join(name))
+            .into_iter()
+            .find(|p| is_executable(p))
+    })
 }
 
 /// `name` found on this process's `PATH`, as an executable file.

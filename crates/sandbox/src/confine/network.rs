@@ -22,10 +22,10 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::egress::Egress;
-use super::{Unconfinable, which};
+use super::{Unconfinable, stderr_of, wait_within, which};
 
 /// How long `pasta` may take to join a sandbox's namespace and bind its ports.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -167,21 +167,10 @@ impl Pasta {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot run {}: {e}", self.program.display()))?;
-        let deadline = Instant::now() + ATTACH_TIMEOUT;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-                _ => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "pasta did not connect the sandbox's network within {ATTACH_TIMEOUT:?}"
-                    ));
-                }
-            }
+        let Some(status) = wait_within(&mut child, ATTACH_TIMEOUT) else {
+            return Err(format!(
+                "pasta did not connect the sandbox's network within {ATTACH_TIMEOUT:?}"
+            ));
         };
         let pid = std::fs::read_to_string(attach.pid_file)
             .ok()
@@ -189,16 +178,10 @@ impl Pasta {
         let _ = std::fs::remove_file(attach.pid_file);
         match pid {
             Some(pid) if status.success() => Ok(pid),
-            _ => {
-                let mut said = String::new();
-                if let Some(mut err) = child.stderr.take() {
-                    let _ = std::io::Read::read_to_string(&mut err, &mut said);
-                }
-                Err(format!(
-                    "pasta could not connect the sandbox's network ({status}): {}",
-                    said.trim()
-                ))
-            }
+            _ => Err(format!(
+                "pasta could not connect the sandbox's network ({status}): {}",
+                stderr_of(&mut child).trim()
+            )),
         }
     }
 }
