@@ -38,6 +38,7 @@ DB=
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
   [ -n "$DB" ] && psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null 2>&1
+  scripts/unmount-under.sh "$WORK"
   rm -rf "$WORK"
 }
 trap cleanup EXIT

@@ -39,7 +39,7 @@ print("    rps %.0f  p50 %.2fms  p99 %.2fms  p99.9 %.2fms  non-2xx or errors %d 
 cargo build --release -p switchboard >/dev/null
 BIN=target/release/switchboard
 WORK=$(mktemp -d)
-cleanup() { [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { [ -n "${SERVER_PID:-}" ] && kill "$SERVER_PID" 2>/dev/null || true; scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 cat > "$WORK/post.lua" <<'LUA'

@@ -34,7 +34,7 @@ FLOOR="target/$PROFILE/examples/ws_floor"
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 WORK=$(mktemp -d /tmp/bench-live.XXXXXX)
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$WORK"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; }
 trap cleanup EXIT
 
 # serve NAME URL: starts a server, sets ADDR and PID

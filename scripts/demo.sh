@@ -77,7 +77,7 @@ for (h,) in sqlite3.connect(sys.argv[1]).execute("SELECT handle FROM sandboxes W
         pass
 KILL
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; fi
   exit "$rc"
 }
 trap cleanup EXIT

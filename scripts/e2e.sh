@@ -127,7 +127,7 @@ SERVER_PID=
 cleanup() {
   local rc=$?
   if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null; wait "$SERVER_PID" 2>/dev/null; fi
-  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else rm -rf "$WORK"; fi
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; fi
   exit "$rc"
 }
 trap cleanup EXIT

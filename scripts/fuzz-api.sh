@@ -161,6 +161,7 @@ kill_sandboxes() {
 cleanup() {
   stop_server
   if [ -n "$PG_DB" ]; then psql "$PG_ADMIN_URL" -qc "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1 || true; fi
+  scripts/unmount-under.sh "$WORK"
   rm -rf "$WORK"
 }
 trap cleanup EXIT
