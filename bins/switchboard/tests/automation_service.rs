@@ -107,8 +107,7 @@ fn serve(db: &str, data: &Path, agent: &Path) -> Server {
 /// The automation service on a free loopback port, its database a SQLite file under `dir`,
 /// Switchboard its backend; waits (3 minutes at most: it migrates its database first) until
 /// `/health` answers.
-fn automation_service(python: &Path, dir: &Path, switchboard: &str) -> (Child9, String) {
-    let port = free_port();
+fn automation_service(python: &Path, dir: &Path, switchboard: &str, port: u16) -> (Child9, String) {
     let base = format!("http://127.0.0.1:{port}");
     let log = std::fs::File::create(dir.join("automation.log")).unwrap();
     let child = Command::new(python)
@@ -195,6 +194,10 @@ fn automation(backend: Backend) {
     let dir = TempDir::new();
     let _end = EndProcessesUnder(dir.path().to_path_buf());
     let (_llm, llm_base) = fake_llm(&dir.path().join("llm-requests.jsonl"));
+    // The run's script, in its sandbox's own network, calls the automation service back on
+    // the host's loopback: a port the sandboxes are given (`--sandbox-host-port`).
+    let automation_port = free_port();
+    give_sandboxes_host_port(automation_port);
     let server = serve(db.url(), dir.path(), &agent);
     let org = str_of(server.bootstrapped.as_ref().unwrap(), "org_id").to_owned();
     let (user, key) = member(db.url(), &org);
@@ -206,7 +209,8 @@ fn automation(backend: Backend) {
                 "model": "openai/member-model", "base_url": llm_base, "api_key": LLM_KEY}}})),
     );
     assert_eq!(status, 200, "{backend}: {body}");
-    let (_service, base) = automation_service(&python, dir.path(), &server.url(""));
+    let (_service, base) =
+        automation_service(&python, dir.path(), &server.url(""), automation_port);
     let log_path = dir.path().join("automation.log");
     let logs = || {
         format!(
