@@ -63,6 +63,8 @@ pub struct Rig {
 pub fn serve(db_url: &str, data: &std::path::Path, bind: &str, git_port: u16) -> Server {
     let specs = data.join("specs.json");
     let (data_dir, specs) = (data.display().to_string(), specs.display().to_string());
+    // The git server is on the host's loopback: a port the sandboxes are given.
+    crate::common::give_sandboxes_host_port(git_port);
     let github_url = format!("github=http://127.0.0.1:{git_port}");
     let gitlab_url = format!("{GITLAB_HOST}=http://127.0.0.1:{git_port}/");
     Server::spawn_bound(
