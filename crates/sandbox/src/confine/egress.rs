@@ -22,7 +22,7 @@ use std::process::{Command, Stdio};
 
 pub use ipnet::IpNet;
 
-use super::{Unconfinable, which_system};
+use super::{Unconfinable, url_host_port, which_system};
 
 /// What no sandbox reaches unless allowed: private (RFC 1918, RFC 4193), shared (RFC 6598),
 /// link-local (RFC 3927: cloud metadata services; RFC 4291), "this network", multicast and
@@ -176,13 +176,7 @@ impl Egress {
 /// The address of a webhook URL whose host is an IP literal (not loopback: the sandbox's
 /// loopback is its own, and `pasta` splices a loopback webhook's port in).
 fn webhook_ip(url: &str) -> Option<IpAddr> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next()?,
-        None => authority.rsplit_once(':').map_or(authority, |(h, _)| h),
-    };
+    let (host, _) = url_host_port(url)?;
     host.parse::<IpAddr>().ok().filter(|ip| !ip.is_loopback())
 }
 

@@ -316,6 +316,24 @@ pub fn which_system(name: &str) -> Option<PathBuf> {
     })
 }
 
+/// The host (an IPv6 literal without its brackets) and the port, if any, of a
+/// `scheme://[userinfo@]host[:port][/…]` URL.
+pub(crate) fn url_host_port(url: &str) -> Option<(&str, Option<&str>)> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, after) = v6.split_once(']')?;
+            Some((host, after.strip_prefix(':')))
+        }
+        None => Some(match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }),
+    }
+}
+
 /// `name` found on this process's `PATH`, as an executable file.
 pub fn which(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;

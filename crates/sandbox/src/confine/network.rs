@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::egress::Egress;
-use super::{Unconfinable, stderr_of, wait_within, which};
+use super::{Unconfinable, stderr_of, url_host_port, wait_within, which};
 
 /// How long `pasta` may take to join a sandbox's namespace and bind its ports.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -190,16 +190,13 @@ impl Pasta {
 /// `[::1]`); `None` otherwise (a URL the sandbox reaches through the network, or without a
 /// port).
 pub fn loopback_url_port(url: &str) -> Option<u16> {
-    let rest = url.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
-    let (host, port) = authority.rsplit_once(':')?;
-    let loopback = matches!(host, "localhost" | "[::1]")
+    let (host, port) = url_host_port(url)?;
+    let loopback = host == "localhost"
         || host
-            .parse::<std::net::Ipv4Addr>()
+            .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
     loopback.then_some(())?;
-    port.parse().ok()
+    port?.parse().ok()
 }
 
 #[cfg(test)]
