@@ -63,6 +63,7 @@ SWITCHBOARD_LOG=info LLM_API_KEY=fake-key "$SWITCHBOARD_BIN" --data-dir "$WORK/d
   --bind 127.0.0.1:0 --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 240 \
   --docker-installation "$INSTALLATION" \
   --llm-model openai/fake-model --llm-base-url "http://host.docker.internal:$LLM_PORT/v1" \
+  --sandbox-host-port "$LLM_PORT" \
   >"$WORK/serve.out" 2>"$WORK/serve.log" &
 PIDS+=("$!")
 for _ in $(seq 300); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done

@@ -4,8 +4,7 @@
 
 use clap::{Args, ValueEnum};
 use switchboard_domain::sandboxes::limits::{self, Cpus, ResourceLimits};
-use switchboard_sandbox::confine::egress::IpNet;
-use switchboard_sandbox::confine::egress::parse_range;
+use switchboard_sandbox::confine::egress::Destination;
 
 #[derive(Args, Clone)]
 pub struct ConfineArgs {
@@ -20,7 +19,7 @@ pub struct ConfineArgs {
     /// The user and group ids given to process sandboxes when Switchboard runs as root, FIRST-LAST: one per sandbox, never two sandboxes at once.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_UID_RANGE", default_value_t = switchboard_sandbox::DEFAULT_UID_RANGE)]
     pub sandbox_uid_range: switchboard_sandbox::UidRange,
-    /// The network of a confined process sandbox: isolated (a network namespace of its own, connected by pasta, Debian package passt: the internet through Switchboard's host, but none of the host's loopback services (its database, Redis, other sandboxes) except its webhook URL's port and the --sandbox-host-port ones, and no port another sandbox is given) or host (the host's network: every loopback service of the host, and any free port, which another sandbox may be about to be given; Switchboard then checks who listens before it sends).
+    /// The network of a confined process sandbox: isolated (a network namespace of its own, connected by pasta, Debian package passt: the internet through Switchboard's host, but none of the host's loopback services (its database, Redis, other sandboxes) except its webhook URL's port and the --sandbox-host-port ones, and no port another sandbox is given) or host (the host's network: every loopback service of the host, and any free port, which another sandbox may be about to be given; Switchboard then checks who listens before it sends). For bridged Docker sandboxes, isolated loads the same egress rules on the Docker host's bridge (as root, daemon on this host), and host loads none).
     #[arg(
         long,
         env = "SWITCHBOARD_SANDBOX_NETWORK",
@@ -28,7 +27,7 @@ pub struct ConfineArgs {
         default_value = "isolated"
     )]
     pub sandbox_network: SandboxNetwork,
-    /// A port of the host's loopback that isolated process sandboxes may reach at 127.0.0.1:PORT (repeatable; default none besides the webhook URL's port): an LLM gateway or a git server that listens on the host's loopback.
+    /// A port of the host's loopback that isolated process sandboxes may reach at 127.0.0.1:PORT (repeatable; default none besides the webhook URL's port): an LLM gateway or a git server that listens on the host's loopback. Bridged Docker sandboxes may reach it at host.docker.internal:PORT (the service must also listen on the bridge's gateway).
     #[arg(
         long = "sandbox-host-port",
         env = "SWITCHBOARD_SANDBOX_HOST_PORTS",
@@ -37,12 +36,22 @@ pub struct ConfineArgs {
         value_parser = clap::value_parser!(u16).range(1..)
     )]
     pub sandbox_host_ports: Vec<u16>,
-    /// A range (CIDR, or one address) isolated process sandboxes may reach although it is private, link-local or reserved, e.g. an internal git server or LLM gateway (repeatable; the host's DNS servers and an IP webhook URL's address are always allowed).
-    #[arg(long = "sandbox-egress-allow", env = "SWITCHBOARD_SANDBOX_EGRESS_ALLOW", value_name = "CIDR", value_delimiter = ',', value_parser = parse_range)]
-    pub sandbox_egress_allow: Vec<IpNet>,
-    /// A range (CIDR, or one address) isolated process sandboxes may not reach, even a public one (repeatable; wins over --sandbox-egress-allow). Private, link-local (cloud metadata, 169.254.169.254) and reserved ranges are refused by default.
-    #[arg(long = "sandbox-egress-deny", env = "SWITCHBOARD_SANDBOX_EGRESS_DENY", value_name = "CIDR", value_delimiter = ',', value_parser = parse_range)]
-    pub sandbox_egress_deny: Vec<IpNet>,
+    /// A range (CIDR), address or host name that isolated process sandboxes and bridged Docker sandboxes may reach although it is private, link-local or reserved, e.g. an internal git server or LLM gateway (repeatable; a host name stands for the addresses it resolves to when a sandbox starts; the host's DNS servers and an IP webhook URL's address are always allowed).
+    #[arg(
+        long = "sandbox-egress-allow",
+        env = "SWITCHBOARD_SANDBOX_EGRESS_ALLOW",
+        value_name = "CIDR|HOST",
+        value_delimiter = ','
+    )]
+    pub sandbox_egress_allow: Vec<Destination>,
+    /// A range (CIDR), address or host name that isolated process sandboxes and bridged Docker sandboxes may not reach, even a public one (repeatable; wins over --sandbox-egress-allow). Private, link-local (cloud metadata, 169.254.169.254) and reserved ranges are refused by default.
+    #[arg(
+        long = "sandbox-egress-deny",
+        env = "SWITCHBOARD_SANDBOX_EGRESS_DENY",
+        value_name = "CIDR|HOST",
+        value_delimiter = ','
+    )]
+    pub sandbox_egress_deny: Vec<Destination>,
     // Issue 33, "Resources" (docs/API.md, "A sandbox's share of the host").
     /// Memory a process or Docker sandbox may use, in MiB, when its spec gives no memory_mb: past it the kernel's OOM killer acts inside that sandbox only (process sandboxes: their control group's memory limit, swap included; Docker: --memory); 0: no limit.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_MEMORY_MB", default_value_t = 4096, value_parser = parse_memory_mb)]

@@ -39,7 +39,8 @@ pub fn installation_id(args: &DockerArgs, sealer: &Sealer) -> String {
 /// the containers' addresses. Containers run under
 /// `--docker-oci-runtime`, with `--docker-pids-limit`, a read-only root unless
 /// `--docker-writable-root`, and `read_only_binds` (the allowed local repository
-/// directories) bound read-only at the same path.
+/// directories) bound read-only at the same path; on a bridge, `egress` loaded on the host
+/// ([`crate::isolation::docker_egress`]).
 ///
 /// # Errors
 /// No daemon answers, the configuration is refused (an OCI runtime the daemon does not
@@ -52,6 +53,7 @@ pub fn connect(
     public_url: &str,
     log_max_mib: u64,
     read_only_binds: &[std::path::PathBuf],
+    egress: Option<switchboard_sandbox::docker::DockerEgress>,
 ) -> Result<DockerWiring> {
     let mut binds = Vec::with_capacity(read_only_binds.len());
     for dir in read_only_binds {
@@ -80,7 +82,8 @@ pub fn connect(
         .with_oci_runtime(args.docker_oci_runtime.clone().filter(|r| !r.is_empty()))
         .with_pids_limit(args.docker_pids_limit)
         .with_read_only_root(!args.docker_writable_root)
-        .with_read_only_binds(binds);
+        .with_read_only_binds(binds)
+        .with_egress(egress);
     let runtime = match DockerRuntime::connect(config) {
         Ok(runtime) => runtime,
         Err(e @ switchboard_sandbox::DockerError::Config(_)) => {

@@ -194,6 +194,50 @@ pub fn process_isolation(
     }
 }
 
+/// The egress rules of bridged Docker sandboxes (issue 33; docs/API.md, "Egress rules"): the
+/// same lists as process sandboxes', loaded on the Docker host's bridge. `None`, with a
+/// warning saying why, when they cannot hold: `--sandbox-network host`, host networking, not
+/// root, or a daemon on another host (`DOCKER_HOST` not a unix socket).
+///
+/// # Errors
+/// `nft` is missing where the rules would be loaded.
+pub fn docker_egress(
+    flags: &ConfineArgs,
+    network: switchboard_sandbox::DockerNetwork,
+) -> Result<Option<switchboard_sandbox::docker::DockerEgress>> {
+    let remote = std::env::var("DOCKER_HOST")
+        .ok()
+        .filter(|h| !h.is_empty() && !h.starts_with("unix://"));
+    let why_not = if flags.sandbox_network == SandboxNetwork::Host {
+        Some("--sandbox-network host".to_owned())
+    } else if network == switchboard_sandbox::DockerNetwork::Host {
+        Some("--docker-network host".to_owned())
+    } else if !rustix::process::geteuid().is_root() {
+        Some("not root (the rules are loaded on the Docker host with nft)".to_owned())
+    } else {
+        remote.map(|h| format!("the Docker daemon is on another host ({h})"))
+    };
+    if let Some(why) = why_not {
+        tracing::warn!(
+            "{why}: Docker sandboxes' egress is not restricted; they reach the Docker host's \
+             services, private networks and cloud metadata (169.254.169.254)"
+        );
+        return Ok(None);
+    }
+    let egress = switchboard_sandbox::docker::DockerEgress::detect(
+        flags.sandbox_egress_allow.clone(),
+        flags.sandbox_egress_deny.clone(),
+        flags.sandbox_host_ports.clone(),
+    )
+    .map_err(|e| anyhow::anyhow!("the Docker runtime cannot restrict sandboxes' egress: {e}"))?;
+    tracing::info!(
+        host_ports = ?egress.host_ports,
+        "Docker sandboxes' egress is restricted on the Docker host's bridge: no private, \
+         link-local or reserved range, and of the host only the webhook URL's port and these"
+    );
+    Ok(Some(egress))
+}
+
 /// Makes `data_dir` mode 0700 when it is ours and others or the group may enter it: it holds
 /// the database, the secret key and every sandbox's directory.
 ///

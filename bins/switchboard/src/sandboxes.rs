@@ -149,6 +149,7 @@ pub fn configure(
             &public_url,
             args.sandbox_log_max_mib,
             &local_repositories,
+            isolation::docker_egress(&args.confine, args.docker.docker_network)?,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)

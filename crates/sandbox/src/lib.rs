@@ -37,6 +37,7 @@ pub mod launch;
 pub mod listeners;
 pub mod logs;
 pub mod orphans;
+pub mod ports;
 pub mod process;
 pub mod procfs;
 pub mod uids;

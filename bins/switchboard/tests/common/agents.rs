@@ -29,6 +29,14 @@ pub fn fake_llm() -> (Killed, String) {
 
 /// As [`fake_llm`], listening on `host` (e.g. the address pods of the test cluster reach).
 pub fn fake_llm_on(host: &str) -> (Killed, String) {
+    let (llm, port) = fake_llm_port(host);
+    (llm, format!("http://{host}:{port}/v1"))
+}
+
+/// The fake LLM listening on `host` (the Docker bridge's gateway, where containers reach
+/// it as `host.docker.internal`), and its port, which the sandboxes of servers spawned from
+/// now on are given (`--sandbox-host-port`: their egress rules open it).
+pub fn fake_llm_port(host: &str) -> (Killed, u16) {
     let port = std::net::TcpListener::bind((host, 0))
         .unwrap()
         .local_addr()
@@ -48,10 +56,8 @@ pub fn fake_llm_on(host: &str) -> (Killed, String) {
         assert!(Instant::now() < deadline, "the fake LLM did not listen");
         std::thread::sleep(Duration::from_millis(50));
     }
-    if host == "127.0.0.1" {
-        super::give_sandboxes_host_port(port);
-    }
-    (llm, format!("http://{host}:{port}/v1"))
+    super::give_sandboxes_host_port(port);
+    (llm, port)
 }
 
 /// Waits (6 minutes at most) until the warm pool holds a `RUNNING` sandbox

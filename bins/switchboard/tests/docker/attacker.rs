@@ -9,7 +9,7 @@
 
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -92,7 +92,7 @@ fn attack(oci_runtime: Option<&str>) {
     std::fs::write(&llm_key_file, unique("llm-key")).unwrap();
     let host_secret = unique("host-secret");
     let gateway = bridge_gateway();
-    let (_llm, llm_port) = fake_llm(gateway);
+    let (_llm, llm_port) = fake_llm_port(&gateway.to_string());
     let db_file = data.path().join("switchboard.sqlite");
     let db_url = format!("sqlite://{}", db_file.display());
     let llm_url = format!("http://host.docker.internal:{llm_port}/v1");
@@ -149,6 +149,11 @@ fn attack(oci_runtime: Option<&str>) {
     if let Ok(text) = String::from_utf8(std::fs::read(data.path().join("secret.key")).unwrap()) {
         secrets.push(text.trim().to_owned());
     }
+    // A service of the host on every address (as a database or a cache may be): out of a
+    // sandbox's reach but through the webhook's and the operator's ports (issue 33, egress
+    // rules on the Docker host's bridge). So is the cloud's metadata address.
+    let host_service = TcpListener::bind("0.0.0.0:0").unwrap();
+    let host_service = host_service.local_addr().unwrap().port();
     let probe_args = json!({
         "data_paths": [
             data.path(), data.path().join("secret.key"), db_file, llm_key_file,
@@ -161,6 +166,8 @@ fn attack(oci_runtime: Option<&str>) {
         "refused": [
             format!("{gateway}:5432"), format!("{gateway}:{}", victim.port),
             format!("{gateway}:2375"), format!("127.0.0.1:{}", victim.port),
+            format!("{gateway}:{host_service}"),
+            format!("host.docker.internal:{host_service}"), "169.254.169.254:80",
         ],
         "pids": if gvisor { 0 } else { 300 },
     });
@@ -452,39 +459,6 @@ fn make_repository(dir: &Path, marker: &str) -> std::path::PathBuf {
         .unwrap();
     assert!(status.success());
     repo
-}
-
-/// The fake LLM (`scripts/e2e/fake_llm.py`) listening on the bridge gateway, and its port;
-/// killed when the child is dropped.
-fn fake_llm(gateway: Ipv4Addr) -> (KillOnDrop, u16) {
-    let port = TcpListener::bind((gateway, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
-    let child = Command::new("python3")
-        .arg(script)
-        .args(["--host", &gateway.to_string(), "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("python3 runs the fake LLM");
-    let child = KillOnDrop(child);
-    wait_until("the fake LLM listening", Duration::from_secs(20), || {
-        std::net::TcpStream::connect((gateway, port)).is_ok()
-    });
-    (child, port)
-}
-
-/// A child process killed when dropped.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// The default bridge's gateway: its `Gateway`, else the first address of its subnet

@@ -3,7 +3,6 @@
 //! its agent server at the container's address on the sandbox network, and clients reach it
 //! only through Switchboard's proxy URL, where an app conversation runs with the fake LLM.
 
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -11,16 +10,6 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
 use crate::helpers::*;
-
-/// A child process killed on drop.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// Docker's default bridge's gateway: the host as containers reach it (`host.docker.internal`);
 /// Debian's daemon names only the subnet, whose first address it is.
@@ -49,28 +38,6 @@ fn bridge_gateway() -> String {
     std::net::Ipv4Addr::from(u32::from(base) + 1).to_string()
 }
 
-/// The fake LLM on `host` (where containers reach it); its port.
-fn fake_llm(host: &str) -> (Killed, u16) {
-    let port = std::net::TcpListener::bind((host, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/e2e/fake_llm.py");
-    let child = Command::new(python())
-        .arg(script)
-        .args(["--host", host, "--port", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the fake LLM");
-    wait_until("the fake LLM listens", Duration::from_secs(20), || {
-        std::net::TcpStream::connect((host, port)).is_ok()
-    });
-    (Killed(child), port)
-}
-
 /// `GET url` with the member's API key, through the proxy; the JSON answer when 200.
 fn proxied(url: &str, key: &str) -> Option<Value> {
     let (code, body) = send_json(client().get(url).header("X-Access-Token", key));
@@ -83,7 +50,7 @@ fn an_unpublished_sandbox_is_reached_through_the_proxy_alone() {
         return;
     }
     let installation = Installation::new("unpublished");
-    let (_llm, llm_port) = fake_llm(&bridge_gateway());
+    let (_llm, llm_port) = fake_llm_port(&bridge_gateway());
     let db = TestDatabase::new(Backend::Sqlite);
     let data = TempDir::new();
     let specs = data.path().join("specs.json");

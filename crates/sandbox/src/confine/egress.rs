@@ -1,7 +1,10 @@
 //! Egress rules of a process sandbox with a network of its own (issue 33, "Egress rules"): by
 //! default it reaches the internet, but not private ranges, link-local addresses (a cloud's
 //! metadata service at `169.254.169.254`) or other reserved ones; the operator allows or denies
-//! more (`--sandbox-egress-allow`, `--sandbox-egress-deny`).
+//! more (`--sandbox-egress-allow`, `--sandbox-egress-deny`): ranges, addresses or host names
+//! ([`Destination`]; a host name stands for the addresses it resolves to when a sandbox starts).
+//! The Docker runtime loads the same verdicts on the Docker host for its bridge
+//! ([`crate::docker::DockerEgress`]).
 //!
 //! The rules are an nftables table in the sandbox's own network namespace (`nft`, Debian
 //! package `nftables`, run through `nsenter` as root), loaded before `pasta` connects the
@@ -16,9 +19,11 @@
 //! 4. [`BLOCKED`]: rejected (an immediate "connection refused", not a timeout);
 //! 5. everything else: accepted.
 
-use std::net::IpAddr;
+use std::fmt;
+use std::net::{IpAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::str::FromStr;
 
 pub use ipnet::IpNet;
 
@@ -49,9 +54,78 @@ pub struct Egress {
     /// `nsenter` (util-linux).
     pub nsenter: PathBuf,
     /// `--sandbox-egress-allow`.
-    pub allow: Vec<IpNet>,
+    pub allow: Vec<Destination>,
     /// `--sandbox-egress-deny`.
-    pub deny: Vec<IpNet>,
+    pub deny: Vec<Destination>,
+}
+
+/// What an egress list names (`--sandbox-egress-allow`, `--sandbox-egress-deny`): a range, or
+/// a host name standing for the addresses it resolves to when a sandbox starts (issue 33:
+/// "allow or deny CIDRs and host names", e.g. an internal git server or an LLM gateway).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Destination {
+    /// A CIDR range or one address ([`parse_range`]).
+    Range(IpNet),
+    /// A DNS name (`git.internal.example`), lowercase, without a trailing dot.
+    Host(String),
+}
+
+impl fmt::Display for Destination {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Destination::Range(net) => net.fmt(f),
+            Destination::Host(name) => f.write_str(name),
+        }
+    }
+}
+
+impl FromStr for Destination {
+    type Err = String;
+
+    /// A range or address ([`parse_range`]), else a host name: 1 to 253 characters, labels of
+    /// 1 to 63 letters, digits and `-` (not first or last), separated by dots, not all digits.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Ok(net) = parse_range(s) {
+            return Ok(Destination::Range(net));
+        }
+        let name = s.strip_suffix('.').unwrap_or(s).to_ascii_lowercase();
+        let label_ok = |l: &str| {
+            (1..=63).contains(&l.len())
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        };
+        let numeric = name.bytes().all(|b| b.is_ascii_digit() || b == b'.');
+        if (1..=253).contains(&name.len()) && name.split('.').all(label_ok) && !numeric {
+            Ok(Destination::Host(name))
+        } else {
+            Err(format!(
+                "{s:?}: expected an IP address, a CIDR range (10.1.0.0/16, fd00::/8) or a host \
+                 name (git.internal.example)"
+            ))
+        }
+    }
+}
+
+/// The ranges `list` stands for now: its ranges, and the addresses its host names resolve to
+/// (each as a `/32` or `/128`). A name that does not resolve stands for nothing, with a
+/// warning naming it.
+pub fn resolve(list: &[Destination]) -> Vec<IpNet> {
+    let mut nets = Vec::with_capacity(list.len());
+    for destination in list {
+        match destination {
+            Destination::Range(net) => nets.push(*net),
+            Destination::Host(name) => match (name.as_str(), 0).to_socket_addrs() {
+                Ok(addrs) => nets.extend(addrs.map(|a| IpNet::from(a.ip()))),
+                Err(e) => {
+                    tracing::warn!(host = %name, error = %e, "an egress list's host name does not resolve: it stands for no address");
+                }
+            },
+        }
+    }
+    nets.sort_unstable();
+    nets.dedup();
+    nets
 }
 
 /// A range as the operator writes it: a CIDR (`10.1.0.0/16`, `fd00::/8`) or one address;
@@ -74,7 +148,7 @@ impl Egress {
     ///
     /// # Errors
     /// [`Unconfinable`] when one is missing, saying what to do.
-    pub fn detect(allow: Vec<IpNet>, deny: Vec<IpNet>) -> Result<Self, Unconfinable> {
+    pub fn detect(allow: Vec<Destination>, deny: Vec<Destination>) -> Result<Self, Unconfinable> {
         let find = |name: &str, package: &str| {
             which_system(name).ok_or_else(|| {
                 Unconfinable(format!(
@@ -93,43 +167,19 @@ impl Egress {
     }
 
     /// The nftables rules of a sandbox whose webhook URL is `webhook_url`, the host's DNS
-    /// servers being `nameservers`.
-    pub fn ruleset(&self, webhook_url: &str, nameservers: &[IpAddr]) -> String {
-        let set = |nets: &mut dyn Iterator<Item = IpNet>, v6: bool| -> Option<String> {
-            let items: Vec<String> = nets
-                .filter(|n| matches!(n, IpNet::V6(_)) == v6)
-                .map(|n| n.to_string())
-                .collect();
-            (!items.is_empty()).then(|| format!("{{ {} }}", items.join(", ")))
-        };
+    /// servers being `nameservers`, the egress lists resolved to `allow` and `deny`
+    /// ([`resolve`]).
+    pub fn ruleset(
+        &self,
+        webhook_url: &str,
+        nameservers: &[IpAddr],
+        allow: &[IpNet],
+        deny: &[IpNet],
+    ) -> String {
+        let mut allow = allow.to_vec();
+        allow.extend(webhook_ip(webhook_url).map(IpNet::from));
         let mut rules = vec!["oif \"lo\" accept".to_owned()];
-        let webhook = webhook_ip(webhook_url).map(IpNet::from);
-        for (verdict, nets) in [
-            ("reject", self.deny.clone()),
-            (
-                "accept",
-                self.allow.iter().copied().chain(webhook).collect(),
-            ),
-        ] {
-            for (family, v6) in [("ip", false), ("ip6", true)] {
-                if let Some(s) = set(&mut nets.iter().copied(), v6) {
-                    rules.push(format!("{family} daddr {s} {verdict}"));
-                }
-            }
-        }
-        let dns: Vec<IpNet> = nameservers.iter().copied().map(IpNet::from).collect();
-        for (family, v6) in [("ip", false), ("ip6", true)] {
-            if let Some(s) = set(&mut dns.iter().copied(), v6) {
-                rules.push(format!("{family} daddr {s} udp dport 53 accept"));
-                rules.push(format!("{family} daddr {s} tcp dport 53 accept"));
-            }
-        }
-        let blocked: Vec<IpNet> = BLOCKED.iter().map(|b| b.parse().expect("a CIDR")).collect();
-        for (family, v6) in [("ip", false), ("ip6", true)] {
-            if let Some(s) = set(&mut blocked.iter().copied(), v6) {
-                rules.push(format!("{family} daddr {s} reject"));
-            }
-        }
+        rules.extend(destination_rules("", deny, &allow, nameservers));
         let body: String = rules.iter().map(|r| format!("    {r}\n")).collect();
         format!(
             "table inet switchboard_egress {{\n  chain output {{\n    type filter hook output \
@@ -143,7 +193,12 @@ impl Egress {
     /// # Errors
     /// What `nft` said, or that it could not run.
     pub fn apply(&self, init_pid: u32, webhook_url: &str) -> Result<(), String> {
-        let rules = self.ruleset(webhook_url, &nameservers());
+        let rules = self.ruleset(
+            webhook_url,
+            &nameservers(),
+            &resolve(&self.allow),
+            &resolve(&self.deny),
+        );
         let out = Command::new(&self.nsenter)
             .arg(format!("--net=/proc/{init_pid}/ns/net"))
             .arg("--")
@@ -173,16 +228,54 @@ impl Egress {
     }
 }
 
+/// The verdicts on a new connection's destination, in order, each rule starting with
+/// `matching` (empty, or e.g. `iifname "br-…" ` for the Docker host's bridge): `deny`
+/// rejected, `allow` accepted, `nameservers` accepted on port 53 (UDP and TCP), [`BLOCKED`]
+/// rejected (an immediate "connection refused", not a timeout). Anything else falls through
+/// (accepted by the chain's policy).
+pub(crate) fn destination_rules(
+    matching: &str,
+    deny: &[IpNet],
+    allow: &[IpNet],
+    nameservers: &[IpAddr],
+) -> Vec<String> {
+    let set = |nets: &[IpNet], v6: bool| -> Option<String> {
+        let items: Vec<String> = nets
+            .iter()
+            .filter(|n| matches!(n, IpNet::V6(_)) == v6)
+            .map(|n| n.to_string())
+            .collect();
+        (!items.is_empty()).then(|| format!("{{ {} }}", items.join(", ")))
+    };
+    let dns: Vec<IpNet> = nameservers.iter().copied().map(IpNet::from).collect();
+    let blocked: Vec<IpNet> = BLOCKED.iter().map(|b| b.parse().expect("a CIDR")).collect();
+    let mut rules = Vec::new();
+    for (nets, verdict) in [
+        (deny, " reject"),
+        (allow, " accept"),
+        (&dns, " udp dport 53 accept"),
+        (&dns, " tcp dport 53 accept"),
+        (&blocked, " reject"),
+    ] {
+        for (family, v6) in [("ip", false), ("ip6", true)] {
+            if let Some(s) = set(nets, v6) {
+                rules.push(format!("{matching}{family} daddr {s}{verdict}"));
+            }
+        }
+    }
+    rules
+}
+
 /// The address of a webhook URL whose host is an IP literal (not loopback: the sandbox's
 /// loopback is its own, and `pasta` splices a loopback webhook's port in).
-fn webhook_ip(url: &str) -> Option<IpAddr> {
+pub(crate) fn webhook_ip(url: &str) -> Option<IpAddr> {
     let (host, _) = url_host_port(url)?;
     host.parse::<IpAddr>().ok().filter(|ip| !ip.is_loopback())
 }
 
 /// The host's DNS servers (`nameserver` lines of `/etc/resolv.conf`), not loopback ones
 /// (unreachable from a sandbox's own loopback anyway).
-fn nameservers() -> Vec<IpAddr> {
+pub(crate) fn nameservers() -> Vec<IpAddr> {
     std::fs::read_to_string("/etc/resolv.conf")
         .unwrap_or_default()
         .lines()
@@ -196,13 +289,16 @@ fn nameservers() -> Vec<IpAddr> {
 mod tests {
     use super::*;
 
-    fn egress(allow: &[&str], deny: &[&str]) -> Egress {
-        let nets = |v: &[&str]| v.iter().map(|s| parse_range(s).unwrap()).collect();
+    fn nets(v: &[&str]) -> Vec<IpNet> {
+        v.iter().map(|s| parse_range(s).unwrap()).collect()
+    }
+
+    fn egress() -> Egress {
         Egress {
             nft: "nft".into(),
             nsenter: "nsenter".into(),
-            allow: nets(allow),
-            deny: nets(deny),
+            allow: vec![],
+            deny: vec![],
         }
     }
 
@@ -219,10 +315,63 @@ mod tests {
     }
 
     #[test]
+    fn destinations_are_ranges_or_host_names() {
+        let d = |s: &str| s.parse::<Destination>();
+        assert_eq!(
+            d("10.1.2.3/16").unwrap(),
+            Destination::Range(parse_range("10.1.0.0/16").unwrap())
+        );
+        assert_eq!(
+            d("Git.Internal.example.").unwrap(),
+            Destination::Host("git.internal.example".into())
+        );
+        assert_eq!(d("localhost").unwrap().to_string(), "localhost");
+        for bad in [
+            "",
+            "10.0.0.0/33",
+            "300.1.1.1",
+            "-x.example",
+            "a_b.example",
+            "x..y",
+            "a b",
+        ] {
+            let e = d(bad).unwrap_err();
+            assert!(e.contains("host name"), "{bad}: {e}");
+        }
+        assert!(d(&"a".repeat(64)).is_err());
+    }
+
+    #[test]
+    fn host_names_stand_for_what_they_resolve_to() {
+        let list = vec![
+            "localhost".parse().unwrap(),
+            "192.0.2.0/24".parse().unwrap(),
+            "no-such-host.invalid".parse().unwrap(),
+        ];
+        let resolved = resolve(&list);
+        assert!(
+            resolved.contains(&parse_range("127.0.0.1").unwrap()),
+            "{resolved:?}"
+        );
+        assert!(
+            resolved.contains(&parse_range("192.0.2.0/24").unwrap()),
+            "{resolved:?}"
+        );
+        // The name that does not resolve stands for nothing.
+        assert!(
+            resolved
+                .iter()
+                .all(|n| n.prefix_len() == 24 || n.addr().is_loopback())
+        );
+    }
+
+    #[test]
     fn deny_then_allow_then_the_blocked_ranges() {
-        let rules = egress(&["10.20.0.0/16"], &["203.0.113.0/24"]).ruleset(
+        let rules = egress().ruleset(
             "http://192.168.1.5:3000/api/v1/webhooks",
             &["10.255.255.53".parse().unwrap()],
+            &nets(&["10.20.0.0/16"]),
+            &nets(&["203.0.113.0/24"]),
         );
         let at = |needle: &str| {
             rules
@@ -240,8 +389,18 @@ mod tests {
         );
         assert!(rules.contains("ip6 daddr { fc00::/7, fe80::/10, ff00::/8 } reject"));
         // A loopback webhook is the sandbox's own loopback (spliced by pasta): no rule.
-        let plain = egress(&[], &[]).ruleset("http://127.0.0.1:3000/x", &[]);
+        let plain = egress().ruleset("http://127.0.0.1:3000/x", &[], &[], &[]);
         assert!(!plain.contains("127.0.0.1"), "{plain}");
         assert_eq!(plain.matches("accept\n").count(), 1, "{plain}");
+    }
+
+    #[test]
+    fn a_matching_prefix_starts_every_verdict() {
+        let rules = destination_rules("iifname \"br-1\" ", &[], &nets(&["10.9.0.0/16"]), &[]);
+        assert!(
+            rules.iter().all(|r| r.starts_with("iifname \"br-1\" ip")),
+            "{rules:?}"
+        );
+        assert_eq!(rules.len(), 3, "{rules:?}");
     }
 }

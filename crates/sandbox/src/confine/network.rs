@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::egress::Egress;
+use super::egress::{Destination, Egress};
 use super::{Unconfinable, stderr_of, url_host_port, wait_within, which};
 
 /// How long `pasta` may take to join a sandbox's namespace and bind its ports.
@@ -53,9 +53,9 @@ pub struct NetworkPolicy {
     /// `--sandbox-host-port`.
     pub host_ports: Vec<u16>,
     /// `--sandbox-egress-allow`.
-    pub egress_allow: Vec<ipnet::IpNet>,
+    pub egress_allow: Vec<Destination>,
     /// `--sandbox-egress-deny`.
-    pub egress_deny: Vec<ipnet::IpNet>,
+    pub egress_deny: Vec<Destination>,
 }
 
 /// How `pasta` is to connect one sandbox: the namespaces' owner process and the ports.

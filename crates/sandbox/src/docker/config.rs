@@ -150,6 +150,10 @@ pub struct DockerConfig {
     /// operator's `--allow-local-repositories`, issue 18 "Repository sources"): absolute
     /// paths.
     pub read_only_binds: Vec<PathBuf>,
+    /// The egress rules loaded on the Docker host for the bridge before each container
+    /// starts (issue 33; [`DockerEgress`](crate::docker::DockerEgress)); `None` (the default,
+    /// and always with host networking): containers reach whatever the host's network does.
+    pub egress: Option<crate::docker::DockerEgress>,
 }
 
 impl DockerConfig {
@@ -171,7 +175,15 @@ impl DockerConfig {
             oci_runtime: None,
             read_only_root: true,
             read_only_binds: Vec::new(),
+            egress: None,
         }
+    }
+
+    /// Sets the egress rules of bridged containers (see [`DockerConfig::egress`]).
+    #[must_use]
+    pub fn with_egress(mut self, egress: Option<crate::docker::DockerEgress>) -> Self {
+        self.egress = egress;
+        self
     }
 
     /// Sets the bridge network containers join (see [`DockerConfig::bridge_network`]).

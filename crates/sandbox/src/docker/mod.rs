@@ -38,12 +38,12 @@
 mod address;
 mod config;
 mod create;
+mod egress;
 mod error;
 mod hardening;
 mod images;
 mod inventory;
 mod network;
-mod ports;
 mod remove;
 mod start;
 mod state;
@@ -67,6 +67,7 @@ pub use config::{
     DEFAULT_STOP_TIMEOUT, DEFAULT_WORKSPACE_MOUNT, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY,
     LABEL_INSTALLATION, LABEL_ORG_ID, LABEL_SANDBOX_ID, LABEL_SPEC_ID, RUNTIME_NAME, VOLUME_PREFIX,
 };
+pub use egress::{DockerEgress, bridge_interface, table_name};
 pub use error::DockerError;
 pub use hardening::{ImageFacts, LABEL_TMPFS, ROOT_IMAGE_CAPABILITIES};
 pub use images::normalize_reference;
@@ -75,8 +76,8 @@ pub use network::{DEFAULT_BRIDGE, SANDBOX_NETWORK};
 pub use start::HOST_ONLY_VARIABLES;
 pub use state::exit_reason;
 
+use crate::ports::PortPool;
 use error::{io, is_not_found, is_port_clash, words};
-use ports::PortPool;
 
 /// The Docker host used when `DOCKER_HOST` is unset or empty.
 pub const DEFAULT_DOCKER_HOST: &str = "unix:///var/run/docker.sock";
@@ -116,7 +117,9 @@ pub struct DockerRuntime {
     tokio: Option<tokio::runtime::Runtime>,
     host: String,
     config: DockerConfig,
-    ports: PortPool,
+    ports: &'static PortPool,
+    /// The host interface of the bridge network, when egress rules are loaded for it.
+    egress_bridge: Option<String>,
 }
 
 impl std::fmt::Debug for DockerRuntime {
@@ -195,15 +198,21 @@ impl DockerRuntime {
                 known.join(", ")
             )));
         }
-        let runtime = DockerRuntime {
+        let mut runtime = DockerRuntime {
             docker,
             tokio: Some(tokio),
             host: host.to_owned(),
             config,
-            ports: PortPool::default(),
+            ports: PortPool::shared(),
+            egress_bridge: None,
         };
         if runtime.config.network == DockerNetwork::Bridge {
             runtime.block_on(runtime.ensure_network(&runtime.config.bridge_network))?;
+            if runtime.config.egress.is_some() {
+                let bridge = runtime.block_on(runtime.bridge_of(&runtime.config.bridge_network))?;
+                runtime.egress_bridge = Some(bridge);
+                runtime.load_egress(runtime.config.webhook_base_url.as_deref())?;
+            }
         }
         Ok(runtime)
     }

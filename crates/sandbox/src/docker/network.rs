@@ -81,6 +81,36 @@ impl DockerRuntime {
         Ok(())
     }
 
+    /// The host interface of bridge network `name` ([`bridge_interface`](crate::docker::bridge_interface)).
+    ///
+    /// # Errors
+    /// [`DockerError::Api`] with the daemon's words.
+    pub(crate) async fn bridge_of(&self, name: &str) -> Result<String, DockerError> {
+        let network =
+            self.docker.inspect_network(name, None).await.map_err(|e| {
+                DockerError::Api(format!("inspecting network {name}: {}", words(&e)))
+            })?;
+        Ok(crate::docker::bridge_interface(
+            network.options.as_ref(),
+            network.id.as_deref().unwrap_or(name),
+        ))
+    }
+
+    /// Loads the egress rules ([`DockerConfig::egress`](crate::docker::DockerConfig::egress))
+    /// for the bridge, containers' webhook URL being `webhook_url` (none: only the host ports
+    /// open); a no-op without rules.
+    ///
+    /// # Errors
+    /// [`DockerError::Config`] with what `nft` said: no container starts without its rules.
+    pub(crate) fn load_egress(&self, webhook_url: Option<&str>) -> Result<(), DockerError> {
+        let (Some(egress), Some(bridge)) = (&self.config.egress, &self.egress_bridge) else {
+            return Ok(());
+        };
+        egress
+            .apply(bridge, webhook_url.unwrap_or_default())
+            .map_err(DockerError::Config)
+    }
+
     /// Removes the networks named `name` that Switchboard labelled, but the one with the
     /// smallest id; best effort (a network in use is not removed).
     async fn remove_duplicate_networks(&self, name: &str) {

@@ -127,9 +127,6 @@ pub struct ProcessRuntime {
     sandboxes_root: PathBuf,
     stop_timeout: Duration,
     isolation: Isolation,
-    /// Ports handed to sandboxes of this runtime and not yet released by delete, so two
-    /// starts never get the same port while the first process has not bound it yet.
-    reserved_ports: Mutex<HashSet<u16>>,
     /// User ids taken by starts whose directory is not yet given to them.
     held_uids: Mutex<HashSet<u32>>,
     /// Confined sandboxes' control groups (issue 33): their limits enforced by the kernel.
@@ -151,7 +148,6 @@ impl ProcessRuntime {
             sandboxes_root: sandboxes_root.into(),
             stop_timeout: DEFAULT_STOP_TIMEOUT,
             isolation: Isolation::None,
-            reserved_ports: Mutex::new(HashSet::new()),
             held_uids: Mutex::new(HashSet::new()),
             groups: None,
             workspace_quota: None,

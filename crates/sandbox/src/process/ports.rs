@@ -1,38 +1,22 @@
 //! The loopback ports this runtime hands its sandboxes: each reserved until the sandbox is
-//! deleted, so two starts never get the same one while the first process has not bound it.
-
-use std::net::TcpListener;
+//! deleted, so two starts never get the same one while the first process has not bound it
+//! (from the process's one pool, [`PortPool::shared`]: also not a port another runtime of this
+//! process just gave out).
 
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use super::{LISTEN_HOST, ProcessRuntime};
+use crate::ports::PortPool;
 
 impl ProcessRuntime {
-    /// A loopback port nothing listens on and no sandbox of this runtime was given.
+    /// A loopback port nothing listens on and no sandbox of this process was given.
     pub(super) fn reserve_port(&self) -> Result<u16, RuntimeError> {
-        let mut reserved = self.reserved_ports.lock().expect("port set poisoned");
-        for _ in 0..64 {
-            let listener = TcpListener::bind((LISTEN_HOST, 0))
-                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?;
-            let port = listener
-                .local_addr()
-                .map_err(|e| RuntimeError::Launch(format!("no free loopback port: {e}")))?
-                .port();
-            if reserved.insert(port) {
-                return Ok(port);
-            }
-        }
-        Err(RuntimeError::Launch(
-            "no free loopback port after 64 tries".into(),
-        ))
+        PortPool::shared().reserve(LISTEN_HOST)
     }
 
     pub(super) fn release_port(&self, port: u16) {
-        self.reserved_ports
-            .lock()
-            .expect("port set poisoned")
-            .remove(&port);
+        PortPool::shared().release(port);
     }
 
     /// A loopback port for each service the spec exposes besides the agent server (issue 22),

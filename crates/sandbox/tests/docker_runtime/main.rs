@@ -6,6 +6,7 @@
 mod calling;
 mod common;
 mod confinement;
+mod egress;
 mod lifecycle;
 mod restart;
 mod unpublished;

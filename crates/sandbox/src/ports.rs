@@ -1,21 +1,33 @@
-//! Host ports for agent servers: chosen by this runtime (not left to Docker), so a container
-//! keeps its port when it is started again after it stopped, and the handle's URL stays
-//! true. A port is free when it can be bound on the publish address now and no start of this
-//! runtime holds it; a clash with another process at start is retried by the caller.
+//! Host ports for sandboxes' agent servers and exposed services: chosen by Switchboard (not
+//! left to Docker, nor to the sandbox), so a container keeps its port when it is started again
+//! after it stopped, and the handle's URL stays true. A port is free when it can be bound on
+//! the address now and no start in this process holds it: one pool for the whole process
+//! ([`PortPool::shared`]), so two runtimes of one process (the process and Docker runtimes of
+//! one `serve`, or many in one test binary) never hand out the same port while its first
+//! sandbox has not bound it yet. A clash with another process at start is retried by the
+//! caller.
 
 use std::collections::HashSet;
 use std::net::{Ipv4Addr, TcpListener};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 
 use switchboard_domain::sandboxes::runtime::RuntimeError;
 
-/// Ports handed out by one runtime and not yet released.
+/// Ports handed out and not yet released.
 #[derive(Debug, Default)]
 pub struct PortPool {
     reserved: Mutex<HashSet<u16>>,
 }
 
+/// The pool every runtime of this process reserves from.
+static SHARED: LazyLock<PortPool> = LazyLock::new(PortPool::default);
+
 impl PortPool {
+    /// The pool of this process, shared by every runtime in it.
+    pub fn shared() -> &'static PortPool {
+        &SHARED
+    }
+
     /// A port on `address` that nothing listens on and this pool has not handed out.
     ///
     /// # Errors
