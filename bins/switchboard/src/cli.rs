@@ -246,6 +246,13 @@ pub struct ServeArgs {
         value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
     )]
     pub max_sockets_per_member: usize,
+    /// Websockets the members of one organization may hold together on this process, whatever members and keys: Switchboard's own sockets (counted for the conversation's organization) up to this many, and proxied sockets (for the sandbox's) up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one organization never takes every socket from the others (issue 33). Default: no limit but each member's.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_MAX_SOCKETS_PER_ORG",
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+    )]
+    pub max_sockets_per_org: Option<usize>,
     /// The most live API keys (not revoked, not expired) one member may hold through `POST /api/keys`; one more is 409 until they revoke one (issue 33: minting keys must not multiply what a member may hold).
     #[arg(
         long,

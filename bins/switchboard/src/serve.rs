@@ -255,6 +255,7 @@ fn proxy_config(
         ws_queue: args.proxy_ws_queue,
         max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
         max_sockets_per_member: args.max_sockets_per_member,
+        max_sockets_per_org: args.max_sockets_per_org,
         ..Default::default()
     }
 }
@@ -321,6 +322,7 @@ fn app_state(
         .with_live(switchboard_api::live::LiveConfig {
             max_subscribers: args.max_subscribers.min(files.subscribers as usize),
             max_sockets_per_member: args.max_sockets_per_member,
+            max_sockets_per_org: args.max_sockets_per_org,
             max_relays: files.relays as usize,
             ..Default::default()
         })

@@ -55,6 +55,10 @@ pub enum ApiError {
     /// 503 with `Retry-After`, others go on.
     #[error("Too many connections to sandboxes for this member, retry later")]
     MemberSocketsExhausted,
+    /// The sandbox's organization already holds `--max-sockets-per-org` proxied websockets
+    /// (issue 33): 503 with `Retry-After`, other organizations go on.
+    #[error("Too many connections to sandboxes for this organization, retry later")]
+    OrgSocketsExhausted,
     /// A sandbox's service did not answer within the proxy's read timeout: 504.
     #[error("The sandbox's service did not answer in time")]
     UpstreamTimeout,
@@ -152,9 +156,8 @@ impl ApiError {
             ApiError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, self.to_string()),
             ApiError::BodiesInFlight
             | ApiError::ProxySocketsExhausted
-            | ApiError::MemberSocketsExhausted => {
-                (StatusCode::SERVICE_UNAVAILABLE, self.to_string())
-            }
+            | ApiError::MemberSocketsExhausted
+            | ApiError::OrgSocketsExhausted => (StatusCode::SERVICE_UNAVAILABLE, self.to_string()),
             ApiError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, self.to_string()),
             ApiError::UpstreamUnreachable => (StatusCode::BAD_GATEWAY, self.to_string()),
             ApiError::UpstreamTimeout => (StatusCode::GATEWAY_TIMEOUT, self.to_string()),
@@ -188,7 +191,8 @@ impl ResponseError for ApiError {
             }
             ApiError::BodiesInFlight
             | ApiError::ProxySocketsExhausted
-            | ApiError::MemberSocketsExhausted => {
+            | ApiError::MemberSocketsExhausted
+            | ApiError::OrgSocketsExhausted => {
                 resp.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
             }
             ApiError::RateLimited { retry_after_secs } => {

@@ -3,6 +3,8 @@
 //! they may, one more is closed with 1013, also through another of their keys (minting keys
 //! does not multiply the limit), while another member still gets a socket when the server has
 //! room for only one more; a socket closed makes room for its member again, by any key.
+//! Per organization (`--max-sockets-per-org`): its members together hold at most the limit,
+//! whoever opens them, while another organization's member is not refused.
 
 #[macro_use]
 mod common;
@@ -20,6 +22,7 @@ type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 on_both_backends!(one_member_cannot_take_every_socket);
+on_both_backends!(one_organization_cannot_take_every_socket);
 
 /// The default `--max-sockets-per-member`.
 const PER_MEMBER: usize = 200;
@@ -105,6 +108,54 @@ async fn one_member_cannot_take_every_socket(backend: Backend) {
     drop(one);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut again = open(&app, &conv, &app.bound_owner.key).await;
+    assert_eq!(
+        first(&mut again).await,
+        Ok("sync".into()),
+        "{backend}: room again"
+    );
+}
+
+async fn one_organization_cannot_take_every_socket(backend: Backend) {
+    const PER_ORG: usize = 3;
+    let app = spawn_app(backend).await;
+    let event =
+        r#"{"id":"e1","timestamp":"2026-11-21T10:00:00","source":"user","kind":"PauseEvent"}"#;
+    let session = app.register_sandbox(app.org, app.owner.user_id).await;
+    let conv = uuid::Uuid::new_v4().to_string();
+    app.ingest(&session, &conv, &[event]).await;
+    let elsewhere = app
+        .register_sandbox(app.other_org, app.non_member.user_id)
+        .await;
+    let other_conv = uuid::Uuid::new_v4().to_string();
+    app.ingest(&elsewhere, &other_conv, &[event]).await;
+    app.live.set_max_sockets_per_org(Some(PER_ORG));
+
+    // Three members of organization A, each far under their own limit, fill A's.
+    let mut held = Vec::new();
+    for key in [&app.owner.key, &app.admin.key, &app.owner.key] {
+        let mut ws = open(&app, &conv, key).await;
+        assert_eq!(first(&mut ws).await, Ok("sync".into()), "{backend}");
+        held.push(ws);
+    }
+    let mut over = open(&app, &conv, &app.admin.key).await;
+    assert_eq!(
+        first(&mut over).await,
+        Err(1013),
+        "{backend}: one over the organization's limit, by a member who holds one"
+    );
+    // Organization B's member is not refused.
+    let mut other = open(&app, &other_conv, &app.non_member.key).await;
+    assert_eq!(
+        first(&mut other).await,
+        Ok("sync".into()),
+        "{backend}: another organization"
+    );
+    // A socket of A closed makes room for any of A's members.
+    let mut one = held.pop().unwrap();
+    one.close(None).await.unwrap();
+    drop(one);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut again = open(&app, &conv, &app.admin.key).await;
     assert_eq!(
         first(&mut again).await,
         Ok("sync".into()),

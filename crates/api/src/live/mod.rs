@@ -19,13 +19,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use switchboard_domain::UserId;
+use switchboard_domain::{OrgId, UserId};
 use tokio::sync::watch;
 
 pub use hub::Hub;
 pub use relay::{DEFAULT_MAX_RELAYS, Relays};
 
-use crate::member_sockets::{MemberPermit, MemberSockets};
+use crate::member_sockets::{MemberPermit, MemberSockets, SocketLimit};
 
 /// Limits and timings of live delivery.
 #[derive(Debug, Clone)]
@@ -38,6 +38,10 @@ pub struct LiveConfig {
     /// socket, also by minting keys (`--max-sockets-per-member`; issue 18, Quotas, counted
     /// per key then; issue 33, per member).
     pub max_sockets_per_member: usize,
+    /// Sockets the members of one organization may hold together on this process (of the
+    /// conversation's organization; `--max-sockets-per-org`, issue 33); `None`: no limit
+    /// but the members'. One more is closed with 1013 once authenticated.
+    pub max_sockets_per_org: Option<usize>,
     /// Upstream sockets of transient-event relays at once; a conversation watched beyond it
     /// gets durable frames only (its subscribers are not refused). Derived from the
     /// open-files limit by `serve`.
@@ -63,6 +67,7 @@ impl Default for LiveConfig {
         LiveConfig {
             max_subscribers: DEFAULT_MAX_SUBSCRIBERS,
             max_sockets_per_member: DEFAULT_MAX_SOCKETS_PER_MEMBER,
+            max_sockets_per_org: None,
             max_relays: DEFAULT_MAX_RELAYS,
             ping_interval: Duration::from_secs(20),
             max_frame_bytes: 1 << 20,
@@ -115,7 +120,10 @@ impl Live {
             config: config.clone(),
             subscribers: AtomicUsize::new(0),
             max_subscribers: AtomicUsize::new(config.max_subscribers),
-            per_member: MemberSockets::new(config.max_sockets_per_member),
+            per_member: MemberSockets::new(
+                config.max_sockets_per_member,
+                config.max_sockets_per_org,
+            ),
             ping_interval_ms: AtomicU64::new(millis(config.ping_interval)),
             beating: AtomicBool::new(false),
             signals: watch::Sender::new(Signal::default()),
@@ -146,6 +154,12 @@ impl Live {
     /// Changes the per-member socket limit for sockets admitted from now on.
     pub fn set_max_sockets_per_member(&self, max: usize) {
         self.per_member.set_max(max);
+    }
+
+    /// Changes the per-organization socket limit (`None`: none) for sockets admitted from
+    /// now on.
+    pub fn set_max_sockets_per_org(&self, max: Option<usize>) {
+        self.per_member.set_max_per_org(max);
     }
 
     /// Changes the heartbeat interval (tests use a short one). It applies from the heartbeat
@@ -225,14 +239,20 @@ pub(crate) struct Admission {
 }
 
 impl Admission {
-    /// Counts the socket for `member` under [`LiveConfig::max_sockets_per_member`]; `false`
-    /// (nothing counted) when the member holds as many already.
-    pub(crate) fn count_for_member(&mut self, member: UserId) -> bool {
-        if self.member.is_some() {
-            return true;
+    /// Counts the socket for `member` of `org` under [`LiveConfig::max_sockets_per_member`]
+    /// and [`LiveConfig::max_sockets_per_org`].
+    ///
+    /// # Errors
+    /// The limit met (nothing counted).
+    pub(crate) fn count_for_member(
+        &mut self,
+        member: UserId,
+        org: OrgId,
+    ) -> Result<(), SocketLimit> {
+        if self.member.is_none() {
+            self.member = Some(self.live.per_member.take(member, Some(org))?);
         }
-        self.member = self.live.per_member.take(member);
-        self.member.is_some()
+        Ok(())
     }
 }
 

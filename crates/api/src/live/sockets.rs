@@ -15,6 +15,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use super::tail::{Accepted, Protocol, Start, close, is_invalid_text, run_tail};
 use crate::AppState;
 use crate::extract::{presented_key, requested_org};
+use crate::member_sockets::SocketLimit;
 
 /// Close code: authentication failed (the agent server's).
 pub const CLOSE_AUTH_FAILED: u16 = 4001;
@@ -130,10 +131,15 @@ fn upgrade(
             return;
         };
         match check(&state, key, requested, conversation).await {
-            Ok(ctx) if !admission.count_for_member(ctx.principal.user_id) => {
-                close(session, CLOSE_TRY_AGAIN, "too many sockets for this member").await;
-            }
             Ok(ctx) => {
+                if let Err(limit) = admission.count_for_member(ctx.principal.user_id, ctx.org.id) {
+                    let reason = match limit {
+                        SocketLimit::Member => "too many sockets for this member",
+                        SocketLimit::Org => "too many sockets for this organization",
+                    };
+                    close(session, CLOSE_TRY_AGAIN, reason).await;
+                    return;
+                }
                 // A task of its own: this one (its handshake state included) ends here and
                 // its memory goes back, so an idle socket holds only the tail's state.
                 let tail = run_tail(Accepted {

@@ -58,6 +58,9 @@ pub struct ProxyConfig {
     /// The most proxied websockets one member (user) holds at once, whatever keys they use
     /// (`--max-sockets-per-member`, issue 33); one more is 503 with `Retry-After`.
     pub max_sockets_per_member: usize,
+    /// The most proxied websockets the members of one organization (the sandbox's) hold
+    /// together (`--max-sockets-per-org`, issue 33); `None`: no limit but the members'.
+    pub max_sockets_per_org: Option<usize>,
 }
 
 impl Default for ProxyConfig {
@@ -76,6 +79,7 @@ impl Default for ProxyConfig {
             ws_max_message: 16 << 20,
             max_upstream_sockets: DEFAULT_MAX_UPSTREAM_SOCKETS,
             max_sockets_per_member: crate::live::DEFAULT_MAX_SOCKETS_PER_MEMBER,
+            max_sockets_per_org: None,
         }
     }
 }
@@ -121,7 +125,7 @@ impl Proxy {
             .pool_max_idle_per_host(IDLE_PER_SERVICE)
             .pool_timer(TokioTimer::new())
             .build(CountedConnector::new(http, sockets.clone()));
-        let members = MemberSockets::new(config.max_sockets_per_member);
+        let members = MemberSockets::new(config.max_sockets_per_member, config.max_sockets_per_org);
         Proxy {
             config,
             client,
@@ -135,7 +139,8 @@ impl Proxy {
         &self.sockets
     }
 
-    /// The proxied websockets each member holds ([`ProxyConfig::max_sockets_per_member`]).
+    /// The proxied websockets each member and organization holds
+    /// ([`ProxyConfig::max_sockets_per_member`], [`ProxyConfig::max_sockets_per_org`]).
     pub fn member_sockets(&self) -> &Arc<MemberSockets> {
         &self.members
     }

@@ -40,7 +40,7 @@ use super::access::{Credential, credential, resolve};
 use super::config::{Proxy, ProxyConfig};
 use super::route::Route;
 use crate::error::ApiError;
-use crate::member_sockets::MemberPermit;
+use crate::member_sockets::{MemberPermit, SocketLimit};
 use crate::state::AppState;
 
 /// The upstream socket, and its permit among the proxy's sockets (given back when the relay
@@ -127,7 +127,11 @@ pub async fn relay(
         };
         match connect(&req, &route, &target, &state.proxy).await {
             Ok((upstream, _)) => pump(session, stream, upstream, config).await,
-            Err(ApiError::ProxySocketsExhausted | ApiError::MemberSocketsExhausted) => {
+            Err(
+                ApiError::ProxySocketsExhausted
+                | ApiError::MemberSocketsExhausted
+                | ApiError::OrgSocketsExhausted,
+            ) => {
                 close(
                     session,
                     CLOSE_TRY_AGAIN,
@@ -222,9 +226,17 @@ async fn connect(
         .service_url(&route.service)
         .ok_or(DomainError::SandboxNotFound)?;
     let member = match target.member {
-        Some(m) => Some(proxy.member_sockets().take(m).ok_or_else(|| {
-            tracing::warn!(sandbox = ?route.sandbox_id, member = %m, "a member holds --max-sockets-per-member proxied sockets already");
-            ApiError::MemberSocketsExhausted
+        Some(m) => Some(proxy.member_sockets().take(m, target.org).map_err(|limit| {
+            match limit {
+                SocketLimit::Member => {
+                    tracing::warn!(sandbox = ?route.sandbox_id, member = %m, "a member holds --max-sockets-per-member proxied sockets already");
+                    ApiError::MemberSocketsExhausted
+                }
+                SocketLimit::Org => {
+                    tracing::warn!(sandbox = ?route.sandbox_id, org = ?target.org, "an organization holds --max-sockets-per-org proxied sockets already");
+                    ApiError::OrgSocketsExhausted
+                }
+            }
         })?),
         None => None,
     };

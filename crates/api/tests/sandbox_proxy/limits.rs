@@ -215,3 +215,54 @@ pub(crate) async fn proxied_sockets_per_member(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
+
+/// Proxied websockets per organization (issue 33, `--max-sockets-per-org`): the sockets of
+/// the members of the sandbox's organization count together, whoever opens them; one more is
+/// a clear 503 naming the organization, while another organization's member is not refused.
+pub(crate) async fn proxied_sockets_per_org(backend: Backend) {
+    let app = spawn_sandbox_app(
+        backend,
+        SandboxOptions {
+            proxy: Some(ProxyConfig {
+                max_sockets_per_member: 2,
+                max_sockets_per_org: Some(3),
+                ..proxy_config()
+            }),
+            ..SandboxOptions::default()
+        },
+    )
+    .await;
+    let (_, session, url) = running(&app, &app.owner.key).await;
+    let (_, _, elsewhere) = running(&app, &app.non_member.key).await;
+    let conv = uuid::Uuid::new_v4().simple().to_string();
+    let by_key = |url: &str, key: &str| {
+        let ws = url.replacen("http://", "ws://", 1);
+        let mut req = format!("{ws}/sockets/events/{conv}")
+            .into_client_request()
+            .unwrap();
+        req.headers_mut()
+            .insert("X-Access-Token", key.parse().unwrap());
+        tokio_tungstenite::connect_async(req)
+    };
+    // The owner (two: their limit) and the admin (one) fill the organization's three.
+    let _held = [
+        open(&url, &conv, Some(&session)).await.unwrap(),
+        by_key(&url, &app.owner.key).await.unwrap().0,
+        by_key(&url, &app.admin.key).await.unwrap().0,
+    ];
+    match by_key(&url, &app.admin.key).await {
+        Err(WsError::Http(r)) => {
+            assert_eq!(r.status().as_u16(), 503, "{backend}");
+            let body = String::from_utf8_lossy(r.body().as_deref().unwrap_or_default());
+            assert!(body.contains("for this organization"), "{backend}: {body}");
+        }
+        other => panic!("{backend}: one over the organization's limit: {other:?}"),
+    }
+    // Another organization's member, at their own sandbox, is not refused.
+    let other = by_key(&elsewhere, &app.non_member.key).await;
+    assert!(
+        other.is_ok(),
+        "{backend}: another organization: {:?}",
+        other.err()
+    );
+}

@@ -34,7 +34,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use access::who_gets_through;
 use http::http_streams_both_ways;
-use limits::{proxied_sockets_per_member, sockets_and_slow_bodies};
+use limits::{proxied_sockets_per_member, proxied_sockets_per_org, sockets_and_slow_bodies};
 use urls::{routes_by_host, urls_point_at_the_proxy};
 use websockets::websockets_relay;
 use workers::workers_through_the_proxy;
@@ -49,6 +49,7 @@ on_both_backends!(
     workers_through_the_proxy,
     sockets_and_slow_bodies,
     proxied_sockets_per_member,
+    proxied_sockets_per_org,
     starts_under_workspace_are_refused_without_one
 );
 

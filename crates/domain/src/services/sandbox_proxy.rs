@@ -5,7 +5,7 @@
 
 use crate::error::DomainError;
 use crate::identity::session_keys::SessionKey;
-use crate::ids::{SandboxId, UserId};
+use crate::ids::{OrgId, SandboxId, UserId};
 use crate::sandboxes::records::{ExposedUrl, SandboxRecord};
 use crate::sandboxes::runtime::{RuntimeHandle, SandboxStatus};
 use crate::sandboxes::services::ExposedService;
@@ -40,6 +40,9 @@ pub struct ProxyTarget {
     /// Whom a proxied socket counts for (issue 33, per-member socket caps): the API key's
     /// user, or, for the sandbox's own session key, the sandbox's owner.
     pub member: Option<UserId>,
+    /// The sandbox's organization, whose members' proxied sockets count together (issue 33,
+    /// per-organization socket caps).
+    pub org: Option<OrgId>,
     /// The sandbox as read for this request: [`Switchboard::verify_upstream`] asks its
     /// runtime who listens at a service's URL.
     record: SandboxRecord,
@@ -149,6 +152,7 @@ impl Switchboard {
             session_key,
             project_dir,
             member: member.or(record.owner_id),
+            org: record.org_id,
             record,
         })
     }
