@@ -24,7 +24,9 @@ an installation id of its own and a warm pool of WARM containers of the image, t
    sandbox kernel and its gofer, and the guest's memory is the kernel's shared memory.
 
 OCI_RUNTIME=runsc runs every container under that OCI runtime (`--docker-oci-runtime`, issue
-18; the daemon must have it: scripts/ci-docker.sh registers runsc).
+18; the daemon must have it: scripts/ci-docker.sh registers runsc). SANDBOX_NETWORK=host
+loads no egress rules on the bridge (`--sandbox-network host`; default isolated: as root, the
+rules of issue 33 are loaded before each container starts), for a before/after of their cost.
 
 Everything of the run's installation is removed at the end (containers and volumes), also on
 failure. Python 3 standard library only. Prints a JSON summary.
@@ -51,6 +53,7 @@ COLD = int(os.environ.get("COLD", "5"))
 CLAIMS = int(os.environ.get("CLAIMS", "8"))
 SEARCHES = int(os.environ.get("SEARCHES", "300"))
 OCI_RUNTIME = os.environ.get("OCI_RUNTIME", "")
+SANDBOX_NETWORK = os.environ.get("SANDBOX_NETWORK", "isolated")
 IDLE_WAIT = float(os.environ.get("IDLE_WAIT", "20"))
 
 
@@ -124,7 +127,7 @@ def main():
         [BIN, "--data-dir", os.path.join(work, "data"), "serve", "--bind", "127.0.0.1:0",
          "--sandbox-specs", specs, "--warm-sandboxes", str(WARM),
          "--max-running-sandboxes", "1000", "--max-sandboxes-per-user", "1000",
-         "--docker-installation", installation]
+         "--docker-installation", installation, "--sandbox-network", SANDBOX_NETWORK]
         + (["--docker-oci-runtime", OCI_RUNTIME] if OCI_RUNTIME else []),
         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
     succeeded = False

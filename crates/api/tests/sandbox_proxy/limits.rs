@@ -174,22 +174,13 @@ pub(crate) async fn proxied_sockets_per_member(backend: Backend) {
     .await;
     let (_, session, url) = running(&app, &app.owner.key).await;
     let conv = uuid::Uuid::new_v4().simple().to_string();
-    let by_key = |key: &str| {
-        let ws = url.replacen("http://", "ws://", 1);
-        let mut req = format!("{ws}/sockets/events/{conv}")
-            .into_client_request()
-            .unwrap();
-        req.headers_mut()
-            .insert("X-Access-Token", key.parse().unwrap());
-        tokio_tungstenite::connect_async(req)
-    };
     let mut held = vec![
         open(&url, &conv, Some(&session)).await.unwrap(),
-        by_key(&app.owner.key).await.unwrap().0,
+        by_key(&url, &conv, &app.owner.key).await.unwrap().0,
     ];
     for refused in [
         open(&url, &conv, Some(&session)).await.map(|_| ()),
-        by_key(&app.bound_owner.key).await.map(|_| ()),
+        by_key(&url, &conv, &app.bound_owner.key).await.map(|_| ()),
     ] {
         match refused {
             Err(WsError::Http(r)) => {
@@ -201,7 +192,7 @@ pub(crate) async fn proxied_sockets_per_member(backend: Backend) {
         }
     }
     // Another member who sees the sandbox (the admin) is not refused.
-    let admin = by_key(&app.admin.key).await;
+    let admin = by_key(&url, &conv, &app.admin.key).await;
     assert!(
         admin.is_ok(),
         "{backend}: another member: {:?}",
@@ -235,22 +226,13 @@ pub(crate) async fn proxied_sockets_per_org(backend: Backend) {
     let (_, session, url) = running(&app, &app.owner.key).await;
     let (_, _, elsewhere) = running(&app, &app.non_member.key).await;
     let conv = uuid::Uuid::new_v4().simple().to_string();
-    let by_key = |url: &str, key: &str| {
-        let ws = url.replacen("http://", "ws://", 1);
-        let mut req = format!("{ws}/sockets/events/{conv}")
-            .into_client_request()
-            .unwrap();
-        req.headers_mut()
-            .insert("X-Access-Token", key.parse().unwrap());
-        tokio_tungstenite::connect_async(req)
-    };
     // The owner (two: their limit) and the admin (one) fill the organization's three.
     let _held = [
         open(&url, &conv, Some(&session)).await.unwrap(),
-        by_key(&url, &app.owner.key).await.unwrap().0,
-        by_key(&url, &app.admin.key).await.unwrap().0,
+        by_key(&url, &conv, &app.owner.key).await.unwrap().0,
+        by_key(&url, &conv, &app.admin.key).await.unwrap().0,
     ];
-    match by_key(&url, &app.admin.key).await {
+    match by_key(&url, &conv, &app.admin.key).await {
         Err(WsError::Http(r)) => {
             assert_eq!(r.status().as_u16(), 503, "{backend}");
             let body = String::from_utf8_lossy(r.body().as_deref().unwrap_or_default());
@@ -259,10 +241,35 @@ pub(crate) async fn proxied_sockets_per_org(backend: Backend) {
         other => panic!("{backend}: one over the organization's limit: {other:?}"),
     }
     // Another organization's member, at their own sandbox, is not refused.
-    let other = by_key(&elsewhere, &app.non_member.key).await;
+    let other = by_key(&elsewhere, &conv, &app.non_member.key).await;
     assert!(
         other.is_ok(),
         "{backend}: another organization: {:?}",
         other.err()
     );
 }
+
+/// Opens the events socket of `conv` through the proxy at `url` with API key `key`.
+async fn by_key(
+    url: &str,
+    conv: &str,
+    key: &str,
+) -> Result<
+    (
+        Ws,
+        tokio_tungstenite::tungstenite::handshake::client::Response,
+    ),
+    WsError,
+> {
+    let ws = url.replacen("http://", "ws://", 1);
+    let mut req = format!("{ws}/sockets/events/{conv}")
+        .into_client_request()
+        .unwrap();
+    req.headers_mut()
+        .insert("X-Access-Token", key.parse().unwrap());
+    tokio_tungstenite::connect_async(req).await
+}
+
+/// A websocket to a sandbox through the proxy.
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;

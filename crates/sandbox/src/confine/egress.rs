@@ -199,32 +199,44 @@ impl Egress {
             &resolve(&self.allow),
             &resolve(&self.deny),
         );
-        let out = Command::new(&self.nsenter)
+        let mut nsenter = Command::new(&self.nsenter);
+        nsenter
             .arg(format!("--net=/proc/{init_pid}/ns/net"))
             .arg("--")
-            .arg(&self.nft)
-            .args(["-f", "-"])
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                if let Some(mut stdin) = child.stdin.take() {
-                    std::io::Write::write_all(&mut stdin, rules.as_bytes())?;
-                }
-                child.wait_with_output()
-            })
-            .map_err(|e| format!("cannot run {}: {e}", self.nft.display()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "nft could not load the sandbox's egress rules ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
+            .arg(&self.nft);
+        load(nsenter, &rules, "the sandbox's egress rules")
+    }
+}
+
+/// Runs `command` (`nft`, or what runs it) with `-f -` and `rules` on its standard input, in
+/// an empty environment.
+///
+/// # Errors
+/// That it could not run, or what `nft` said of `what` (e.g. "the sandbox's egress rules").
+pub(crate) fn load(mut command: Command, rules: &str, what: &str) -> Result<(), String> {
+    let program = command.get_program().to_string_lossy().into_owned();
+    let out = command
+        .args(["-f", "-"])
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            if let Some(mut stdin) = child.stdin.take() {
+                std::io::Write::write_all(&mut stdin, rules.as_bytes())?;
+            }
+            child.wait_with_output()
+        })
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "nft could not load {what} ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 

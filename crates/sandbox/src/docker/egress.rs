@@ -26,10 +26,10 @@
 
 use std::net::IpAddr;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use crate::confine::egress::{
-    Destination, IpNet, destination_rules, nameservers, resolve, webhook_ip,
+    Destination, IpNet, destination_rules, load, nameservers, resolve, webhook_ip,
 };
 use crate::confine::{url_host_port, which_system};
 
@@ -141,29 +141,11 @@ impl DockerEgress {
             &resolve(&self.allow),
             &resolve(&self.deny),
         );
-        let out = Command::new(&self.nft)
-            .args(["-f", "-"])
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .and_then(|mut child| {
-                if let Some(mut stdin) = child.stdin.take() {
-                    std::io::Write::write_all(&mut stdin, script.as_bytes())?;
-                }
-                child.wait_with_output()
-            })
-            .map_err(|e| format!("cannot run {}: {e}", self.nft.display()))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "nft could not load the egress rules of bridge {bridge} ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
-        }
+        load(
+            Command::new(&self.nft),
+            &script,
+            &format!("the egress rules of bridge {bridge}"),
+        )
     }
 }
 
