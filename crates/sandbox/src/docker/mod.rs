@@ -118,8 +118,6 @@ pub struct DockerRuntime {
     host: String,
     config: DockerConfig,
     ports: &'static PortPool,
-    /// The host interface of the bridge network, when egress rules are loaded for it.
-    egress_bridge: Option<String>,
 }
 
 impl std::fmt::Debug for DockerRuntime {
@@ -198,21 +196,16 @@ impl DockerRuntime {
                 known.join(", ")
             )));
         }
-        let mut runtime = DockerRuntime {
+        let runtime = DockerRuntime {
             docker,
             tokio: Some(tokio),
             host: host.to_owned(),
             config,
             ports: PortPool::shared(),
-            egress_bridge: None,
         };
         if runtime.config.network == DockerNetwork::Bridge {
             runtime.block_on(runtime.ensure_network(&runtime.config.bridge_network))?;
-            if runtime.config.egress.is_some() {
-                let bridge = runtime.block_on(runtime.bridge_of(&runtime.config.bridge_network))?;
-                runtime.egress_bridge = Some(bridge);
-                runtime.load_egress(runtime.config.webhook_base_url.as_deref())?;
-            }
+            runtime.block_on(runtime.load_egress(runtime.config.webhook_base_url.as_deref()))?;
         }
         Ok(runtime)
     }

@@ -97,17 +97,23 @@ impl DockerRuntime {
     }
 
     /// Loads the egress rules ([`DockerConfig::egress`](crate::docker::DockerConfig::egress))
-    /// for the bridge, containers' webhook URL being `webhook_url` (none: only the host ports
-    /// open); a no-op without rules.
+    /// for the bridge network's interface as it is now (a network removed and made again
+    /// has another), containers' webhook URL being `webhook_url` (none: only the host ports
+    /// open); a no-op without rules or with host networking.
     ///
     /// # Errors
-    /// [`DockerError::Config`] with what `nft` said: no container starts without its rules.
-    pub(crate) fn load_egress(&self, webhook_url: Option<&str>) -> Result<(), DockerError> {
-        let (Some(egress), Some(bridge)) = (&self.config.egress, &self.egress_bridge) else {
+    /// [`DockerError::Api`] when the network cannot be inspected; [`DockerError::Config`]
+    /// with what `nft` said: no container starts without its rules.
+    pub(crate) async fn load_egress(&self, webhook_url: Option<&str>) -> Result<(), DockerError> {
+        let Some(egress) = &self.config.egress else {
             return Ok(());
         };
+        if self.config.network != crate::docker::DockerNetwork::Bridge {
+            return Ok(());
+        }
+        let bridge = self.bridge_of(&self.config.bridge_network).await?;
         egress
-            .apply(bridge, webhook_url.unwrap_or_default())
+            .apply(&bridge, webhook_url.unwrap_or_default())
             .map_err(DockerError::Config)
     }
 
