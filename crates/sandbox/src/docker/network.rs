@@ -99,7 +99,7 @@ impl DockerRuntime {
     /// Loads the egress rules ([`DockerConfig::egress`](crate::docker::DockerConfig::egress))
     /// for the bridge network's interface as it is now (a network removed and made again
     /// has another), containers' webhook URL being `webhook_url` (none: only the host ports
-    /// open); a no-op without rules or with host networking.
+    /// open); a no-op without rules. For a bridge only (the caller's to check).
     ///
     /// # Errors
     /// [`DockerError::Api`] when the network cannot be inspected; [`DockerError::Config`]
@@ -108,9 +108,6 @@ impl DockerRuntime {
         let Some(egress) = &self.config.egress else {
             return Ok(());
         };
-        if self.config.network != crate::docker::DockerNetwork::Bridge {
-            return Ok(());
-        }
         let bridge = self.bridge_of(&self.config.bridge_network).await?;
         egress
             .apply(&bridge, webhook_url.unwrap_or_default())

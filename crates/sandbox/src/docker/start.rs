@@ -43,8 +43,10 @@ impl DockerRuntime {
         let working_dir = create::working_dir(&launch.spec.working_dir)?;
         crate::launch::environment(launch, self.config.container_port)?;
         // The rules again before each start: host names resolved now, this webhook's port.
-        self.block_on(self.load_egress(Some(&launch.webhook_base_url)))
-            .map_err(|e| RuntimeError::Launch(e.to_string()))?;
+        if self.config.network == DockerNetwork::Bridge {
+            self.block_on(self.load_egress(Some(&launch.webhook_base_url)))
+                .map_err(|e| RuntimeError::Launch(e.to_string()))?;
+        }
         self.block_on(self.start_async(launch, labels, working_dir))
     }
 
