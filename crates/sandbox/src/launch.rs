@@ -185,6 +185,7 @@ mod tests {
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
                 runtime: None,
                 exposed_services: Vec::new(),
+                egress: Default::default(),
             },
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://127.0.0.1:9/api/v1/webhooks".into(),

@@ -215,6 +215,7 @@ mod tests {
             created_at: time::OffsetDateTime::UNIX_EPOCH,
             runtime: None,
             exposed_services: Vec::new(),
+            egress: Default::default(),
         };
         let info = SandboxSpecInfo::from(spec);
         assert_eq!(info.initial_env["LLM_API_KEY"], "**********");

@@ -113,6 +113,7 @@ fn spec(id: &str, command: Vec<String>, env: &[(&str, &str)]) -> SandboxSpec {
         created_at: time::OffsetDateTime::now_utc(),
         runtime: None,
         exposed_services: Vec::new(),
+        egress: Default::default(),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod agent_requests;
 pub mod agent_server_error;
 pub mod agent_workspace;
 pub mod changes;
+pub mod egress;
 pub mod event_streams;
 pub mod handles;
 pub mod limits;

@@ -16,6 +16,7 @@ use std::path::Path;
 use serde_json::Value;
 use time::OffsetDateTime;
 
+use crate::sandboxes::egress::EgressLists;
 use crate::sandboxes::limits::{self, ResourceLimits};
 use crate::sandboxes::services::ExposedService;
 
@@ -67,6 +68,9 @@ pub struct SandboxSpec {
     /// `WORKER_1`, `WORKER_2` (issue 22), sorted, each once, never `AGENT_SERVER`. Empty
     /// (the default): the agent server only.
     pub exposed_services: Vec<ExposedService>,
+    /// Its own egress lists (`egress_allow`, `egress_deny`; issue 33), on top of the
+    /// operator's. Empty (the default): the operator's alone.
+    pub egress: EgressLists,
 }
 
 /// A sandbox spec that cannot be used, with where it came from.
@@ -96,7 +100,7 @@ fn location_prefix(location: &str) -> String {
 
 /// The fields a spec object may have; `created_at` is accepted (so a spec copied from an API
 /// answer loads) and ignored: it is always the load time.
-const KNOWN_FIELDS: [&str; 9] = [
+const KNOWN_FIELDS: [&str; 11] = [
     "id",
     "command",
     "initial_env",
@@ -106,6 +110,8 @@ const KNOWN_FIELDS: [&str; 9] = [
     "created_at",
     "runtime",
     "exposed_services",
+    "egress_allow",
+    "egress_deny",
 ];
 
 // Over 100 lines, on purpose: one pass over a spec's fields, a match arm per field (each
@@ -118,8 +124,9 @@ const KNOWN_FIELDS: [&str; 9] = [
 /// CPUs, optional, [`limits::MIN_CPUS`]..=[`limits::MAX_CPUS`]) and `runtime` (the name of
 /// the runtime that runs it, optional: the server's default) and `exposed_services` (an
 /// array of `VSCODE`, `WORKER_1`, `WORKER_2`, optional, default none: the services exposed
-/// besides `AGENT_SERVER`, which is always exposed and may be listed). Every spec's
-/// `created_at` is `now`.
+/// besides `AGENT_SERVER`, which is always exposed and may be listed), `egress_allow` and
+/// `egress_deny` (arrays of IP addresses, CIDR ranges or host names, optional:
+/// [`EgressLists`]). Every spec's `created_at` is `now`.
 ///
 /// # Errors
 /// A [`SpecError`] naming `source_name` and the first field in error: JSON syntax (with line
@@ -157,7 +164,7 @@ pub fn parse_sandbox_specs(
             return Err(err(
                 at(unknown),
                 "unknown field (expected id, command, initial_env, working_dir, memory_mb, \
-                 cpus, runtime, exposed_services)"
+                 cpus, runtime, exposed_services, egress_allow, egress_deny)"
                     .into(),
             ));
         }
@@ -222,6 +229,12 @@ pub fn parse_sandbox_specs(
         };
         let exposed_services = ExposedService::parse_list(fields.get("exposed_services"))
             .map_err(|m| err(at("exposed_services"), m))?;
+        let list =
+            |field: &str| EgressLists::parse_list(fields.get(field)).map_err(|m| err(at(field), m));
+        let egress = EgressLists {
+            allow: list("egress_allow")?,
+            deny: list("egress_deny")?,
+        };
         specs.push(SandboxSpec {
             id,
             command,
@@ -231,6 +244,7 @@ pub fn parse_sandbox_specs(
             created_at: now,
             runtime,
             exposed_services,
+            egress,
         });
     }
     Ok(specs)
@@ -310,6 +324,7 @@ pub fn process_preset(
         created_at: now,
         runtime: None,
         exposed_services: Vec::new(),
+        egress: EgressLists::default(),
     })
 }
 
@@ -339,6 +354,7 @@ pub fn docker_preset(image: &str, now: OffsetDateTime) -> Result<SandboxSpec, Sp
         created_at: now,
         runtime: None,
         exposed_services: Vec::new(),
+        egress: EgressLists::default(),
     })
 }
 
@@ -381,215 +397,5 @@ fn is_executable(path: &Path) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn now() -> OffsetDateTime {
-        OffsetDateTime::from_unix_timestamp(1_700_000_000).unwrap()
-    }
-
-    fn parse(text: &str) -> Result<Vec<SandboxSpec>, String> {
-        parse_sandbox_specs(text, "specs.json", now()).map_err(|e| e.to_string())
-    }
-
-    #[test]
-    fn parses_full_and_minimal_specs() {
-        let specs = parse(
-            r#"[{"id":"a","command":["srv","--x"],"initial_env":{"K":"v"},"working_dir":"w",
-                 "memory_mb":512,"cpus":1.5,"runtime":"docker",
-                 "exposed_services":["WORKER_2","AGENT_SERVER","VSCODE","WORKER_2"]},
-                {"id":"b","command":["other"],"created_at":"2020-01-01T00:00:00Z"}]"#,
-        )
-        .unwrap();
-        assert_eq!(specs.len(), 2);
-        assert_eq!(specs[0].command, ["srv", "--x"]);
-        assert_eq!(specs[0].initial_env.get("K").map(String::as_str), Some("v"));
-        assert_eq!(specs[0].working_dir, "w");
-        assert_eq!(specs[0].limits.memory_mb, Some(512));
-        assert_eq!(
-            specs[0].limits.cpus.map(|c| c.nano_cpus()),
-            Some(1_500_000_000)
-        );
-        assert_eq!(specs[1].working_dir, DEFAULT_WORKING_DIR);
-        assert_eq!(specs[1].limits, ResourceLimits::default());
-        assert!(specs[1].initial_env.is_empty());
-        assert_eq!(specs[1].created_at, now(), "created_at is the load time");
-        assert_eq!(specs[0].runtime.as_deref(), Some("docker"));
-        assert_eq!(specs[1].runtime, None);
-        let (vscode, worker2) = (ExposedService::Vscode, ExposedService::Worker2);
-        assert_eq!(specs[0].exposed_services, [vscode, worker2]);
-        assert!(specs[1].exposed_services.is_empty(), "none by default");
-    }
-
-    #[test]
-    fn bad_files_name_the_file_and_the_field() {
-        let cases = [
-            (
-                "{",
-                "specs.json: not valid JSON: EOF while parsing an object at line 1 column 1",
-            ),
-            (
-                "{}",
-                "specs.json: expected a non-empty JSON array of sandbox specs",
-            ),
-            (
-                "[]",
-                "specs.json: expected a non-empty JSON array of sandbox specs",
-            ),
-            ("[1]", "specs.json: [0]: expected an object"),
-            (
-                r#"[{"command":["x"]}]"#,
-                "specs.json: [0].id: missing (expected a non-empty string)",
-            ),
-            (
-                r#"[{"id":" ","command":["x"]}]"#,
-                "specs.json: [0].id: expected a non-empty string",
-            ),
-            (
-                r#"[{"id":"a","command":["x"]},{"id":"b","command":[]}]"#,
-                "specs.json: [1].command: expected a non-empty array of strings",
-            ),
-            (
-                r#"[{"id":"a","command":"srv"}]"#,
-                "specs.json: [0].command: expected a non-empty array of strings",
-            ),
-            (
-                r#"[{"id":"a","command":["srv",3]}]"#,
-                "specs.json: [0].command: expected a non-empty array of strings",
-            ),
-            (
-                r#"[{"id":"a"}]"#,
-                "specs.json: [0].command: missing (expected a non-empty array of strings)",
-            ),
-            (
-                r#"[{"id":"a","command":[""]}]"#,
-                "specs.json: [0].command: the program (first item) is empty",
-            ),
-            (
-                r#"[{"id":"a","command":["x"]},{"id":"a","command":["y"]}]"#,
-                "specs.json: [1].id: duplicate id \"a\" (also [0].id)",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"initial_env":{"K":1}}]"#,
-                "specs.json: [0].initial_env.K: expected a string without NUL",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"initial_env":{"A=B":"1"}}]"#,
-                "specs.json: [0].initial_env.A=B: an environment variable name cannot contain `=` or NUL",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"initial_env":["K"]}]"#,
-                "specs.json: [0].initial_env: expected an object of strings",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"working_dir":""}]"#,
-                "specs.json: [0].working_dir: expected a non-empty string",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"initial_evn":{}}]"#,
-                "specs.json: [0].initial_evn: unknown field (expected id, command, initial_env, \
-                 working_dir, memory_mb, cpus, runtime, exposed_services)",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"exposed_services":"VSCODE"}]"#,
-                "specs.json: [0].exposed_services: expected an array of VSCODE, WORKER_1, WORKER_2",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"runtime":3}]"#,
-                "specs.json: [0].runtime: expected a non-empty string",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"memory_mb":"1g"}]"#,
-                "specs.json: [0].memory_mb: expected a whole number of MiB from 6 to 16777216",
-            ),
-            (
-                r#"[{"id":"a","command":["x"],"cpus":0}]"#,
-                "specs.json: [0].cpus: expected a number of CPUs from 0.01 to 1024",
-            ),
-        ];
-        for (text, expected) in cases {
-            assert_eq!(parse(text).unwrap_err(), expected, "{text}");
-        }
-    }
-
-    #[test]
-    fn preset_splits_the_command_as_a_shell_would() {
-        let spec = process_preset(
-            Some(r#"/opt/venv/bin/agent-server --extra-python-path "/a b" 'c'\ d"#),
-            None,
-            now(),
-        )
-        .unwrap();
-        assert_eq!(
-            spec.command,
-            [
-                "/opt/venv/bin/agent-server",
-                "--extra-python-path",
-                "/a b",
-                "c d"
-            ]
-        );
-        assert_eq!(spec.id, PROCESS_PRESET_ID);
-        assert_eq!(spec.working_dir, ".");
-        assert_eq!(spec.initial_env["OPENHANDS_SUPPRESS_BANNER"], "1");
-
-        let unbalanced = process_preset(Some("agent-server \"oops"), None, now()).unwrap_err();
-        assert_eq!(
-            unbalanced.to_string(),
-            "--agent-server-command: cannot be split as a shell would: unbalanced quotes"
-        );
-        let empty = process_preset(Some("  "), None, now()).unwrap_err();
-        assert_eq!(
-            empty.to_string(),
-            "--agent-server-command: names no program"
-        );
-    }
-
-    #[test]
-    fn docker_preset_runs_the_image_with_openhands_docker_command() {
-        let spec = docker_preset(DEFAULT_AGENT_SERVER_IMAGE, now()).unwrap();
-        assert_eq!(spec.id, "switchboard/agent-server:local");
-        assert_eq!(spec.command, ["--port", "8000"]);
-        assert_eq!(spec.working_dir, "/workspace/project");
-        assert_eq!(spec.initial_env["LITELLM_LOCAL_MODEL_COST_MAP"], "True");
-        assert_eq!(spec.limits, ResourceLimits::default());
-        for bad in ["", "a b", "x\0"] {
-            let e = docker_preset(bad, now()).unwrap_err();
-            assert_eq!(
-                e.to_string(),
-                format!("--agent-server-image: {bad:?} is not an image reference")
-            );
-        }
-    }
-
-    #[test]
-    fn default_command_prefers_agent_server_on_path() {
-        let dir = std::env::temp_dir().join(format!("sb-spec-test-{}", std::process::id()));
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        let empty = dir.join("empty");
-        std::fs::create_dir_all(&empty).unwrap();
-        let program = bin.join(AGENT_SERVER_PROGRAM);
-        std::fs::write(&program, "#!/bin/sh\n").unwrap();
-
-        // Present but not executable: not found.
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o644)).unwrap();
-        let path = std::env::join_paths([&empty, &bin]).unwrap();
-        assert_eq!(
-            default_agent_server_command(Some(&path)),
-            AGENT_SERVER_MODULE_COMMAND
-        );
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-        assert_eq!(default_agent_server_command(Some(&path)), ["agent-server"]);
-        let only_empty = std::env::join_paths([&empty]).unwrap();
-        assert_eq!(
-            default_agent_server_command(Some(&only_empty)),
-            AGENT_SERVER_MODULE_COMMAND
-        );
-        assert_eq!(
-            default_agent_server_command(None),
-            AGENT_SERVER_MODULE_COMMAND
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+#[path = "specs_tests.rs"]
+mod tests;

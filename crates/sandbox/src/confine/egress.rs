@@ -19,13 +19,11 @@
 //! 4. [`BLOCKED`]: rejected (an immediate "connection refused", not a timeout);
 //! 5. everything else: accepted.
 
-use std::fmt;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::str::FromStr;
 
-pub use ipnet::IpNet;
+pub use switchboard_domain::sandboxes::egress::{Destination, EgressLists, IpNet, parse_range};
 
 use super::{Unconfinable, url_host_port, which_system};
 
@@ -59,52 +57,20 @@ pub struct Egress {
     pub deny: Vec<Destination>,
 }
 
-/// What an egress list names (`--sandbox-egress-allow`, `--sandbox-egress-deny`): a range, or
-/// a host name standing for the addresses it resolves to when a sandbox starts (issue 33:
-/// "allow or deny CIDRs and host names", e.g. an internal git server or an LLM gateway).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Destination {
-    /// A CIDR range or one address ([`parse_range`]).
-    Range(IpNet),
-    /// A DNS name (`git.internal.example`), lowercase, without a trailing dot.
-    Host(String),
-}
-
-impl fmt::Display for Destination {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Destination::Range(net) => net.fmt(f),
-            Destination::Host(name) => f.write_str(name),
-        }
-    }
-}
-
-impl FromStr for Destination {
-    type Err = String;
-
-    /// A range or address ([`parse_range`]), else a host name: 1 to 253 characters, labels of
-    /// 1 to 63 letters, digits and `-` (not first or last), separated by dots, not all digits.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        if let Ok(net) = parse_range(s) {
-            return Ok(Destination::Range(net));
-        }
-        let name = s.strip_suffix('.').unwrap_or(s).to_ascii_lowercase();
-        let label_ok = |l: &str| {
-            (1..=63).contains(&l.len())
-                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        };
-        let numeric = name.bytes().all(|b| b.is_ascii_digit() || b == b'.');
-        if (1..=253).contains(&name.len()) && name.split('.').all(label_ok) && !numeric {
-            Ok(Destination::Host(name))
-        } else {
-            Err(format!(
-                "{s:?}: expected an IP address, a CIDR range (10.1.0.0/16, fd00::/8) or a host \
-                 name (git.internal.example)"
-            ))
-        }
-    }
+/// The ranges allowed and denied: the operator's lists (`allow`, `deny`) and the spec's
+/// (`spec`), resolved now ([`resolve`]).
+pub(crate) fn joined(
+    allow: &[Destination],
+    deny: &[Destination],
+    spec: &EgressLists,
+) -> (Vec<IpNet>, Vec<IpNet>) {
+    let both = |a: &[Destination], b: &[Destination]| -> Vec<Destination> {
+        a.iter().chain(b).cloned().collect()
+    };
+    (
+        resolve(&both(allow, &spec.allow)),
+        resolve(&both(deny, &spec.deny)),
+    )
 }
 
 /// The ranges `list` stands for now: its ranges, and the addresses its host names resolve to
@@ -126,21 +92,6 @@ pub fn resolve(list: &[Destination]) -> Vec<IpNet> {
     nets.sort_unstable();
     nets.dedup();
     nets
-}
-
-/// A range as the operator writes it: a CIDR (`10.1.0.0/16`, `fd00::/8`) or one address;
-/// host bits are cleared (`10.1.2.3/16` is `10.1.0.0/16`).
-///
-/// # Errors
-/// A message naming what was expected.
-pub fn parse_range(s: &str) -> Result<IpNet, String> {
-    let net = match s.parse::<IpNet>() {
-        Ok(net) => net,
-        Err(_) => s.parse::<IpAddr>().map(IpNet::from).map_err(|_| {
-            format!("{s:?}: expected an IP address or a CIDR range (10.1.0.0/16, fd00::/8)")
-        })?,
-    };
-    Ok(net.trunc())
 }
 
 impl Egress {
@@ -188,17 +139,19 @@ impl Egress {
     }
 
     /// Loads the rules into the network namespace of process `init_pid` (the sandbox's, before
-    /// `pasta` connects it).
+    /// `pasta` connects it), the spec's own lists (`spec`) added to the operator's, host names
+    /// resolved now.
     ///
     /// # Errors
     /// What `nft` said, or that it could not run.
-    pub fn apply(&self, init_pid: u32, webhook_url: &str) -> Result<(), String> {
-        let rules = self.ruleset(
-            webhook_url,
-            &nameservers(),
-            &resolve(&self.allow),
-            &resolve(&self.deny),
-        );
+    pub fn apply(
+        &self,
+        init_pid: u32,
+        webhook_url: &str,
+        spec: &EgressLists,
+    ) -> Result<(), String> {
+        let (allow, deny) = joined(&self.allow, &self.deny, spec);
+        let rules = self.ruleset(webhook_url, &nameservers(), &allow, &deny);
         let mut nsenter = Command::new(&self.nsenter);
         nsenter
             .arg(format!("--net=/proc/{init_pid}/ns/net"))
@@ -312,45 +265,6 @@ mod tests {
             allow: vec![],
             deny: vec![],
         }
-    }
-
-    #[test]
-    fn ranges_are_cidrs_or_addresses_without_host_bits() {
-        assert_eq!(
-            parse_range("10.1.2.3/16").unwrap().to_string(),
-            "10.1.0.0/16"
-        );
-        assert_eq!(parse_range("10.1.2.3").unwrap().to_string(), "10.1.2.3/32");
-        assert_eq!(parse_range("fd00::1/8").unwrap().to_string(), "fd00::/8");
-        assert!(parse_range("example.com").unwrap_err().contains("CIDR"));
-        assert!(parse_range("10.0.0.0/33").is_err());
-    }
-
-    #[test]
-    fn destinations_are_ranges_or_host_names() {
-        let d = |s: &str| s.parse::<Destination>();
-        assert_eq!(
-            d("10.1.2.3/16").unwrap(),
-            Destination::Range(parse_range("10.1.0.0/16").unwrap())
-        );
-        assert_eq!(
-            d("Git.Internal.example.").unwrap(),
-            Destination::Host("git.internal.example".into())
-        );
-        assert_eq!(d("localhost").unwrap().to_string(), "localhost");
-        for bad in [
-            "",
-            "10.0.0.0/33",
-            "300.1.1.1",
-            "-x.example",
-            "a_b.example",
-            "x..y",
-            "a b",
-        ] {
-            let e = d(bad).unwrap_err();
-            assert!(e.contains("host name"), "{bad}: {e}");
-        }
-        assert!(d(&"a".repeat(64)).is_err());
     }
 
     #[test]

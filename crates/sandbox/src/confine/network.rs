@@ -71,6 +71,8 @@ pub struct Attach<'a> {
     pub inbound: &'a [u16],
     /// The sandbox's webhook URL: its port is reachable from inside when its host is loopback.
     pub webhook_url: &'a str,
+    /// The spec's own egress lists, added to the operator's.
+    pub egress: &'a super::egress::EgressLists,
     /// Where `pasta` writes its pid (a file only Switchboard can reach; removed after).
     pub pid_file: &'a Path,
 }
@@ -155,7 +157,8 @@ impl Pasta {
     /// could not join), or that it did not finish within 10 s.
     pub fn attach(&self, attach: &Attach<'_>) -> Result<u32, String> {
         // Before any packet can leave: the namespace has no way out until pasta connects it.
-        self.egress.apply(attach.init_pid, attach.webhook_url)?;
+        self.egress
+            .apply(attach.init_pid, attach.webhook_url, attach.egress)?;
         let _ = std::fs::remove_file(attach.pid_file);
         let ns = format!("/proc/{}/ns/net", attach.init_pid);
         let netns = std::fs::File::open(&ns).map_err(|e| format!("cannot open {ns}: {e}"))?;
@@ -232,6 +235,7 @@ mod tests {
             user_namespace: true,
             inbound: &[30001, 30002],
             webhook_url: "http://127.0.0.1:8000/api/v1/webhooks",
+            egress: &Default::default(),
             pid_file: &pid_file,
         };
         let args = pasta.args(&attach).join(" ");

@@ -30,7 +30,12 @@ impl DockerRuntime {
         container
             .network_settings
             .and_then(|s| s.networks)
-            .and_then(|mut n| n.remove(network))
+            // The configured network, or the one network of its spec's egress lists.
+            .and_then(|mut n| match n.remove(network) {
+                Some(endpoint) => Some(endpoint),
+                None if n.len() == 1 => n.into_values().next(),
+                None => None,
+            })
             .and_then(|endpoint| endpoint.ip_address)
             .and_then(|ip| ip.parse::<Ipv4Addr>().ok())
             .ok_or_else(|| {

@@ -12,6 +12,7 @@ use bollard::models::{
 use switchboard_domain::OrgId;
 use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
+use switchboard_domain::sandboxes::specs::SandboxSpec;
 
 use crate::docker::config::{
     CONTAINER_PREFIX, DockerConfig, DockerNetwork, HOST_GATEWAY_ENTRY, LABEL_INSTALLATION,
@@ -28,6 +29,28 @@ pub fn container_name(launch: &LaunchSpec) -> String {
 /// The name of a sandbox's workspace volume: [`VOLUME_PREFIX`] + its id.
 pub fn volume_name(launch: &LaunchSpec) -> String {
     format!("{VOLUME_PREFIX}{}", launch.sandbox_id)
+}
+
+/// The bridge network a sandbox's container joins: [`DockerConfig::bridge_network`], or, for a
+/// spec with egress lists of its own while egress rules are loaded, a network of those lists
+/// (`<bridge network>-<16 hex digits of their FNV-1a hash>`), whose bridge gets the operator's
+/// lists and the spec's (issue 33: the rules are the bridge's, so containers whose lists
+/// differ cannot share one). The same lists always name the same network.
+pub fn network_of(config: &DockerConfig, spec: &SandboxSpec) -> String {
+    if config.egress.is_none() || spec.egress.is_empty() {
+        return config.bridge_network.clone();
+    }
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let lists = [("allow", &spec.egress.allow), ("deny", &spec.egress.deny)];
+    for (name, list) in lists {
+        let entries = list.iter().map(ToString::to_string);
+        for part in std::iter::once(name.to_owned()).chain(entries) {
+            for byte in part.bytes().chain([b'\n']) {
+                hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+    }
+    format!("{}-{hash:016x}", config.bridge_network)
 }
 
 /// The labels of a sandbox's container and volume: installation, sandbox id, spec id and,
@@ -158,11 +181,11 @@ pub fn container_body(
     let exposed_ports = match config.network {
         DockerNetwork::Bridge if !config.publish_ports => {
             // Reached at its address on the network, through nothing on the host.
-            host_config.network_mode = Some(config.bridge_network.clone());
+            host_config.network_mode = Some(network_of(config, &launch.spec));
             None
         }
         DockerNetwork::Bridge => {
-            host_config.network_mode = Some(config.bridge_network.clone());
+            host_config.network_mode = Some(network_of(config, &launch.spec));
             let published: Vec<(String, u16)> =
                 std::iter::once((format!("{}/tcp", config.container_port), host_port))
                     .chain(
@@ -208,7 +231,6 @@ mod tests {
     use switchboard_domain::SandboxId;
     use switchboard_domain::sandboxes::limits::{Cpus, ResourceLimits};
     use switchboard_domain::sandboxes::runtime::SessionKey;
-    use switchboard_domain::sandboxes::specs::SandboxSpec;
 
     fn launch(working_dir: &str, limits: ResourceLimits) -> LaunchSpec {
         LaunchSpec {
@@ -222,6 +244,7 @@ mod tests {
                 created_at: time::OffsetDateTime::UNIX_EPOCH,
                 runtime: None,
                 exposed_services: Vec::new(),
+                egress: Default::default(),
             },
             session_key: SessionKey::new("secret"),
             webhook_base_url: "http://host.docker.internal:3000/api/v1/webhooks".into(),
@@ -436,5 +459,56 @@ mod tests {
             .unwrap_err();
         assert!(matches!(e, RuntimeError::InvalidSpec(_)), "{e}");
         assert!(e.to_string().contains("absolute path"), "{e}");
+    }
+
+    #[test]
+    fn a_spec_with_lists_of_its_own_gets_a_network_of_those_lists() {
+        let spec = |allow: &[&str], deny: &[&str]| {
+            let mut spec = launch(".", ResourceLimits::default()).spec;
+            spec.egress.allow = allow.iter().map(|d| d.parse().unwrap()).collect();
+            spec.egress.deny = deny.iter().map(|d| d.parse().unwrap()).collect();
+            spec
+        };
+        let plain = DockerConfig::new("i");
+        let ruled = DockerConfig::new("i").with_egress(Some(crate::docker::DockerEgress {
+            nft: "nft".into(),
+            allow: vec![],
+            deny: vec![],
+            host_ports: vec![],
+        }));
+        let git = spec(&["git.internal"], &[]);
+        // No rules loaded, or no lists of its own: the configured network.
+        assert_eq!(network_of(&plain, &git), "switchboard-sandboxes");
+        assert_eq!(network_of(&ruled, &spec(&[], &[])), "switchboard-sandboxes");
+        let name = network_of(&ruled, &git);
+        assert!(name.starts_with("switchboard-sandboxes-"), "{name}");
+        assert_eq!(name.len(), "switchboard-sandboxes-".len() + 16, "{name}");
+        assert_eq!(name, network_of(&ruled, &spec(&["git.internal"], &[])));
+        // Other lists, or the same entry denied rather than allowed: another network.
+        assert_ne!(name, network_of(&ruled, &spec(&[], &["git.internal"])));
+        assert_ne!(
+            name,
+            network_of(&ruled, &spec(&["git.internal", "10.0.0.0/8"], &[]))
+        );
+        let body = container_body(
+            &launch_with(git),
+            &ruled,
+            HashMap::new(),
+            30000,
+            &[],
+            &ImageFacts::new(None, None, None),
+        )
+        .unwrap();
+        assert_eq!(
+            body.host_config.unwrap().network_mode.as_deref(),
+            Some(name.as_str())
+        );
+    }
+
+    fn launch_with(spec: SandboxSpec) -> LaunchSpec {
+        LaunchSpec {
+            spec,
+            ..launch(".", ResourceLimits::default())
+        }
     }
 }

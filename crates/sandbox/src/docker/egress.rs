@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::confine::egress::{
-    Destination, IpNet, destination_rules, load, nameservers, resolve, webhook_ip,
+    Destination, EgressLists, IpNet, destination_rules, joined, load, nameservers, webhook_ip,
 };
 use crate::confine::{url_host_port, which_system};
 
@@ -129,18 +129,14 @@ impl DockerEgress {
     }
 
     /// Loads the rules for containers on host interface `bridge` with webhook URL
-    /// `webhook_url`, the host names of the lists resolved now.
+    /// `webhook_url`, a spec's own lists `spec` added to the operator's, the host names of the
+    /// lists resolved now.
     ///
     /// # Errors
     /// What `nft` said, or that it could not run.
-    pub fn apply(&self, bridge: &str, webhook_url: &str) -> Result<(), String> {
-        let script = self.script(
-            bridge,
-            webhook_url,
-            &nameservers(),
-            &resolve(&self.allow),
-            &resolve(&self.deny),
-        );
+    pub fn apply(&self, bridge: &str, webhook_url: &str, spec: &EgressLists) -> Result<(), String> {
+        let (allow, deny) = joined(&self.allow, &self.deny, spec);
+        let script = self.script(bridge, webhook_url, &nameservers(), &allow, &deny);
         load(
             Command::new(&self.nft),
             &script,

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use bollard::models::NetworkCreateRequest;
 use bollard::query_parameters::ListNetworksOptionsBuilder;
 
+use crate::confine::egress::EgressLists;
 use crate::docker::DockerRuntime;
 use crate::docker::error::{DockerError, is_not_found, status_of, words};
 
@@ -97,20 +98,26 @@ impl DockerRuntime {
     }
 
     /// Loads the egress rules ([`DockerConfig::egress`](crate::docker::DockerConfig::egress))
-    /// for the bridge network's interface as it is now (a network removed and made again
-    /// has another), containers' webhook URL being `webhook_url` (none: only the host ports
-    /// open); a no-op without rules. For a bridge only (the caller's to check).
+    /// for the interface of bridge network `network` as it is now (a network removed and
+    /// made again has another), containers' webhook URL being `webhook_url` (none: only the
+    /// host ports open), with a spec's own lists `spec` added to the operator's; a no-op
+    /// without rules. For a bridge only (the caller's to check).
     ///
     /// # Errors
     /// [`DockerError::Api`] when the network cannot be inspected; [`DockerError::Config`]
     /// with what `nft` said: no container starts without its rules.
-    pub(crate) async fn load_egress(&self, webhook_url: Option<&str>) -> Result<(), DockerError> {
+    pub(crate) async fn load_egress(
+        &self,
+        network: &str,
+        webhook_url: Option<&str>,
+        spec: &EgressLists,
+    ) -> Result<(), DockerError> {
         let Some(egress) = &self.config.egress else {
             return Ok(());
         };
-        let bridge = self.bridge_of(&self.config.bridge_network).await?;
+        let bridge = self.bridge_of(network).await?;
         egress
-            .apply(&bridge, webhook_url.unwrap_or_default())
+            .apply(&bridge, webhook_url.unwrap_or_default(), spec)
             .map_err(DockerError::Config)
     }
 

@@ -12,7 +12,7 @@ use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError, RuntimeHa
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use crate::docker::config::{DockerNetwork, RUNTIME_NAME};
-use crate::docker::error::{is_not_found, is_port_clash, words};
+use crate::docker::error::{DockerError, is_not_found, is_port_clash, words};
 use crate::docker::{ContainerIdentity, DockerRuntime, ImageFacts, create};
 
 /// Passthrough variables a container never gets: the host's `PATH`, `HOME` and `LANG` (which
@@ -44,10 +44,26 @@ impl DockerRuntime {
         crate::launch::environment(launch, self.config.container_port)?;
         // The rules again before each start: host names resolved now, this webhook's port.
         if self.config.network == DockerNetwork::Bridge {
-            self.block_on(self.load_egress(Some(&launch.webhook_base_url)))
+            self.block_on(self.prepare_network(launch))
                 .map_err(|e| RuntimeError::Launch(e.to_string()))?;
         }
         self.block_on(self.start_async(launch, labels, working_dir))
+    }
+
+    /// Makes sure of the bridge network `launch`'s container joins ([`create::network_of`]: a
+    /// spec with egress lists of its own has one of them) and loads its egress rules, host
+    /// names resolved now and this webhook's port open.
+    async fn prepare_network(&self, launch: &LaunchSpec) -> Result<(), DockerError> {
+        let network = create::network_of(&self.config, &launch.spec);
+        if network != self.config.bridge_network {
+            self.ensure_network(&network).await?;
+        }
+        self.load_egress(
+            &network,
+            Some(&launch.webhook_base_url),
+            &launch.spec.egress,
+        )
+        .await
     }
 
     /// `launch` as a container gets it: the configured webhook URL in place of the

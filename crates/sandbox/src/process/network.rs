@@ -62,6 +62,7 @@ pub fn connect(
             user_namespace: bwrap.users.is_none(),
             inbound,
             webhook_url: &launch.webhook_base_url,
+            egress: &launch.spec.egress,
             pid_file: &pid_file,
         })
         .map_err(RuntimeError::Launch)?;

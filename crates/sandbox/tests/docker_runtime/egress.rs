@@ -3,7 +3,8 @@
 //! and link-local addresses (cloud metadata) to a container, under runc and under gVisor,
 //! whose network stack no rule inside the container would hold. The same container on a
 //! network without the rules reaches the closed service: the control that shows the rules
-//! are what refuses.
+//! are what refuses. A spec with lists of its own gets a network of those lists: its
+//! container reaches what the spec allows, and still not the host.
 
 use std::net::TcpListener;
 
@@ -67,10 +68,16 @@ fn a_container_reaches_the_host_only_at_its_ports_and_no_link_local_address() {
     );
     let rules = DockerEgress::detect(vec![], vec![], vec![given]).expect("nft is installed");
     let mut gvisor = false;
-    for (network, egress, oci_runtime) in [
-        ("sbtest-egress-open", None, None),
-        ("sbtest-egress", Some(rules.clone()), None),
-        ("sbtest-egress", Some(rules.clone()), Some("runsc")),
+    for (network, egress, oci_runtime, spec_allows) in [
+        ("sbtest-egress-open", None, None, None),
+        ("sbtest-egress", Some(rules.clone()), None, None),
+        ("sbtest-egress", Some(rules.clone()), Some("runsc"), None),
+        (
+            "sbtest-egress",
+            Some(rules.clone()),
+            None,
+            Some("169.254.169.254"),
+        ),
     ] {
         let Some(fx) = Fixture::with("egress", |c| {
             c.with_bridge_network(network)
@@ -86,8 +93,24 @@ fn a_container_reaches_the_host_only_at_its_ports_and_no_link_local_address() {
             }
             gvisor = true;
         }
-        let launch = launch_spec(preset());
+        let mut spec = preset();
+        spec.egress.allow = spec_allows.iter().map(|d| d.parse().unwrap()).collect();
+        let launch = launch_spec(spec);
         let handle = fx.runtime.start(&launch).expect("the image starts");
+        let joined: Vec<String> = fx
+            .inspect(&handle)
+            .and_then(|c| c.network_settings?.networks)
+            .map(|n| n.into_keys().collect())
+            .unwrap_or_default();
+        if spec_allows.is_some() {
+            assert_eq!(joined.len(), 1, "{joined:?}");
+            assert!(
+                joined[0].starts_with("sbtest-egress-"),
+                "a network of its lists: {joined:?}"
+            );
+        } else {
+            assert_eq!(joined, [network]);
+        }
         fx.wait_alive(&handle);
         let key = &launch.session_key;
         let run = |host: &str, port: u16| attempt(&fx, &handle, key, host, port);
@@ -101,12 +124,14 @@ fn a_container_reaches_the_host_only_at_its_ports_and_no_link_local_address() {
                 "ConnectionRefusedError",
                 "{what}"
             );
-            // Refused at once (without the rules: a timeout, nothing answers there).
-            assert_eq!(
-                run("169.254.169.254", 80),
-                "ConnectionRefusedError",
-                "{what}"
-            );
+            // Refused at once, unless the spec allows it: then the packets leave (and,
+            // where the machine has a metadata service, it answers; else a timeout).
+            let metadata = run("169.254.169.254", 80);
+            if spec_allows.is_some() {
+                assert_ne!(metadata, "ConnectionRefusedError", "{what}");
+            } else {
+                assert_eq!(metadata, "ConnectionRefusedError", "{what}");
+            }
         }
         fx.runtime.delete(&handle).unwrap();
     }

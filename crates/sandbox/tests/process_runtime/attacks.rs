@@ -383,7 +383,8 @@ fn host_private_address() -> Option<std::net::Ipv4Addr> {
 
 /// Issue 33, egress rules: from a sandbox's own network, a service of the host on a private
 /// address and the metadata address are refused at once; allowed by the operator
-/// (`--sandbox-egress-allow`), the private address is reached.
+/// (`--sandbox-egress-allow`) or by the sandbox's spec (`egress_allow`), the private address is
+/// reached.
 #[test]
 fn private_and_link_local_addresses_are_refused_unless_allowed() {
     let Some(private) = host_private_address() else {
@@ -415,20 +416,26 @@ except OSError as e:
         .trim()
         .to_owned()
     };
-    for allowed in [false, true] {
+    for by in [None, Some("operator"), Some("spec")] {
+        let allowed = by.is_some();
+        let entry: switchboard_sandbox::confine::egress::Destination =
+            format!("{private}/32").parse().unwrap();
         let mut network = switchboard_sandbox::NetworkPolicy::default();
-        if allowed {
-            network.egress_allow = vec![format!("{private}/32").parse().unwrap()];
+        if by == Some("operator") {
+            network.egress_allow = vec![entry.clone()];
         }
         let fx = Fixture::confined_with_policy(network);
-        let launch = launch_spec("", 0);
+        let mut launch = launch_spec("", 0);
+        if by == Some("spec") {
+            launch.spec.egress.allow = vec![entry];
+        }
         let sb = Sandbox::new(fx.runtime.start(&launch).unwrap());
         fx.wait_alive(&sb);
         let host = private.to_string();
         let reached = attempt(&fx, &sb, &launch.session_key, &host, port);
         let metadata = attempt(&fx, &sb, &launch.session_key, "169.254.169.254", 80);
         if allowed {
-            assert_eq!(reached, "connected", "{host}:{port} allowed");
+            assert_eq!(reached, "connected", "{host}:{port} allowed by the {by:?}");
         } else {
             assert_eq!(reached, "ConnectionRefusedError", "{host}:{port}");
         }

@@ -202,6 +202,7 @@ pub fn launch_spec(mode: &str, fork: usize) -> LaunchSpec {
             created_at: time::OffsetDateTime::now_utc(),
             runtime: None,
             exposed_services: Vec::new(),
+            egress: Default::default(),
         },
         session_key: SessionKey::generate(),
         webhook_base_url: WEBHOOK_URL.into(),
