@@ -98,10 +98,45 @@ pub fn with_default_limits(
     specs
 }
 
+/// Refuses specs whose runtime (the spec's, else `default_runtime`) cannot enforce their own
+/// egress lists: the Kubernetes runtime's pods are on the cluster's network (issue 33; a
+/// NetworkPolicy, enforced by the cluster's network plugin, is the place for such rules).
+///
+/// # Errors
+/// The first such spec, named, with what to do.
+pub fn refuse_unenforced_egress(specs: &[SandboxSpec], default_runtime: &str) -> Result<()> {
+    let kube = switchboard_sandbox::kubernetes::RUNTIME_NAME;
+    match specs
+        .iter()
+        .find(|s| !s.egress.is_empty() && s.runtime.as_deref().unwrap_or(default_runtime) == kube)
+    {
+        Some(spec) => bail!(
+            "sandbox spec {:?}: egress_allow and egress_deny are not enforced by the {kube} \
+             runtime (its pods are on the cluster's network: give them a NetworkPolicy); remove \
+             them from the spec",
+            spec.id
+        ),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use switchboard_domain::sandboxes::limits::Cpus;
+
+    #[test]
+    fn kubernetes_specs_with_egress_lists_are_refused() {
+        let text = r#"[{"id": "a", "command": ["x"], "egress_allow": ["10.0.0.0/8"]},
+                       {"id": "k", "command": ["x"], "runtime": "kubernetes"}]"#;
+        let specs =
+            parse_sandbox_specs(text, "specs.json", time::OffsetDateTime::UNIX_EPOCH).unwrap();
+        assert!(refuse_unenforced_egress(&specs, "process").is_ok());
+        let e = refuse_unenforced_egress(&specs, "kubernetes")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("sandbox spec \"a\": egress_allow"), "{e}");
+    }
 
     #[test]
     fn defaults_fill_only_what_process_and_docker_specs_leave_open() {
