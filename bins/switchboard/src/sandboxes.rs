@@ -120,7 +120,6 @@ pub fn configure(
     let (specs, source) = load_specs(&args.specs)?;
     let defaults = args.confine.default_limits();
     let specs = crate::specs::with_default_limits(specs, &args.specs.sandbox_runtime, defaults);
-    crate::specs::refuse_unenforced_egress(&specs, &args.specs.sandbox_runtime)?;
     let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
     // Where sandboxes post their webhooks: --webhook-url, else the public URL.
     let public_url = match &args.webhook_url {

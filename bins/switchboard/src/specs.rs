@@ -21,7 +21,8 @@ use crate::output::print;
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
-/// field), or a preset that cannot be made.
+/// field) or holds a spec its runtime cannot enforce ([`refuse_unenforced_egress`]), or a
+/// preset that cannot be made.
 pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
     let now = now_micros();
     match &args.sandbox_specs {
@@ -30,6 +31,7 @@ pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
                 .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
             let name = path.display().to_string();
             let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
+            refuse_unenforced_egress(&specs, &args.sandbox_runtime)?;
             Ok((specs, name))
         }
         None if args.sandbox_runtime == DOCKER_RUNTIME
