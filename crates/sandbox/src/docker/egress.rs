@@ -10,8 +10,9 @@
 //!   webhook URL's address accepted; to private, link-local (cloud metadata) and reserved
 //!   ranges ([`BLOCKED`](crate::confine::egress::BLOCKED)) rejected; the internet accepted.
 //! - **input** (a container to the Docker host itself, at any of its addresses, such as
-//!   `host.docker.internal`): only the webhook URL's port and `--sandbox-host-port`s; every
-//!   other service of the host is refused.
+//!   `host.docker.internal`): only the webhook URL's port, `--sandbox-host-port`s and port 53
+//!   of a DNS server at one of the host's addresses; every other service of the host is
+//!   refused.
 //!
 //! Replies of connections Switchboard opens (to published ports or container addresses) are
 //! not new connections and pass. Loading needs `nft` (Debian package `nftables`) and root on
@@ -100,11 +101,15 @@ impl DockerEgress {
         let established = format!("{matching}ct state established,related accept");
         let mut forward = vec![established.clone()];
         forward.extend(destination_rules(&matching, deny, &allow, nameservers));
-        let input = [
-            established,
-            format!("{matching}tcp dport @host_ports accept"),
-            format!("{matching}reject"),
-        ];
+        // A DNS server on one of the host's own addresses is the host itself: its port 53.
+        let mut input = vec![established];
+        input.extend(
+            destination_rules(&matching, &[], &[], nameservers)
+                .into_iter()
+                .filter(|r| r.contains("dport 53")),
+        );
+        input.push(format!("{matching}tcp dport @host_ports accept"));
+        input.push(format!("{matching}reject"));
         let lines =
             |rules: &[String]| -> String { rules.iter().map(|r| format!("    {r}\n")).collect() };
         let mut script = format!(
@@ -228,6 +233,8 @@ mod tests {
             rules,
             [
                 "iifname \"br-abc\" ct state established,related accept",
+                "iifname \"br-abc\" ip daddr { 10.255.255.53/32 } udp dport 53 accept",
+                "iifname \"br-abc\" ip daddr { 10.255.255.53/32 } tcp dport 53 accept",
                 "iifname \"br-abc\" tcp dport @host_ports accept",
                 "iifname \"br-abc\" reject",
             ]
