@@ -195,7 +195,7 @@ pub(crate) fn load(mut command: Command, rules: &str, what: &str) -> Result<(), 
 
 /// The verdicts on a new connection's destination, in order, each rule starting with
 /// `matching` (empty, or e.g. `iifname "br-…" ` for the Docker host's bridge): `deny`
-/// rejected, `allow` accepted, `nameservers` accepted on port 53 (UDP and TCP), [`BLOCKED`]
+/// rejected, `allow` accepted, `nameservers` accepted on port 53 ([`dns_rules`]), [`BLOCKED`]
 /// rejected (an immediate "connection refused", not a timeout). Anything else falls through
 /// (accepted by the chain's policy).
 pub(crate) fn destination_rules(
@@ -204,27 +204,41 @@ pub(crate) fn destination_rules(
     allow: &[IpNet],
     nameservers: &[IpAddr],
 ) -> Vec<String> {
-    let set = |nets: &[IpNet], v6: bool| -> Option<String> {
-        let items: Vec<String> = nets
-            .iter()
-            .filter(|n| matches!(n, IpNet::V6(_)) == v6)
-            .map(|n| n.to_string())
-            .collect();
-        (!items.is_empty()).then(|| format!("{{ {} }}", items.join(", ")))
-    };
-    let dns: Vec<IpNet> = nameservers.iter().copied().map(IpNet::from).collect();
     let blocked: Vec<IpNet> = BLOCKED.iter().map(|b| b.parse().expect("a CIDR")).collect();
+    let mut rules = verdicts(matching, &[(deny, " reject"), (allow, " accept")]);
+    rules.extend(dns_rules(matching, nameservers));
+    rules.extend(verdicts(matching, &[(&blocked, " reject")]));
+    rules
+}
+
+/// `nameservers` accepted on port 53, UDP then TCP, each rule starting with `matching`.
+pub(crate) fn dns_rules(matching: &str, nameservers: &[IpAddr]) -> Vec<String> {
+    let dns: Vec<IpNet> = nameservers.iter().copied().map(IpNet::from).collect();
+    verdicts(
+        matching,
+        &[
+            (&dns, " udp dport 53 accept"),
+            (&dns, " tcp dport 53 accept"),
+        ],
+    )
+}
+
+/// For each `(ranges, verdict)` in order, a rule per address family that has ranges:
+/// `<matching>ip daddr { … }<verdict>`, then the same for `ip6`.
+fn verdicts(matching: &str, pairs: &[(&[IpNet], &str)]) -> Vec<String> {
     let mut rules = Vec::new();
-    for (nets, verdict) in [
-        (deny, " reject"),
-        (allow, " accept"),
-        (&dns, " udp dport 53 accept"),
-        (&dns, " tcp dport 53 accept"),
-        (&blocked, " reject"),
-    ] {
+    for (nets, verdict) in pairs {
         for (family, v6) in [("ip", false), ("ip6", true)] {
-            if let Some(s) = set(nets, v6) {
-                rules.push(format!("{matching}{family} daddr {s}{verdict}"));
+            let items: Vec<String> = nets
+                .iter()
+                .filter(|n| matches!(n, IpNet::V6(_)) == v6)
+                .map(|n| n.to_string())
+                .collect();
+            if !items.is_empty() {
+                rules.push(format!(
+                    "{matching}{family} daddr {{ {} }}{verdict}",
+                    items.join(", ")
+                ));
             }
         }
     }

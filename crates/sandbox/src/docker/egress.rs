@@ -30,7 +30,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::confine::egress::{
-    Destination, EgressLists, IpNet, destination_rules, joined, load, nameservers, webhook_ip,
+    Destination, EgressLists, IpNet, destination_rules, dns_rules, joined, load, nameservers,
+    webhook_ip,
 };
 use crate::confine::{url_host_port, which_system};
 
@@ -103,11 +104,7 @@ impl DockerEgress {
         forward.extend(destination_rules(&matching, deny, &allow, nameservers));
         // A DNS server on one of the host's own addresses is the host itself: its port 53.
         let mut input = vec![established];
-        input.extend(
-            destination_rules(&matching, &[], &[], nameservers)
-                .into_iter()
-                .filter(|r| r.contains("dport 53")),
-        );
+        input.extend(dns_rules(&matching, nameservers));
         input.push(format!("{matching}tcp dport @host_ports accept"));
         input.push(format!("{matching}reject"));
         let lines =

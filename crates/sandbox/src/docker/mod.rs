@@ -205,11 +205,11 @@ impl DockerRuntime {
         };
         if runtime.config.network == DockerNetwork::Bridge {
             runtime.block_on(runtime.ensure_network(&runtime.config.bridge_network))?;
-            runtime.block_on(runtime.load_egress(
+            runtime.load_egress(
                 &runtime.config.bridge_network,
                 runtime.config.webhook_base_url.as_deref(),
                 &Default::default(),
-            ))?;
+            )?;
         }
         Ok(runtime)
     }

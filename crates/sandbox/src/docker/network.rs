@@ -106,7 +106,10 @@ impl DockerRuntime {
     /// # Errors
     /// [`DockerError::Api`] when the network cannot be inspected; [`DockerError::Config`]
     /// with what `nft` said: no container starts without its rules.
-    pub(crate) async fn load_egress(
+    ///
+    /// Blocking (host names resolved, `nft` run): called from the runtime's blocking port,
+    /// never from inside its async tasks.
+    pub(crate) fn load_egress(
         &self,
         network: &str,
         webhook_url: Option<&str>,
@@ -115,7 +118,7 @@ impl DockerRuntime {
         let Some(egress) = &self.config.egress else {
             return Ok(());
         };
-        let bridge = self.bridge_of(network).await?;
+        let bridge = self.block_on(self.bridge_of(network))?;
         egress
             .apply(&bridge, webhook_url.unwrap_or_default(), spec)
             .map_err(DockerError::Config)

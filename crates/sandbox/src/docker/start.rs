@@ -44,7 +44,7 @@ impl DockerRuntime {
         crate::launch::environment(launch, self.config.container_port)?;
         // The rules again before each start: host names resolved now, this webhook's port.
         if self.config.network == DockerNetwork::Bridge {
-            self.block_on(self.prepare_network(launch))
+            self.prepare_network(launch)
                 .map_err(|e| RuntimeError::Launch(e.to_string()))?;
         }
         self.block_on(self.start_async(launch, labels, working_dir))
@@ -53,17 +53,16 @@ impl DockerRuntime {
     /// Makes sure of the bridge network `launch`'s container joins ([`create::network_of`]: a
     /// spec with egress lists of its own has one of them) and loads its egress rules, host
     /// names resolved now and this webhook's port open.
-    async fn prepare_network(&self, launch: &LaunchSpec) -> Result<(), DockerError> {
+    fn prepare_network(&self, launch: &LaunchSpec) -> Result<(), DockerError> {
         let network = create::network_of(&self.config, &launch.spec);
         if network != self.config.bridge_network {
-            self.ensure_network(&network).await?;
+            self.block_on(self.ensure_network(&network))?;
         }
         self.load_egress(
             &network,
             Some(&launch.webhook_base_url),
             &launch.spec.egress,
         )
-        .await
     }
 
     /// `launch` as a container gets it: the configured webhook URL in place of the
