@@ -47,6 +47,8 @@ pub enum Command {
 }
 
 // The operator commands (API.md): they need database access, no API key.
+pub use crate::cli_users::{AuditCommand, MembersCommand, UsersCommand};
+
 #[derive(Subcommand)]
 pub enum OperatorCommand {
     /// Apply pending migrations and exit.
@@ -66,6 +68,9 @@ pub enum OperatorCommand {
     /// Memberships.
     #[command(subcommand)]
     Members(MembersCommand),
+    /// The audit log of changes to members, users and keys.
+    #[command(subcommand)]
+    Audit(AuditCommand),
     /// API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -110,35 +115,6 @@ pub enum SandboxesCommand {
         /// Owner's user id (a member of the organization).
         #[arg(long)]
         user_id: String,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum UsersCommand {
-    /// Create a user.
-    Create {
-        /// E-mail (unique).
-        #[arg(long)]
-        email: String,
-        /// Display name.
-        #[arg(long)]
-        name: Option<String>,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum MembersCommand {
-    /// Add a user to an organization (or change their role).
-    Add {
-        /// Organization id.
-        #[arg(long)]
-        org_id: String,
-        /// User id.
-        #[arg(long)]
-        user_id: String,
-        /// owner, admin or member.
-        #[arg(long)]
-        role: String,
     },
 }
 

@@ -1,25 +1,19 @@
-//! The operator commands of API.md (`migrate`, `bootstrap`, `users create`, `members add`,
-//! `keys create|list|revoke`, `sandboxes register`, `secrets rotate-key`): each opens the database, calls the
+//! The operator commands of API.md (`migrate`, `bootstrap`, `keys create|list|revoke`, `sandboxes register`, `secrets rotate-key`): each opens the database, calls the
 //! service of its resource and prints one JSON object on stdout; and `specs pull` (issue 12),
-//! which needs the Docker daemon, not the database, and prints one line per image.
+//! which needs the Docker daemon, not the database, and prints one line per image. The
+//! commands on users, members and the audit log are [`crate::user_commands`]'s.
 
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde_json::{Value, json};
 use switchboard_domain::time_input::parse_datetime;
-use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Role, Switchboard, UserId};
+use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Switchboard, UserId};
 
 use crate::cli::{
-    DbArgs, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand,
-    SecretsCommand, SpecsCommand, UsersCommand,
+    DbArgs, KeysCommand, OperatorCommand as Command, SandboxesCommand, SecretsCommand, SpecsCommand,
 };
-use crate::output::{domain, print};
-
-fn parse_id<T: std::str::FromStr>(s: &str, what: &str) -> Result<T> {
-    s.parse()
-        .map_err(|_| anyhow::anyhow!("--{what}: not a UUID: {s}"))
-}
+use crate::output::{domain, parse_id, print};
 
 fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {
     serde_json::to_value(ApiKeyView::from(k)).unwrap_or(Value::Null)
@@ -49,31 +43,9 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
                 .map_err(domain)?;
             print(json!({ "org_id": b.org_id, "user_id": b.user_id, "api_key": b.api_key }));
         }
-        Command::Users(UsersCommand::Create { email, name }) => {
-            let (store, _) = db.open(Some(2), false)?;
-            let u = Switchboard::new(Arc::new(store))
-                .operator()
-                .create_user(&email, name)
-                .map_err(domain)?;
-            print(json!({ "user_id": u.id }));
-        }
-        Command::Members(MembersCommand::Add {
-            org_id,
-            user_id,
-            role,
-        }) => {
-            let org: OrgId = parse_id(&org_id, "org-id")?;
-            let user: UserId = parse_id(&user_id, "user-id")?;
-            let Some(r) = Role::parse(&role) else {
-                bail!("--role: expected owner, admin or member, got {role}")
-            };
-            let (store, _) = db.open(Some(2), false)?;
-            Switchboard::new(Arc::new(store))
-                .operator()
-                .add_member(org, user, r)
-                .map_err(domain)?;
-            print(json!({ "org_id": org, "user_id": user, "role": r.as_str() }));
-        }
+        Command::Users(c) => crate::user_commands::users(db, c)?,
+        Command::Members(c) => crate::user_commands::members(db, c)?,
+        Command::Audit(c) => crate::user_commands::audit(db, c)?,
         Command::Keys(KeysCommand::Create {
             user_id,
             org_id,

@@ -10,6 +10,7 @@ mod cli;
 mod cli_confine;
 mod cli_kube;
 mod cli_storage;
+mod cli_users;
 mod commands;
 mod docker;
 mod isolation;
@@ -26,6 +27,7 @@ mod service_key;
 mod specs;
 mod supervisor;
 mod url_listeners;
+mod user_commands;
 
 use clap::Parser;
 

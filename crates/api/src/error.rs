@@ -93,6 +93,7 @@ impl ApiError {
                     | D::InvalidApiKey
                     | D::ApiKeyExpired
                     | D::ApiKeyRevoked
+                    | D::UserDisabled
                     | D::SessionKeyRequired
                     | D::InvalidSessionKey
                     | D::SandboxNotRunning

@@ -26,6 +26,7 @@ pub mod live;
 pub mod llm_catalog;
 pub mod llm_profiles;
 pub mod member_sockets;
+pub mod members;
 pub mod metrics;
 pub mod openapi;
 pub mod org_defaults;

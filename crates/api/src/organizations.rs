@@ -1,22 +1,20 @@
 //! The caller's organizations (issue 21; OpenHands' enterprise routes its clients use to find
-//! their organization): `GET /api/organizations`, `GET /api/organizations/{org_id}/me` and
-//! (issue 25, Agent Canvas) `GET /api/organizations/{org_id}/members/{user_id}`.
+//! their organization): `GET /api/organizations` and `GET /api/organizations/{org_id}/me`
+//! (the members routes are [`crate::members`]'s).
 
 use actix_web::{get, web};
-use switchboard_domain::{OrgId, Role, UserId};
+use switchboard_domain::OrgId;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{ErrorDetail, OrgMeResponse, OrgMemberResponse, OrgPage, OrgResponse};
+use crate::dto::{ErrorDetail, OrgMeResponse, OrgPage, OrgResponse};
 use crate::error::ApiResult;
 use crate::extract::{Caller, path_uuid};
 use crate::responses::ApiKeyErrors;
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
-    cfg.service(list_organizations)
-        .service(organization_me)
-        .service(organization_member);
+    cfg.service(list_organizations).service(organization_me);
 }
 
 /// Every organization the caller is a member of (only the bound one for a bound key), by
@@ -90,49 +88,6 @@ pub async fn organization_me(
         permissions: me.permissions,
         llm_api_key: key_set.then(|| "**********".to_owned()),
         llm_api_key_for_byor: None,
-        status: "active".into(),
-    }))
-}
-
-/// One member of an organization, read by any member (OpenHands' `OrgMemberResponse`:
-/// `user_id`, `email`, `role_id`, `role`, `role_rank`, `status`). 404 when the caller is not a
-/// member, or `user_id` is not; 403 for a key bound elsewhere; 422 for ids not UUIDs.
-#[utoipa::path(tag = "Orgs",
-    params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
-           ("user_id" = uuid::Uuid, Path, description = "User (UUID)"),
-           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses(
-        (status = 200, body = OrgMemberResponse),
-        ApiKeyErrors,
-        (status = 404, description = "Not a member, or no such member", body = ErrorDetail),
-    ))]
-#[get("/api/organizations/{org_id}/members/{user_id}")]
-pub async fn organization_member(
-    state: web::Data<AppState>,
-    caller: Caller,
-    path: web::Path<(String, String)>,
-) -> ApiResult<web::Json<OrgMemberResponse>> {
-    let (raw_org, raw_user) = path.into_inner();
-    let m = caller
-        .run(state, move |s, ctx| {
-            let org = OrgId(path_uuid(&raw_org, "org_id")?);
-            let user = UserId(path_uuid(&raw_user, "user_id")?);
-            Ok(s.services.users().org_member(&ctx, org, user)?)
-        })
-        .await?;
-    // OpenHands' seeded `role` rows (reference/openhands-org-settings.md §2.1).
-    let (role_id, role_rank) = match m.role {
-        Role::Owner => (1, 10),
-        Role::Admin => (2, 20),
-        Role::Member => (3, 1000),
-    };
-    Ok(web::Json(OrgMemberResponse {
-        user_id: m.user_id.0,
-        email: m.email,
-        role_id,
-        role: m.role.as_str().to_owned(),
-        role_rank,
         status: "active".into(),
     }))
 }

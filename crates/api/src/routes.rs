@@ -14,8 +14,9 @@ use crate::dto::ErrorDetail;
 use crate::web_client::WebClient;
 use crate::{
     agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
-    org_defaults, org_profiles, org_settings, organizations, sandbox_secrets, sandbox_specs,
-    sandboxes, server_details, service_keys, skills, user_secrets, user_settings, users, webhooks,
+    members, org_defaults, org_profiles, org_settings, organizations, sandbox_secrets,
+    sandbox_specs, sandboxes, server_details, service_keys, skills, user_secrets, user_settings,
+    users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -27,6 +28,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     service_keys::configure(cfg);
     users::configure(cfg);
     organizations::configure(cfg);
+    members::configure(cfg);
     org_defaults::configure(cfg);
     org_profiles::configure(cfg);
     user_settings::configure(cfg);

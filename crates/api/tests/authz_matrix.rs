@@ -239,6 +239,39 @@ fn rows() -> Vec<Row> {
         row(Method::POST, "/api/organizations/{t}/provider-connections",
             Some(r#"{"display_name":"m","provider":"openai","api_key":"sk-m"}"#), K::Org, Api, org_cells(201, 403)),
         row(Method::GET, "/api/organizations/{t}", None, K::OrgMember, Api, org_cells(200, 200)),
+        // Issue 34: members are listed and counted by any member; a role is changed by owners
+        // (admins and members) and admins (members only), never one's own or an owner's (the
+        // body asks for `member`, so the owner's change of a member changes nothing and every
+        // cell stays repeatable); the audit log is the owners'. Removal is destructive:
+        // tests/members_api covers it actor by actor.
+        row(Method::GET, "/api/organizations/{t}/members", None, K::Org, Api, org_cells(200, 200)),
+        row(Method::GET, "/api/organizations/{t}/members/count", None, K::Org, Api, org_cells(200, 200)),
+        row(Method::PATCH, "/api/organizations/{t}", Some(r#"{"role":"member"}"#), K::OrgMember, Api, [
+            [403, 200, 404, 404],
+            [403, 403, 404, 404],
+            [403, 403, 404, 404],
+            [403, 404, 403, 404],
+            [403, 200, 403, 403],
+            [403, 403, 403, 403],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
+        row(Method::GET, "/api/organizations/{t}/audit-log", None, K::Org, Api, [
+            [200, 200, 404, 404],
+            [403, 403, 404, 404],
+            [403, 403, 404, 404],
+            [200, 404, 200, 404],
+            [200, 200, 403, 403],
+            [200, 403, 200, 403],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+            [401, 401, 401, 401],
+        ]),
         row(Method::POST, "/api/keys", Some(r#"{"name":"m"}"#), K::None, Api, ok_for_users),
         // A key is its user's: another's, or one of another org, is 404.
         // (For B's actors, "in B" is their own.)

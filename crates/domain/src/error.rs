@@ -40,6 +40,9 @@ pub enum DomainError {
     /// The presented API key was revoked.
     #[error("API key revoked")]
     ApiKeyRevoked,
+    /// The key's user is disabled (issue 34): 401, whatever the key.
+    #[error("User is disabled")]
+    UserDisabled,
     /// The key is bound to another organization than the one requested (`X-Org-Id`).
     #[error("API key is not authorized for this organization")]
     KeyNotAuthorizedForOrg,

@@ -34,6 +34,9 @@ diesel::table! {
         current_org_id -> Nullable<Text>,
         /// Creation time, UTC.
         created_at -> Timestamp,
+        /// When the user was disabled (their keys and sessions refused), UTC; `NULL` when
+        /// enabled.
+        disabled_at -> Nullable<Timestamp>,
     }
 }
 
@@ -441,6 +444,32 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// Changes to members, users and keys (issue 34), newest last.
+    audit_log (id) {
+        /// Order of writing.
+        id -> BigInt,
+        /// The organization the change was in; `NULL` for a change to a user as a whole.
+        org_id -> Nullable<Text>,
+        /// Who made it; `NULL` for the operator's commands.
+        actor_user_id -> Nullable<Text>,
+        /// Their e-mail then.
+        actor_email -> Nullable<Text>,
+        /// What was done (`member.role_changed`, `member.removed`, `user.disabled`, …).
+        action -> Text,
+        /// The user it was done to.
+        target_user_id -> Nullable<Text>,
+        /// Their e-mail then.
+        target_email -> Nullable<Text>,
+        /// The details (a JSON object).
+        detail -> Text,
+        /// The client's address.
+        remote_addr -> Nullable<Text>,
+        /// When, UTC.
+        created_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -464,5 +493,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     user_secrets,
     git_provider_tokens,
     pending_messages,
-    agent_profiles
+    agent_profiles,
+    audit_log
 );

@@ -4,10 +4,10 @@
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::{
-    agent_profiles, api_keys, conversation_counts, conversation_moves, conversation_tombstones,
-    conversations, events, git_provider_tokens, org_defaults, org_event_usage, org_members, orgs,
-    pending_messages, sandboxes, start_task_counts, start_tasks, user_secrets, user_settings,
-    users,
+    agent_profiles, api_keys, audit_log, conversation_counts, conversation_moves,
+    conversation_tombstones, conversations, events, git_provider_tokens, org_defaults,
+    org_event_usage, org_members, orgs, pending_messages, sandboxes, start_task_counts,
+    start_tasks, user_secrets, user_settings, users,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -59,7 +59,7 @@ macro_rules! columns {
 fn expected() -> Vec<(&'static str, Vec<Col>)> {
     vec![
         columns!(orgs: id, name, enable_proactive_conversation_starters, max_budget_per_task, registered_marketplaces, created_at, updated_at),
-        columns!(users: id, email, name, current_org_id, created_at),
+        columns!(users: id, email, name, current_org_id, created_at, disabled_at),
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
         columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at, url_port),
@@ -77,6 +77,7 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at, profiles, active_profile, provider_connections),
         columns!(pending_messages: id, conversation_id, org_id, created_by_user_id, body, created_at),
         columns!(agent_profiles: org_id, user_id, id, name, revision, agent_kind, profile, active, created_at, updated_at),
+        columns!(audit_log: id, org_id, actor_user_id, actor_email, action, target_user_id, target_email, detail, remote_addr, created_at),
     ]
 }
 

@@ -4,6 +4,7 @@
 
 mod app_conversations;
 mod keys;
+mod members;
 mod org_settings;
 mod sandboxes;
 mod start_tasks;
@@ -18,6 +19,7 @@ pub use keys::{
     ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked, LlmApiKeyResponse, ServiceHealth,
     ServiceKeyCreated,
 };
+pub use members::{AuditEntryResponse, AuditLogPage, OrgMemberPage, OrgMemberResponse};
 pub use org_settings::{MarketplaceRegistration, OrgAppSettingsResponse};
 pub use sandboxes::{
     ExposedUrl, SandboxInfo, SandboxPage, SandboxSpecInfo, SandboxSpecInfoPage, SandboxStatusName,
@@ -28,7 +30,7 @@ pub use start_tasks::{
 };
 pub use user_settings::{
     ActivateAgentProfileResponse, ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage,
-    CustomSecretWithoutValue, EditResponse, OrgMeResponse, OrgMemberResponse, OrgPage, OrgResponse,
+    CustomSecretWithoutValue, EditResponse, OrgMeResponse, OrgPage, OrgResponse,
     ProfileMutationResponse, SecretNameItem, SecretNamesResponse,
 };
 pub use users::MeResponse;

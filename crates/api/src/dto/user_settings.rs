@@ -143,24 +143,6 @@ pub struct OrgMeResponse {
     pub status: String,
 }
 
-/// One member of an organization (OpenHands' `OrgMemberResponse`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct OrgMemberResponse {
-    /// The member.
-    #[schema(value_type = String, format = Uuid)]
-    pub user_id: uuid::Uuid,
-    /// Their e-mail.
-    pub email: String,
-    /// Their role's id in OpenHands' `role` table: 1 owner, 2 admin, 3 member.
-    pub role_id: i64,
-    /// Their role: `owner`, `admin` or `member`.
-    pub role: String,
-    /// The role's rank (OpenHands: owner 10, admin 20, member 1000; lower is more).
-    pub role_rank: i64,
-    /// Always `active`.
-    pub status: String,
-}
-
 /// An agent profile activated (the agent server's `ActivateAgentProfileResponse`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ActivateAgentProfileResponse {

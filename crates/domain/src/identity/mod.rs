@@ -3,6 +3,7 @@
 //! ([`require_member`]); API keys ([`api_keys`]) and sandbox session keys ([`session_keys`]).
 
 pub mod api_keys;
+pub mod audit;
 pub mod redaction;
 pub mod sealing;
 mod secrets;
@@ -38,6 +39,9 @@ pub struct User {
     pub current_org_id: Option<OrgId>,
     /// Creation time.
     pub created_at: OffsetDateTime,
+    /// When the user was disabled (issue 34: their keys and sessions are refused); `None`
+    /// while enabled.
+    pub disabled_at: Option<OffsetDateTime>,
 }
 
 /// Who is calling: the user behind a valid API key.

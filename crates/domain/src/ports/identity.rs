@@ -16,6 +16,8 @@ pub struct KeyLookup {
     pub key: ApiKeyRecord,
     /// The key's user's current organization.
     pub user_current_org: Option<OrgId>,
+    /// Whether the key's user is disabled (issue 34: every key of theirs is refused).
+    pub user_disabled: bool,
     /// The organization the request would act on, read in the same query: the key's bound
     /// organization, else the requested one, else the user's current one; with the user's role
     /// there. `None` when that organization does not exist (or none applies).

@@ -6,6 +6,7 @@ pub mod agent_profiles;
 pub mod conversations;
 pub mod events;
 pub mod identity;
+pub mod members;
 pub mod org_defaults;
 pub mod org_settings;
 pub mod sandboxes;
@@ -23,6 +24,7 @@ pub use conversations::start_tasks::{
 };
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
+pub use members::{MemberChange, MemberPosition, MemberQuery, MemberRow, MemberStore, UserRemoval};
 pub use org_defaults::{OrgDefaultsEdit, OrgDefaultsStore};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
 pub use sandboxes::{
@@ -40,6 +42,7 @@ use crate::error::StorageError;
 /// service takes only the ports it uses).
 pub trait Store:
     IdentityStore
+    + MemberStore
     + OrgSettingsStore
     + SandboxStore
     + ConversationStore

@@ -54,7 +54,7 @@ impl AuthService {
     ///
     /// # Errors
     /// [`DomainError::InvalidApiKey`], [`DomainError::ApiKeyExpired`],
-    /// [`DomainError::ApiKeyRevoked`], or a storage failure.
+    /// [`DomainError::ApiKeyRevoked`], [`DomainError::UserDisabled`], or a storage failure.
     pub fn authenticate(&self, presented: &str) -> Result<Principal, DomainError> {
         self.check_key(presented, None).map(|(p, _)| p)
     }
@@ -74,6 +74,9 @@ impl AuthService {
             KeyRejection::Expired => DomainError::ApiKeyExpired,
             KeyRejection::Revoked => DomainError::ApiKeyRevoked,
         })?;
+        if found.user_disabled {
+            return Err(DomainError::UserDisabled);
+        }
         // Recording the use is best effort: a database that cannot take writes (disk full)
         // must not turn a read into a 503 (API.md, Reliability and security).
         if found.key.needs_touch(now)

@@ -12,6 +12,7 @@ mod event_streams;
 mod events;
 mod key_rotation;
 mod llm_choice;
+mod members;
 mod membership;
 mod operator;
 mod org_defaults;
@@ -24,6 +25,7 @@ mod sandbox_upkeep;
 mod sandboxes;
 mod service_keys;
 mod start_settings;
+mod user_admin;
 mod user_secrets;
 mod user_settings;
 mod users;
@@ -47,6 +49,10 @@ pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
 pub use key_rotation::{binding_of, rotate_sealed};
 pub use llm_choice::EffectiveLlm;
+pub use members::{
+    AuditPosition, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService, may_change_role, may_remove,
+    parse_role_update,
+};
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};
 pub use org_settings::OrgSettingsService;
@@ -54,14 +60,15 @@ pub use sandbox_proxy::{ProxyCredential, ProxyTarget};
 pub use sandboxes::SandboxService;
 pub use service_keys::{SERVICE_KEY_LIFETIME, ServiceKey, ServiceKeyService};
 pub use start_settings::{PersonalSettings, StartSettings};
+pub use user_admin::{MAX_USERS_PER_PAGE, UserAdminService};
 pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
 pub use user_settings::{ExposedSettings, OwnLlm, UserSettingsService};
 pub use users::{MeView, MyOrg, OrgMe, OrgMember, UserService};
 
 use crate::ports::{
     AgentProfileStore, AppConversationStore, ConversationStore, EventStore, IdentityStore,
-    OrgDefaultsStore, OrgSettingsStore, PendingMessageStore, SandboxStore, StartTaskStore, Store,
-    UserSecretStore, UserSettingsStore,
+    MemberStore, OrgDefaultsStore, OrgSettingsStore, PendingMessageStore, SandboxStore,
+    StartTaskStore, Store, UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -73,6 +80,8 @@ pub struct Switchboard {
     service_keys: ServiceKeyService,
     org_settings: OrgSettingsService,
     users: UserService,
+    members: MemberService,
+    user_admin: UserAdminService,
     operator: OperatorService,
     sandboxes: SandboxService,
     conversations: ConversationService,
@@ -92,6 +101,8 @@ impl Switchboard {
     /// Services over `store`.
     pub fn new(store: Arc<dyn Store>) -> Self {
         let identity: Arc<dyn IdentityStore> = store.clone();
+        let members: Arc<dyn MemberStore> = store.clone();
+        let user_admin = UserAdminService::new(identity.clone(), members.clone());
         let settings: Arc<dyn OrgSettingsStore> = store.clone();
         let sandboxes: Arc<dyn SandboxStore> = store.clone();
         let user_settings_store: Arc<dyn UserSettingsStore> = store.clone();
@@ -153,7 +164,9 @@ impl Switchboard {
             auth: AuthService::new(identity.clone()),
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
-            operator: OperatorService::new(identity.clone(), api_keys.clone()),
+            members: MemberService::new(identity.clone(), members.clone()),
+            user_admin: user_admin.clone(),
+            operator: OperatorService::new(identity.clone(), api_keys.clone(), user_admin),
             service_keys: ServiceKeyService::new(identity.clone(), api_keys.clone()),
             sandboxes: sandbox_service,
             events: EventService::new(conversations.clone(), events),
@@ -290,6 +303,16 @@ impl Switchboard {
     /// Users as they see themselves.
     pub fn users(&self) -> &UserService {
         &self.users
+    }
+
+    /// Members managed through the API, and the audit log (issue 34).
+    pub fn members(&self) -> &MemberService {
+        &self.members
+    }
+
+    /// The operator's commands on users and members (issue 34).
+    pub fn user_admin(&self) -> &UserAdminService {
+        &self.user_admin
     }
 
     /// The operator commands.

@@ -3,17 +3,18 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use time::OffsetDateTime;
 
 use crate::error::{DomainError, StorageError};
 use crate::identity::api_keys::{ApiKeyRecord, IssuedKey};
+use crate::identity::audit::AuditAction;
 use crate::identity::{Org, User};
 use crate::ids::{ApiKeyId, OrgId, UserId};
 use crate::permissions::Role;
 use crate::ports::IdentityStore;
-use crate::services::ApiKeyService;
 use crate::services::membership::existing_member;
+use crate::services::{ApiKeyService, UserAdminService};
 use crate::time_input::now_micros;
 use crate::validation::{self, loc};
 
@@ -33,12 +34,22 @@ pub struct Bootstrapped {
 pub struct OperatorService {
     identity: Arc<dyn IdentityStore>,
     api_keys: ApiKeyService,
+    audit: UserAdminService,
 }
 
 impl OperatorService {
-    /// The service over the identity store, issuing keys through `api_keys`.
-    pub fn new(identity: Arc<dyn IdentityStore>, api_keys: ApiKeyService) -> Self {
-        OperatorService { identity, api_keys }
+    /// The service over the identity store, issuing keys through `api_keys` and writing the
+    /// audit log (issue 34) through `audit`.
+    pub fn new(
+        identity: Arc<dyn IdentityStore>,
+        api_keys: ApiKeyService,
+        audit: UserAdminService,
+    ) -> Self {
+        OperatorService {
+            identity,
+            api_keys,
+            audit,
+        }
     }
 
     /// Creates, if absent, the organization `org_name` and the user `email` as its owner (and
@@ -108,6 +119,7 @@ impl OperatorService {
             name,
             current_org_id: None,
             created_at: now_micros(),
+            disabled_at: None,
         };
         match self.identity.create_user(&user) {
             Ok(()) => Ok(user),
@@ -128,11 +140,29 @@ impl OperatorService {
         self.identity
             .org_membership(org, user)?
             .ok_or(DomainError::OrgNotFound)?;
+        let before = self
+            .identity
+            .org_membership(org, user)?
+            .and_then(|m| m.role);
         self.identity.put_member(org, user, role, now_micros())?;
         if u.current_org_id.is_none() {
             self.identity.set_current_org(user, org)?;
         }
-        Ok(())
+        match before {
+            None => self.audit.record(
+                Some(org),
+                AuditAction::MemberAdded,
+                user,
+                json!({ "role": role.as_str() }),
+            ),
+            Some(from) if from != role => self.audit.record(
+                Some(org),
+                AuditAction::MemberRoleChanged,
+                user,
+                json!({ "from": from.as_str(), "to": role.as_str() }),
+            ),
+            Some(_) => Ok(()),
+        }
     }
 
     /// Issues a key for a user, bound to `org` when given (the user must be a member).
@@ -167,15 +197,26 @@ impl OperatorService {
         Ok(self.identity.api_keys_of(user)?)
     }
 
-    /// Revokes any key (operator).
+    /// Revokes any key (operator); a key not revoked before is written to the audit log.
     ///
     /// # Errors
     /// [`DomainError::ApiKeyNotFound`].
     pub fn operator_revoke_key(&self, id: ApiKeyId) -> Result<(), DomainError> {
-        if self.identity.revoke_api_key(id, now_micros())? {
-            Ok(())
-        } else {
-            Err(DomainError::ApiKeyNotFound)
+        let key = self
+            .identity
+            .api_key(id)?
+            .ok_or(DomainError::ApiKeyNotFound)?;
+        if !self.identity.revoke_api_key(id, now_micros())? {
+            return Err(DomainError::ApiKeyNotFound);
         }
+        if key.revoked_at.is_some() {
+            return Ok(());
+        }
+        self.audit.record(
+            key.org_id,
+            AuditAction::ApiKeyRevoked,
+            key.user_id,
+            json!({ "key_id": id, "name": key.name }),
+        )
     }
 }

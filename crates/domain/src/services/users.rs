@@ -70,6 +70,8 @@ pub struct OrgMember {
     pub email: String,
     /// Their role there.
     pub role: crate::Role,
+    /// Whether the user is disabled (issue 34; OpenHands' `status`).
+    pub disabled: bool,
 }
 
 /// The caller's own view of themselves.
@@ -202,6 +204,7 @@ impl UserService {
             user_id: who.id,
             email: who.email,
             role,
+            disabled: who.disabled_at.is_some(),
         })
     }
 }

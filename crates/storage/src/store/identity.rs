@@ -53,24 +53,28 @@ fn membership(
     .transpose()
 }
 
+/// A user's row.
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = users)]
-struct UserRow {
+pub(super) struct UserRow {
     id: String,
     email: String,
     name: Option<String>,
     current_org_id: Option<String>,
     created_at: PrimitiveDateTime,
+    disabled_at: Option<PrimitiveDateTime>,
 }
 
 impl UserRow {
-    fn user(self) -> Result<User, StorageError> {
+    /// The user.
+    pub(super) fn user(self) -> Result<User, StorageError> {
         Ok(User {
             id: parse_id(&self.id, "user")?,
             email: self.email,
             name: self.name,
             current_org_id: parse_opt_id(self.current_org_id.as_deref(), "org")?,
             created_at: from_db(self.created_at),
+            disabled_at: self.disabled_at.map(from_db),
         })
     }
 }
@@ -118,7 +122,13 @@ impl DieselStore {
         let mut conn = self.conn()?;
         let requested = requested.map(|o| o.to_string());
         // The effective organization (API.md): bound org, else requested, else current.
-        type Row = (ApiKeyRow, Option<String>, Option<OrgRow>, Option<String>);
+        type Row = (
+            ApiKeyRow,
+            Option<String>,
+            Option<PrimitiveDateTime>,
+            Option<OrgRow>,
+            Option<String>,
+        );
         let row: Option<Row> = native!(&mut *conn, |c| {
             let effective = coalesce3(
                 api_keys::org_id,
@@ -137,6 +147,7 @@ impl DieselStore {
                 .select((
                     ApiKeyRow::as_select(),
                     users::current_org_id,
+                    users::disabled_at,
                     Option::<OrgRow>::as_select(),
                     org_members::role.nullable(),
                 ))
@@ -144,10 +155,11 @@ impl DieselStore {
                 .optional()
         })
         .map_err(db_err)?;
-        row.map(|(k, current, org, role)| {
+        row.map(|(k, current, disabled, org, role)| {
             Ok(KeyLookup {
                 key: k.record()?,
                 user_current_org: parse_opt_id(current.as_deref(), "org")?,
+                user_disabled: disabled.is_some(),
                 effective: membership(org, role)?,
             })
         })
@@ -157,7 +169,7 @@ impl DieselStore {
     /// After an identity write: this process's key lookups are dropped, and on PostgreSQL
     /// every replica's ([`super::KeyCache`]: `NOTIFY` on [`super::IDENTITY_CHANNEL`]). A failed
     /// notification is logged; the other replicas' entries then live out their time to live.
-    fn identity_changed(&self, conn: &mut DbConnection) {
+    pub(super) fn identity_changed(&self, conn: &mut DbConnection) {
         if self.kind == BackendKind::Postgres
             && let Err(e) = diesel::sql_query("SELECT pg_notify($1, '')")
                 .bind::<diesel::sql_types::Text, _>(super::IDENTITY_CHANNEL)
@@ -322,6 +334,7 @@ impl IdentityStore for DieselStore {
                 users::name.eq(&user.name),
                 users::current_org_id.eq(user.current_org_id.map(|o| o.to_string())),
                 users::created_at.eq(to_db(user.created_at)),
+                users::disabled_at.eq(user.disabled_at.map(to_db)),
             ))
             .execute(&mut *conn)
             .map_err(db_err)?;

@@ -24,6 +24,7 @@ mod events;
 mod group_commit;
 mod identity;
 mod key_cache;
+mod members;
 mod org_defaults;
 mod org_settings;
 mod read_cache;

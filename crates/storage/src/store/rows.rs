@@ -110,3 +110,35 @@ pub(super) fn lock_row(
     }
     Ok(())
 }
+
+diesel::define_sql_function! {
+    /// SQL `lower` of a nullable text (ASCII on SQLite, Unicode on PostgreSQL).
+    fn lower(a: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
+}
+
+/// A case-insensitive substring filter (`title__contains`, a members list's `email`) as a
+/// `LIKE` pattern on the lowercased column: ASCII-lowercased, with
+/// `\`, `%` and `_` escaped so they match themselves.
+pub(crate) fn contains_pattern(text: &str) -> String {
+    let mut p = String::with_capacity(text.len() + 2);
+    p.push('%');
+    for ch in text.to_ascii_lowercase().chars() {
+        if matches!(ch, '\\' | '%' | '_') {
+            p.push('\\');
+        }
+        p.push(ch);
+    }
+    p.push('%');
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contains_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("Ab"), "%ab%");
+        assert_eq!(contains_pattern("5%_\\"), "%5\\%\\_\\\\%");
+    }
+}

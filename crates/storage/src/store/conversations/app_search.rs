@@ -18,27 +18,7 @@ use super::app_row::AppConversationRow;
 use crate::connection::{BackendKind, DbConnection};
 use crate::schema::{conversation_counts, conversation_moves, conversations};
 use crate::store::rows::ID_CHUNK;
-use crate::store::rows::{db_err, from_db, to_db};
-
-diesel::define_sql_function! {
-    /// SQL `lower` of a nullable text (ASCII on SQLite, Unicode on PostgreSQL).
-    fn lower(a: diesel::sql_types::Nullable<diesel::sql_types::Text>) -> diesel::sql_types::Nullable<diesel::sql_types::Text>;
-}
-
-/// `title__contains` as a `LIKE` pattern on the lowercased title: ASCII-lowercased, with
-/// `\`, `%` and `_` escaped so they match themselves.
-fn contains_pattern(text: &str) -> String {
-    let mut p = String::with_capacity(text.len() + 2);
-    p.push('%');
-    for ch in text.to_ascii_lowercase().chars() {
-        if matches!(ch, '\\' | '%' | '_') {
-            p.push('\\');
-        }
-        p.push(ch);
-    }
-    p.push('%');
-    p
-}
+use crate::store::rows::{contains_pattern, db_err, from_db, lower, to_db};
 
 /// On SQLite, `title__contains` of three characters or more as an FTS5 phrase for the trigram
 /// index `conversations_title` (a superset of the `LIKE`'s matches: the index folds case
@@ -415,12 +395,6 @@ pub(super) fn count(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn contains_patterns_escape_wildcards() {
-        assert_eq!(contains_pattern("Ab"), "%ab%");
-        assert_eq!(contains_pattern("5%_\\"), "%5\\%\\_\\\\%");
-    }
 
     #[test]
     fn fts_phrases_are_quoted_and_need_three_characters() {

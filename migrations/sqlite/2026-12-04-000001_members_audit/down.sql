@@ -1,0 +1,2 @@
+DROP TABLE audit_log;
+ALTER TABLE users DROP COLUMN disabled_at;
