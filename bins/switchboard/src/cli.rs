@@ -292,6 +292,8 @@ pub struct ServeArgs {
     pub llm: LlmArgs,
     #[command(flatten)]
     pub service: crate::service_key::ServiceKeyArgs,
+    #[command(flatten)]
+    pub sign_in: crate::sign_in::SignInArgs,
 }
 
 // The LLM of started conversations (issue 10; docs/API.md, App conversations: start).

@@ -24,6 +24,7 @@ mod sandboxes;
 mod secret_key;
 mod serve;
 mod service_key;
+mod sign_in;
 mod specs;
 mod supervisor;
 mod url_listeners;

@@ -47,6 +47,7 @@ fn init_tracing(format: LogFormat) {
 /// the extra listener on the Docker bridge gateway.
 struct Built {
     services: Switchboard,
+    sign_in: Option<std::sync::Arc<switchboard_api::sign_in::SignIn>>,
     jobs: Vec<Job>,
     wakes: Wakes,
     gateway_listener: Option<std::net::TcpListener>,
@@ -87,7 +88,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     let mut state = app_state(&args, &store, built.services.clone(), &files)
         .with_proxy(proxy_config(&args, addr, &files, &url_ports))
         .with_cors_origins(args.cors_allowed_origin.clone());
-    state = client_facing(state, &args);
+    state = client_facing(state, &args, built.sign_in.clone());
     state.metrics = metrics;
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());
@@ -210,6 +211,7 @@ fn build(
     if let Some(key) = args.service.load()? {
         services = services.with_service_key(key);
     }
+    let (services, sign_in) = args.sign_in.load(services)?;
     let jobs = sandboxes::jobs(
         &services,
         warm,
@@ -231,6 +233,7 @@ fn build(
     .collect();
     Ok(Built {
         services,
+        sign_in,
         jobs,
         wakes,
         gateway_listener,
@@ -329,14 +332,22 @@ fn app_state(
 }
 
 /// What the state offers browser clients: the LLM catalog (`--llm-model-allow`), the skills
-/// directory (`--skills-dir`) and the client served at `/` (`--web-client`).
-fn client_facing(state: AppState, args: &ServeArgs) -> AppState {
+/// directory (`--skills-dir`), the client served at `/` (`--web-client`) and sign-in
+/// (`--oidc-*`).
+fn client_facing(
+    state: AppState,
+    args: &ServeArgs,
+    sign_in: Option<std::sync::Arc<switchboard_api::sign_in::SignIn>>,
+) -> AppState {
     let mut state = state
         .with_llm_catalog(LlmCatalog::shipped(&args.llm_model_allow))
         .with_skills(SkillLibrary::new(args.skills_dir.clone()));
     if let Some(client) = &args.web_client {
         tracing::info!(dir = %client.root().display(), "serving the web client at /");
         state = state.with_web_client(client.clone());
+    }
+    if let Some(sign_in) = sign_in {
+        state = state.with_sign_in(sign_in);
     }
     if !args.llm_model_allow.is_empty() {
         tracing::info!(

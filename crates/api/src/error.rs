@@ -132,7 +132,9 @@ impl ApiError {
                     D::AgentServerFailed(_) | D::ListenerNotSandbox(_) => StatusCode::BAD_GATEWAY,
                     D::InsufficientStorage(_) => StatusCode::INSUFFICIENT_STORAGE,
                     D::Conflict(_) => StatusCode::CONFLICT,
-                    D::TooManyPendingMessages => StatusCode::TOO_MANY_REQUESTS,
+                    D::TooManyPendingMessages | D::TooManyRequests(_) => {
+                        StatusCode::TOO_MANY_REQUESTS
+                    }
                 };
                 let message = match status {
                     StatusCode::INTERNAL_SERVER_ERROR => "Internal server error".to_owned(),

@@ -43,6 +43,7 @@ pub mod sandbox_specs;
 pub mod sandboxes;
 pub mod server_details;
 pub mod service_keys;
+pub mod sign_in;
 pub mod skills;
 pub mod state;
 pub mod user_secrets;

@@ -15,8 +15,8 @@ use crate::web_client::WebClient;
 use crate::{
     agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
     members, org_defaults, org_profiles, org_settings, organizations, sandbox_secrets,
-    sandbox_specs, sandboxes, server_details, service_keys, skills, user_secrets, user_settings,
-    users, webhooks,
+    sandbox_specs, sandboxes, server_details, service_keys, sign_in, skills, user_secrets,
+    user_settings, users, webhooks,
 };
 
 /// Registers every route and its OpenAPI path, module by module.
@@ -49,6 +49,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     app_conversations::export::configure(cfg);
     app_conversations::pending_messages::configure(cfg);
     live::sockets::configure(cfg);
+    sign_in::configure(cfg);
 }
 
 /// The methods a documented path serves, as an `Allow` header value (`GET, POST`).

@@ -54,6 +54,9 @@ pub struct AppState {
     pub skills: SkillLibrary,
     /// The browser client served at `/` (`--web-client`), if any.
     pub web_client: Option<Arc<WebClient>>,
+    /// Sign-in through the OpenID provider and device logins (issue 34); `None` without
+    /// `--oidc-issuer`.
+    pub sign_in: Option<Arc<crate::sign_in::config::SignIn>>,
     /// When this server started (`/server_info`, the web client config's `updated_at`).
     pub started: std::time::SystemTime,
 }
@@ -89,6 +92,7 @@ impl AppState {
             llm_catalog: Arc::new(LlmCatalog::shipped(&[])),
             skills: SkillLibrary::default(),
             web_client: None,
+            sign_in: None,
             started: std::time::SystemTime::now(),
         }
     }
@@ -117,6 +121,12 @@ impl AppState {
     /// The skills directory `GET /api/v1/skills/search` reads.
     pub fn with_skills(mut self, skills: SkillLibrary) -> Self {
         self.skills = skills;
+        self
+    }
+
+    /// Signs people in through the OpenID provider (issue 34, [`crate::sign_in`]).
+    pub fn with_sign_in(mut self, sign_in: Arc<crate::sign_in::config::SignIn>) -> Self {
+        self.sign_in = Some(sign_in);
         self
     }
 

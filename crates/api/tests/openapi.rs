@@ -12,6 +12,16 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 /// Routes that need no key and so declare no 401/422.
+/// Issue 34's sign-in routes (and those under them): for browsers and devices, not keys.
+const SIGN_IN: [&str; 6] = [
+    "/login",
+    "/logout",
+    "/account",
+    "/device",
+    "/oauth/device/authorize",
+    "/oauth/device/token",
+];
+
 const OPERATIONAL: [&str; 8] = [
     "/health",
     "/ready",
@@ -110,6 +120,19 @@ async fn document_matches_routes(backend: Backend) {
                 json!([{"SessionKeyHeader": []}, {"APIKeyHeader": []}, {"BearerAuth": []}]),
                 "{method} {path}"
             );
+            continue;
+        }
+        // Issue 34's sign-in pages and device flow: a browser's or a device's, no key; each
+        // says what it answers without sign-in configured.
+        if SIGN_IN
+            .iter()
+            .any(|p| path == p || path.starts_with(&format!("{p}/")))
+        {
+            assert!(
+                ["200", "303"].iter().any(|s| responses.contains_key(*s)),
+                "{method} {path}"
+            );
+            assert!(op.get("security").is_none(), "{method} {path}: no key");
             continue;
         }
         // A websocket: 101 or a refused handshake; errors after it are close codes.
@@ -262,6 +285,19 @@ async fn every_route_is_served(backend: Backend) {
             if let Some(m) = message {
                 assert_eq!(body, detail(m), "{backend}: {method} {url}");
             }
+        } else if SIGN_IN
+            .iter()
+            .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+        {
+            // This app signs nobody in: each says so (a page, or JSON for the device flow),
+            // except forms, refused by their own extractor first (400).
+            let says = body
+                .to_string()
+                .contains("Sign-in is not configured on this server");
+            assert!(
+                (status == 404 && says) || (status == 400 && method == Method::POST),
+                "{backend}: {method} {url}: {status} {body}"
+            );
         } else if path.starts_with("/sockets/") {
             // Without the upgrade headers: the handshake is refused.
             assert_eq!(status, 400, "{backend}: {method} {url}: {body}");

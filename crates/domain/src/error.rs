@@ -207,6 +207,10 @@ pub enum DomainError {
     /// messages queued already (OpenHands: 429).
     #[error("Too many pending messages. Maximum 10 messages per conversation.")]
     TooManyPendingMessages,
+    /// Too many of something in flight on the server (429 with this text; issue 34: device
+    /// logins).
+    #[error("{0}")]
+    TooManyRequests(String),
     /// A service route (`/api/service/...`) on a server without `--service-api-key-file`
     /// (OpenHands' answer without `AUTOMATIONS_SERVICE_KEY`: 503 with this text).
     #[error("Service authentication not configured")]

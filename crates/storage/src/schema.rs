@@ -470,6 +470,82 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// A user's identity at an OpenID provider (issue 34).
+    user_identities (issuer, subject) {
+        /// The provider's issuer URL.
+        issuer -> Text,
+        /// The user's `sub` there.
+        subject -> Text,
+        /// The Switchboard user.
+        user_id -> Text,
+        /// The e-mail of the last sign-in's claims.
+        email -> Text,
+        /// First sign-in, UTC.
+        created_at -> Timestamp,
+        /// Last sign-in, UTC.
+        last_sign_in_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// A sign-in in flight: what the callback checks (single use).
+    sign_in_states (state_hash) {
+        /// SHA-256 hex of the `state` parameter.
+        state_hash -> Text,
+        /// The ID token's expected `nonce`.
+        nonce -> Text,
+        /// The PKCE code verifier.
+        pkce_verifier -> Text,
+        /// Where to go after signing in (a path of this server).
+        return_to -> Text,
+        /// When it lapses, UTC.
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Browser sessions.
+    web_sessions (id_hash) {
+        /// SHA-256 hex of the session cookie.
+        id_hash -> Text,
+        /// The user.
+        user_id -> Text,
+        /// The session's CSRF token (forms carry it).
+        csrf_token -> Text,
+        /// The address it was opened from.
+        remote_addr -> Nullable<Text>,
+        /// Opened, UTC.
+        created_at -> Timestamp,
+        /// Lapses, UTC.
+        expires_at -> Timestamp,
+    }
+}
+
+diesel::table! {
+    /// Device authorizations (RFC 8628) for `openhands login`.
+    device_grants (device_code_hash) {
+        /// SHA-256 hex of the device code.
+        device_code_hash -> Text,
+        /// The code the user types (`XXXX-XXXX`).
+        user_code -> Text,
+        /// `pending`, `approved` or `denied`.
+        status -> Text,
+        /// Who approved or denied it.
+        user_id -> Nullable<Text>,
+        /// The address that asked for it.
+        remote_addr -> Nullable<Text>,
+        /// Seconds between polls.
+        interval_secs -> BigInt,
+        /// The last poll, UTC.
+        last_polled_at -> Nullable<Timestamp>,
+        /// Asked, UTC.
+        created_at -> Timestamp,
+        /// Lapses, UTC.
+        expires_at -> Timestamp,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -494,5 +570,9 @@ diesel::allow_tables_to_appear_in_same_query!(
     git_provider_tokens,
     pending_messages,
     agent_profiles,
-    audit_log
+    audit_log,
+    user_identities,
+    sign_in_states,
+    web_sessions,
+    device_grants
 );

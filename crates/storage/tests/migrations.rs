@@ -5,9 +5,10 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::{
     agent_profiles, api_keys, audit_log, conversation_counts, conversation_moves,
-    conversation_tombstones, conversations, events, git_provider_tokens, org_defaults,
-    org_event_usage, org_members, orgs, pending_messages, sandboxes, start_task_counts,
-    start_tasks, user_secrets, user_settings, users,
+    conversation_tombstones, conversations, device_grants, events, git_provider_tokens,
+    org_defaults, org_event_usage, org_members, orgs, pending_messages, sandboxes, sign_in_states,
+    start_task_counts, start_tasks, user_identities, user_secrets, user_settings, users,
+    web_sessions,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -77,6 +78,10 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at, profiles, active_profile, provider_connections),
         columns!(pending_messages: id, conversation_id, org_id, created_by_user_id, body, created_at),
         columns!(agent_profiles: org_id, user_id, id, name, revision, agent_kind, profile, active, created_at, updated_at),
+        columns!(user_identities: issuer, subject, user_id, email, created_at, last_sign_in_at),
+        columns!(sign_in_states: state_hash, nonce, pkce_verifier, return_to, expires_at),
+        columns!(web_sessions: id_hash, user_id, csrf_token, remote_addr, created_at, expires_at),
+        columns!(device_grants: device_code_hash, user_code, status, user_id, remote_addr, interval_secs, last_polled_at, created_at, expires_at),
         columns!(audit_log: id, org_id, actor_user_id, actor_email, action, target_user_id, target_email, detail, remote_addr, created_at),
     ]
 }

@@ -33,6 +33,7 @@
 //! tests that need PostgreSQL fail, they are never skipped.
 
 mod database;
+pub mod oidc;
 mod postgres;
 
 use std::fmt;

@@ -8,6 +8,7 @@ pub mod redaction;
 pub mod sealing;
 mod secrets;
 pub mod session_keys;
+pub mod sign_in;
 
 use time::OffsetDateTime;
 

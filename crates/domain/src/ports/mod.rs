@@ -11,6 +11,7 @@ pub mod org_defaults;
 pub mod org_settings;
 pub mod sandboxes;
 pub mod sealed;
+pub mod sign_in;
 pub mod url_ports;
 pub mod user_secrets;
 pub mod user_settings;
@@ -32,6 +33,7 @@ pub use sandboxes::{
     StartSandbox, StartedSandbox, WarmClaim,
 };
 pub use sealed::{Reseal, SealedRef, SealedStore};
+pub use sign_in::{IdentityLink, NewDeviceGrant, NewWebSession, SignInStore};
 pub use url_ports::UrlPortStore;
 pub use user_secrets::{SecretUpdate, UserSecretStore};
 pub use user_settings::{SettingsEdit, UserSettingsStore};
@@ -43,6 +45,7 @@ use crate::error::StorageError;
 pub trait Store:
     IdentityStore
     + MemberStore
+    + SignInStore
     + OrgSettingsStore
     + SandboxStore
     + ConversationStore

@@ -57,10 +57,26 @@ impl ApiKeyService {
         expires_at: Option<OffsetDateTime>,
     ) -> Result<IssuedKey, DomainError> {
         ctx.require(Permission::ManageApiKeys)?;
+        self.issue_within_limit(ctx.principal.user_id, Some(ctx.org.id), name, expires_at)
+    }
+
+    /// [`ApiKeyService::issue_key`] unless `user_id` holds the most live keys allowed already
+    /// (the limit of [`ApiKeyService::create_api_key`]; issue 34: keys made on the account
+    /// page and by `openhands login` count too).
+    ///
+    /// # Errors
+    /// [`DomainError::Conflict`] (409) at the limit; as [`ApiKeyService::issue_key`].
+    pub(crate) fn issue_within_limit(
+        &self,
+        user_id: UserId,
+        org_id: Option<OrgId>,
+        name: String,
+        expires_at: Option<OffsetDateTime>,
+    ) -> Result<IssuedKey, DomainError> {
         let now = now_micros();
         let live = self
             .identity
-            .api_keys_of(ctx.principal.user_id)?
+            .api_keys_of(user_id)?
             .iter()
             .filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|e| e > now))
             .count();
@@ -70,7 +86,7 @@ impl ApiKeyService {
                 self.max_per_member
             )));
         }
-        self.issue_key(ctx.principal.user_id, Some(ctx.org.id), name, expires_at)
+        self.issue_key(user_id, org_id, name, expires_at)
     }
 
     /// Issues a key for `user_id`, bound to `org_id` when given; `expires_at` must be in the

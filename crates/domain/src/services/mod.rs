@@ -6,6 +6,7 @@ mod agent_profiles;
 mod api_keys;
 mod auth;
 mod conversations;
+mod device_auth;
 mod event_catch_up;
 mod event_streaming;
 mod event_streams;
@@ -24,6 +25,7 @@ mod sandbox_specs;
 mod sandbox_upkeep;
 mod sandboxes;
 mod service_keys;
+mod sign_in;
 mod start_settings;
 mod user_admin;
 mod user_secrets;
@@ -44,6 +46,10 @@ pub use conversations::start::{
 };
 pub use conversations::start_tasks::StartTaskService;
 pub use conversations::workspace::{FileRead, GitRead, WorkspaceService};
+pub use device_auth::{
+    DEVICE_CODE_TTL, DEVICE_POLL_INTERVAL_SECS, DeviceAuthService, DeviceRefusal, DeviceStart,
+    MAX_PENDING_DEVICE_GRANTS,
+};
 pub use event_catch_up::CatchUpOutcome;
 pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
@@ -59,6 +65,7 @@ pub use org_settings::OrgSettingsService;
 pub use sandbox_proxy::{ProxyCredential, ProxyTarget};
 pub use sandboxes::SandboxService;
 pub use service_keys::{SERVICE_KEY_LIFETIME, ServiceKey, ServiceKeyService};
+pub use sign_in::{Account, DEFAULT_SESSION_TTL, OpenedSession, SIGN_IN_STATE_TTL, SignInService};
 pub use start_settings::{PersonalSettings, StartSettings};
 pub use user_admin::{MAX_USERS_PER_PAGE, UserAdminService};
 pub use user_secrets::{MAX_SECRETS_PER_USER, SecretPage, UserSecretService};
@@ -68,7 +75,7 @@ pub use users::{MeView, MyOrg, OrgMe, OrgMember, UserService};
 use crate::ports::{
     AgentProfileStore, AppConversationStore, ConversationStore, EventStore, IdentityStore,
     MemberStore, OrgDefaultsStore, OrgSettingsStore, PendingMessageStore, SandboxStore,
-    StartTaskStore, Store, UserSecretStore, UserSettingsStore,
+    SignInStore, StartTaskStore, Store, UserSecretStore, UserSettingsStore,
 };
 
 /// The domain services over one store.
@@ -81,6 +88,8 @@ pub struct Switchboard {
     org_settings: OrgSettingsService,
     users: UserService,
     members: MemberService,
+    sign_in: SignInService,
+    device_auth: DeviceAuthService,
     user_admin: UserAdminService,
     operator: OperatorService,
     sandboxes: SandboxService,
@@ -103,6 +112,7 @@ impl Switchboard {
         let identity: Arc<dyn IdentityStore> = store.clone();
         let members: Arc<dyn MemberStore> = store.clone();
         let user_admin = UserAdminService::new(identity.clone(), members.clone());
+        let sign_in_store: Arc<dyn SignInStore> = store.clone();
         let settings: Arc<dyn OrgSettingsStore> = store.clone();
         let sandboxes: Arc<dyn SandboxStore> = store.clone();
         let user_settings_store: Arc<dyn UserSettingsStore> = store.clone();
@@ -165,6 +175,8 @@ impl Switchboard {
             org_settings: OrgSettingsService::new(settings),
             users: UserService::new(identity.clone()),
             members: MemberService::new(identity.clone(), members.clone()),
+            sign_in: SignInService::new(identity.clone(), sign_in_store.clone(), api_keys.clone()),
+            device_auth: DeviceAuthService::new(sign_in_store, api_keys.clone()),
             user_admin: user_admin.clone(),
             operator: OperatorService::new(identity.clone(), api_keys.clone(), user_admin),
             service_keys: ServiceKeyService::new(identity.clone(), api_keys.clone()),
@@ -231,6 +243,8 @@ impl Switchboard {
     #[must_use]
     pub fn with_max_api_keys_per_member(mut self, max: usize) -> Self {
         self.api_keys = self.api_keys.with_max_per_member(max);
+        self.sign_in = self.sign_in.with_api_keys(self.api_keys.clone());
+        self.device_auth = self.device_auth.with_api_keys(self.api_keys.clone());
         self
     }
 
@@ -308,6 +322,23 @@ impl Switchboard {
     /// Members managed through the API, and the audit log (issue 34).
     pub fn members(&self) -> &MemberService {
         &self.members
+    }
+
+    /// Sign-in through the OpenID provider, sessions, the account page (issue 34).
+    pub fn sign_in(&self) -> &SignInService {
+        &self.sign_in
+    }
+
+    /// Replaces the sign-in service's configuration (the operator's membership rules and the
+    /// session lifetime).
+    pub fn with_sign_in(mut self, f: impl FnOnce(SignInService) -> SignInService) -> Self {
+        self.sign_in = f(self.sign_in);
+        self
+    }
+
+    /// Device authorization for `openhands login` (issue 34).
+    pub fn device_auth(&self) -> &DeviceAuthService {
+        &self.device_auth
     }
 
     /// The operator's commands on users and members (issue 34).

@@ -65,7 +65,10 @@ impl AuditRow {
 }
 
 /// Writes an audit entry on `conn`.
-fn insert_audit(conn: &mut DbConnection, entry: &AuditEntry) -> Result<(), StorageError> {
+pub(super) fn insert_audit(
+    conn: &mut DbConnection,
+    entry: &AuditEntry,
+) -> Result<(), StorageError> {
     let (actor_id, actor_email) = match &entry.actor {
         Actor::User { id, email } => (Some(id.to_string()), Some(email.clone())),
         Actor::Operator => (None, None),

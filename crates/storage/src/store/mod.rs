@@ -32,6 +32,7 @@ mod rows;
 mod sandboxes;
 mod sealed;
 mod settings_cache;
+mod sign_in;
 mod upkeep;
 mod url_ports;
 mod user_secrets;
@@ -272,7 +273,7 @@ impl DieselStore {
 
     /// The store's background jobs, for the supervisor: the conversation lists' upkeep
     /// ([`DieselStore::upkeep`]: moves older than a day deleted, PostgreSQL statistics refreshed
-    /// after bulk changes) every minute, and on SQLite [`DieselStore::checkpoint`] every second
+    /// after bulk changes) and sign-in's (what lapsed deleted) every minute, and on SQLite [`DieselStore::checkpoint`] every second
     /// (the server turns SQLite's automatic checkpoints off: ARCHITECTURE.md, Storage notes).
     pub fn jobs(self: &Arc<Self>) -> Vec<Job> {
         // Moves of conversations pruned, list statistics refreshed (issue 23).
@@ -282,6 +283,18 @@ impl DieselStore {
             Schedule::Every(LIST_UPKEEP_EVERY),
             move || store.upkeep().map(|_| ()),
         )];
+        // Lapsed sign-ins in flight, sessions and device codes deleted (issue 34).
+        let store = self.clone();
+        jobs.push(Job::new(
+            "sign-in-upkeep",
+            Schedule::Every(LIST_UPKEEP_EVERY),
+            move || {
+                use switchboard_domain::ports::SignInStore;
+                store
+                    .purge_sign_in(time::OffsetDateTime::now_utc())
+                    .map(|_| ())
+            },
+        ));
         if self.kind == BackendKind::Sqlite {
             let store = self.clone();
             jobs.push(Job::new(

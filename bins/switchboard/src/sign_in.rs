@@ -1,0 +1,113 @@
+//! `serve --oidc-*` (issue 34): signing a team in through the company's OpenID provider, the
+//! operator's membership rules for first sign-ins, the session lifetime, and the device logins
+//! of `openhands login` (which need sign-in: a signed-in member approves them). Without
+//! `--oidc-issuer`, none of it: keys only.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use switchboard_api::sign_in::{Oidc, OidcConfig, SignIn};
+use switchboard_domain::Switchboard;
+use switchboard_domain::identity::sign_in::MembershipRule;
+
+/// Sign-in's settings.
+#[derive(Args, Clone)]
+pub struct SignInArgs {
+    /// The OpenID provider's issuer URL (Keycloak: https://HOST/realms/REALM; Google: https://accounts.google.com; Okta: https://ORG.okta.com; Entra ID: https://login.microsoftonline.com/TENANT/v2.0; Dex: its issuer). Enables /login, the account page and `openhands login`'s device flow.
+    #[arg(long, env = "SWITCHBOARD_OIDC_ISSUER", value_name = "URL")]
+    pub oidc_issuer: Option<String>,
+    /// The client id registered at the provider for this server.
+    #[arg(long, env = "SWITCHBOARD_OIDC_CLIENT_ID", requires = "oidc_issuer")]
+    pub oidc_client_id: Option<String>,
+    /// A file holding the client's secret (surrounding whitespace ignored; keep it 0600).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_OIDC_CLIENT_SECRET_FILE",
+        value_name = "FILE",
+        requires = "oidc_issuer"
+    )]
+    pub oidc_client_secret_file: Option<PathBuf>,
+    /// This server's callback as registered at the provider: https://SWITCHBOARD/login/callback. Its origin is also the device flow's verification address, and https makes the cookies Secure.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_OIDC_REDIRECT_URL",
+        value_name = "URL",
+        requires = "oidc_issuer"
+    )]
+    pub oidc_redirect_url: Option<String>,
+    /// Scopes asked for besides openid (space-separated).
+    #[arg(long, env = "SWITCHBOARD_OIDC_SCOPES", default_value = "email profile")]
+    pub oidc_scopes: String,
+    /// The ID token claim listing the person's groups (for group: rules).
+    #[arg(long, env = "SWITCHBOARD_OIDC_GROUPS_CLAIM", default_value = "groups")]
+    pub oidc_groups_claim: String,
+    /// A rule making a first sign-in a member: domain:DOMAIN=ORG_ID:ROLE (a verified e-mail at DOMAIN) or group:GROUP=ORG_ID:ROLE (GROUP in the groups claim); repeatable. Without one, new users belong nowhere until an owner, an admin or the operator adds them.
+    #[arg(
+        long = "oidc-member-rule",
+        env = "SWITCHBOARD_OIDC_MEMBER_RULES",
+        value_delimiter = ',',
+        value_name = "RULE"
+    )]
+    pub oidc_member_rules: Vec<MembershipRule>,
+    /// Hours a browser session lasts.
+    #[arg(long, env = "SWITCHBOARD_SESSION_TTL_HOURS", default_value = "12", value_parser = clap::value_parser!(u32).range(1..=720))]
+    pub session_ttl_hours: u32,
+}
+
+impl SignInArgs {
+    /// Sign-in for the app's state and the services it configures, when `--oidc-issuer` is
+    /// given.
+    ///
+    /// # Errors
+    /// A missing client id, secret file or redirect URL; an unreadable or empty secret file;
+    /// a malformed URL.
+    pub fn load(&self, services: Switchboard) -> Result<(Switchboard, Option<Arc<SignIn>>)> {
+        let Some(issuer) = &self.oidc_issuer else {
+            return Ok((services, None));
+        };
+        let (Some(client_id), Some(secret_file), Some(redirect_url)) = (
+            &self.oidc_client_id,
+            &self.oidc_client_secret_file,
+            &self.oidc_redirect_url,
+        ) else {
+            bail!(
+                "--oidc-issuer needs --oidc-client-id, --oidc-client-secret-file and --oidc-redirect-url"
+            );
+        };
+        let secret = std::fs::read_to_string(secret_file)
+            .with_context(|| {
+                format!(
+                    "reading the OIDC client secret file {}",
+                    secret_file.display()
+                )
+            })?
+            .trim()
+            .to_owned();
+        if secret.is_empty() {
+            bail!(
+                "the OIDC client secret file {} is empty",
+                secret_file.display()
+            );
+        }
+        let oidc = Oidc::new(OidcConfig {
+            issuer: issuer.clone(),
+            client_id: client_id.clone(),
+            client_secret: secret,
+            redirect_url: redirect_url.clone(),
+            scopes: self
+                .oidc_scopes
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            groups_claim: self.oidc_groups_claim.clone(),
+        })
+        .map_err(anyhow::Error::msg)?;
+        tracing::info!(issuer = %issuer, rules = self.oidc_member_rules.len(), "sign-in through the OpenID provider at /login");
+        let rules = self.oidc_member_rules.clone();
+        let ttl = std::time::Duration::from_secs(u64::from(self.session_ttl_hours) * 3600);
+        let services = services.with_sign_in(|s| s.configured(rules, ttl));
+        Ok((services, Some(SignIn::new(oidc))))
+    }
+}
