@@ -3,10 +3,10 @@
 //! count, read one, change a role, remove; and the organization's audit log, read by owners.
 //! The rules are the domain's ([`switchboard_domain::services::MemberService`]).
 
-use actix_web::{HttpRequest, delete, get, patch, web};
+use actix_web::{HttpRequest, HttpResponse, delete, get, patch, post, web};
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::ports::MemberPosition;
-use switchboard_domain::services::{AuditPosition, OrgMember, parse_role_update};
+use switchboard_domain::services::{AuditPosition, OrgMember, parse_member_add, parse_role_update};
 use switchboard_domain::{OrgId, UserId, validation};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -22,6 +22,7 @@ use crate::responses::{ApiKeyErrors, BodyErrors};
 /// `{user_id}`, which it would otherwise match).
 pub fn configure(cfg: &mut ServiceConfig<'_>) {
     cfg.service(list_members)
+        .service(add_member)
         .service(count_members)
         .service(organization_member)
         .service(update_member)
@@ -102,6 +103,47 @@ pub async fn list_members(
             }))
         })
         .await
+}
+
+/// Adds a user (one who has signed in, or the operator made) to the organization by e-mail:
+/// body `{"email": "…", "role": "owner"|"admin"|"member"}` (`role` defaults to `member`).
+/// Owners add any role, admins admins and members. Written to the audit log. (OpenHands
+/// invites by e-mail instead; Switchboard sends no mail: a person signs in once, then an
+/// owner or admin adds them, or a sign-in rule does.)
+#[utoipa::path(tag = "Orgs",
+    params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
+           ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
+    request_body(content = Object, description = "`{\"email\": \"…\", \"role\": \"member\"}`", content_type = "application/json"),
+    security(("APIKeyHeader" = []), ("BearerAuth" = [])),
+    responses(
+        (status = 201, body = OrgMemberResponse),
+        BodyErrors,
+        ApiKeyErrors,
+        (status = 404, description = "No user has this e-mail", body = ErrorDetail),
+        (status = 409, description = "A member already", body = ErrorDetail),
+        (status = 422, description = "Malformed id or body", body = HTTPValidationError),
+    ))]
+#[post("/api/organizations/{org_id}/members")]
+pub async fn add_member(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    caller: Caller,
+    org_id: web::Path<String>,
+    body: RawBody,
+) -> ApiResult<HttpResponse> {
+    let ctx = caller.authenticate(&state).await?;
+    let org = OrgId(path_uuid(&org_id, "org_id")?);
+    let body = body.read().await?;
+    let remote = remote_addr(&req);
+    let s = state.clone();
+    let m = state
+        .blocking(move || {
+            s.services.members().caller_role(&ctx, org)?;
+            let (email, role) = parse_member_add(&body.json()?)?;
+            Ok(s.services.members().add(&ctx, org, &email, role, remote)?)
+        })
+        .await?;
+    Ok(HttpResponse::Created().json(OrgMemberResponse::from(m)))
 }
 
 /// How many members an organization has (those whose e-mail contains `email`, when given):

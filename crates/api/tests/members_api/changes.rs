@@ -282,3 +282,82 @@ pub async fn removal_ends_access_at_once(backend: Backend) {
     );
     app.stop().await;
 }
+
+/// Owners and admins add a user by e-mail (admins not as owner); a member already, an unknown
+/// e-mail and bad bodies are refused; the new member acts at once.
+pub async fn adding_by_email(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let org = app.org;
+    let s = app.services.clone();
+    let (newcomer, key) = tokio::task::spawn_blocking(move || {
+        let u = s.operator().create_user("new@example.com", None).unwrap();
+        let k = s
+            .operator()
+            .operator_create_key(u.id, None, "k".into(), None)
+            .unwrap();
+        (u.id, k.secret)
+    })
+    .await
+    .unwrap();
+    let add = |key: String, body: serde_json::Value| {
+        let app = &app;
+        async move { call(app, Method::POST, &members(org), &key, Some(body)).await }
+    };
+    let (status, _) = add(app.member.key.clone(), json!({"email": "new@example.com"})).await;
+    assert_eq!(status, 403, "{backend}: members add nobody");
+    let (status, body) = add(
+        app.admin.key.clone(),
+        json!({"email": "new@example.com", "role": "owner"}),
+    )
+    .await;
+    assert_eq!(
+        (status, body),
+        (403, detail("You do not have permission to add this member")),
+        "{backend}"
+    );
+    let (status, body) = add(
+        app.admin.key.clone(),
+        json!({"email": "nobody@example.com"}),
+    )
+    .await;
+    assert_eq!(status, 404, "{backend}: {body}");
+    let (status, body) = add(app.admin.key.clone(), json!({"email": "no-at-sign"})).await;
+    assert_eq!(status, 422, "{backend}");
+    assert_one_error(&body, &json!(["body", "email"]), "value_error");
+    let (status, body) = add(
+        app.admin.key.clone(),
+        json!({"email": "new@example.com", "role": "boss"}),
+    )
+    .await;
+    assert_eq!(status, 422, "{backend}");
+    assert_one_error(&body, &json!(["body", "role"]), "literal_error");
+    let (status, me) = call(&app, Method::GET, "/api/v1/users/me", &key, None).await;
+    assert_eq!(status, 404, "{backend}: no organization yet: {me}");
+    let (status, body) = add(
+        app.admin.key.clone(),
+        json!({"email": "NEW@example.com ".trim()}),
+    )
+    .await;
+    // E-mails are matched as stored.
+    assert_eq!(status, 404, "{backend}: {body}");
+    let (status, body) = add(
+        app.admin.key.clone(),
+        json!({"email": "new@example.com", "role": "admin"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{backend}: {body}");
+    assert_eq!(
+        (body["user_id"].clone(), body["role"].clone()),
+        (json!(newcomer.to_string()), json!("admin"))
+    );
+    let (status, _) = add(app.owner.key.clone(), json!({"email": "new@example.com"})).await;
+    assert_eq!(status, 409, "{backend}: a member already");
+    // At once: the new member's key acts in the organization, now their current one.
+    let (status, me) = call(&app, Method::GET, "/api/v1/users/me", &key, None).await;
+    assert_eq!(
+        (status, me["org_id"].clone(), me["role"].clone()),
+        (200, json!(org.to_string()), json!("admin")),
+        "{backend}: {me}"
+    );
+    app.stop().await;
+}

@@ -15,13 +15,14 @@ mod paging;
 mod rig;
 
 use audit::{a_disabled_user_is_refused_at_once, the_audit_log_is_the_owners};
-use changes::{removal_ends_access_at_once, role_changes_follow_rank};
+use changes::{adding_by_email, removal_ends_access_at_once, role_changes_follow_rank};
 use paging::pages_filter_and_count;
 
 on_both_backends!(
     pages_filter_and_count,
     role_changes_follow_rank,
     removal_ends_access_at_once,
+    adding_by_email,
     the_audit_log_is_the_owners,
     a_disabled_user_is_refused_at_once,
 );

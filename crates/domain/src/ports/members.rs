@@ -82,6 +82,16 @@ pub trait MemberStore: Send + Sync {
     /// How many members of `org` match `query.email`, at or before `query.position` when
     /// given (so a page's number is known).
     fn count_members(&self, org: OrgId, query: MemberQuery<'_>) -> Result<i64, StorageError>;
+    /// Makes `user` a member of `org` with `role` unless they are one already
+    /// ([`MemberChange::Stale`]); their current organization when they had none. Writes
+    /// `audit`.
+    fn add_member(
+        &self,
+        org: OrgId,
+        user: UserId,
+        role: Role,
+        audit: &AuditEntry,
+    ) -> Result<MemberChange, StorageError>;
     /// Sets `user`'s role in `org` to `to` if it is still `from`, unless that leaves `org`
     /// without an owner; writes `audit` with the change. Serialized per organization.
     fn change_member_role(

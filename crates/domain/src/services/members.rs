@@ -105,6 +105,38 @@ impl Keyset for AuditPosition {
     }
 }
 
+/// Reads `POST …/members`' body: `{"email": "…", "role": "owner"|"admin"|"member"}`
+/// (`role` defaults to `member`).
+///
+/// # Errors
+/// 422: not an object, `email` missing or not a string with an `@`, a bad `role`.
+pub fn parse_member_add(body: &Value) -> Result<(String, Role), ValidationError> {
+    let root = loc(["body"]);
+    let Value::Object(obj) = body else {
+        return Err(validation::model_type(root, "OrgMemberCreate", body));
+    };
+    let email = match obj.get("email") {
+        Some(Value::String(e)) if e.contains('@') && e.len() <= 320 => {
+            validation::refuse_nul(|| field(&root, "email"), e)?;
+            e.trim().to_owned()
+        }
+        Some(v @ Value::String(_)) => {
+            return Err(validation::value_error(
+                field(&root, "email"),
+                "an e-mail address needs an '@' (at most 320 characters)",
+                v,
+            ));
+        }
+        Some(other) => return Err(validation::string_type(field(&root, "email"), other)),
+        None => return Err(validation::missing(field(&root, "email"), body.clone())),
+    };
+    let role = match obj.get("role") {
+        None | Some(Value::Null) => Role::Member,
+        Some(_) => parse_role_update(body)?,
+    };
+    Ok((email, role))
+}
+
 /// Reads `PATCH …/members/{user_id}`'s body (OpenHands' `OrgMemberUpdate`): `{"role":
 /// "owner"|"admin"|"member"}`.
 ///
@@ -279,6 +311,57 @@ impl MemberService {
             remote_addr,
             at: now_micros(),
         })
+    }
+
+    /// `POST /api/organizations/{org_id}/members`: makes the user of `email` (one who has
+    /// signed in, or the operator made) a member with `role`. Owners add any role, admins
+    /// admins and members (`invite_user_to_organization`).
+    ///
+    /// # Errors
+    /// 403 (not an owner or admin, an admin adding an owner), 404 (no user of that e-mail,
+    /// or the caller not a member), 409 (a member already); storage.
+    pub fn add(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        email: &str,
+        role: Role,
+        remote_addr: Option<String>,
+    ) -> Result<OrgMember, DomainError> {
+        let actor = self.caller_role(ctx, org)?;
+        if !actor.grants(crate::Permission::InviteUserToOrganization)
+            || (role == Role::Owner && actor != Role::Owner)
+        {
+            return Err(DomainError::Forbidden(
+                "You do not have permission to add this member".into(),
+            ));
+        }
+        let who = self.identity.user_by_email(email.trim())?.ok_or_else(|| {
+            DomainError::NotFound(
+                "No user has this e-mail: they sign in once (or the operator creates them) first"
+                    .into(),
+            )
+        })?;
+        let detail = json!({ "role": role.as_str() });
+        let audit = self.entry(
+            ctx,
+            org,
+            AuditAction::MemberAdded,
+            &who,
+            detail,
+            remote_addr,
+        )?;
+        match self.members.add_member(org, who.id, role, &audit)? {
+            MemberChange::Done => Ok(OrgMember {
+                user_id: who.id,
+                email: who.email,
+                role,
+                disabled: who.disabled_at.is_some(),
+            }),
+            _ => Err(DomainError::Conflict(
+                "This user is a member of the organization already".into(),
+            )),
+        }
     }
 
     /// `PATCH /api/organizations/{org_id}/members/{user_id}`: sets a member's role (the rules

@@ -57,7 +57,7 @@ pub use key_rotation::{binding_of, rotate_sealed};
 pub use llm_choice::EffectiveLlm;
 pub use members::{
     AuditPosition, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService, may_change_role, may_remove,
-    parse_role_update,
+    parse_member_add, parse_role_update,
 };
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};

@@ -236,6 +236,42 @@ impl MemberStore for DieselStore {
         .map_err(db_err)
     }
 
+    fn add_member(
+        &self,
+        org: OrgId,
+        user: UserId,
+        role: Role,
+        audit: &AuditEntry,
+    ) -> Result<MemberChange, StorageError> {
+        let (o, u) = (org.to_string(), user.to_string());
+        let now = to_db(audit.at);
+        self.member_write(&o, |conn| {
+            if role_of(conn, &o, &u)?.is_some() {
+                return Ok(MemberChange::Stale);
+            }
+            native!(conn, |c| (|| -> QueryResult<usize> {
+                diesel::insert_into(org_members::table)
+                    .values((
+                        org_members::org_id.eq(&o),
+                        org_members::user_id.eq(&u),
+                        org_members::role.eq(role.as_str()),
+                        org_members::created_at.eq(now),
+                    ))
+                    .execute(c)?;
+                diesel::update(
+                    users::table
+                        .filter(users::id.eq(&u))
+                        .filter(users::current_org_id.is_null()),
+                )
+                .set(users::current_org_id.eq(Some(&o)))
+                .execute(c)
+            })())
+            .map_err(db_err)?;
+            insert_audit(conn, audit)?;
+            Ok(MemberChange::Done)
+        })
+    }
+
     fn change_member_role(
         &self,
         org: OrgId,
