@@ -25,6 +25,11 @@ test:
 bench:
     cargo bench -p switchboard-model --bench codec
 
+# Members and sign-in (issue 34): member pages, filter and count at 10,000 members, role changes,
+# session checks, device codes and uncached key checks, on SQLite and PostgreSQL.
+bench-members:
+    cargo bench -p switchboard-storage --bench members
+
 # HTTP load benchmark of the settings endpoints on SQLite and PostgreSQL (needs wrk).
 bench-http seconds="10":
     scripts/bench-http.sh {{seconds}}

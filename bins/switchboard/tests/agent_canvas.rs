@@ -10,6 +10,11 @@
 //! of their own from the LLM page first; on PostgreSQL they enter none and start at once, on
 //! the operator's LLM that their settings show (issue 31).
 //!
+//! Where the OpenID provider of the sign-in tests can run (`scripts/oidc-provider/setup.sh`),
+//! the server signs people in through it (issue 34) and the walk uses a key that a member,
+//! signed in through the provider's forms, made on the account page; elsewhere the owner's
+//! bootstrap key.
+//!
 //! Needs what `scripts/agent-canvas/setup.sh` installs (chromium, the playwright venv, the
 //! client package) and the real agent server (`scripts/e2e.sh`); without one of them it says
 //! which and passes. The requests table is written to `$AGENT_CANVAS_REQUESTS` (default:
@@ -144,15 +149,54 @@ fn walk(p: &Prerequisites, backend: Backend) {
             .map(str::to_owned),
         );
     }
+    // The organization and its owner first, so a sign-in rule can name the organization.
+    let boot = cli_json(db.url(), &["bootstrap"]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let callback = format!("http://127.0.0.1:{port}/login/callback");
+    let provider = match switchboard_testkit::oidc::unavailable() {
+        None => Some(switchboard_testkit::oidc::OidcProvider::start(
+            &[&callback],
+            3600,
+        )),
+        Some(why) => {
+            eprintln!("{backend}: the walk uses the bootstrap key: {why}");
+            None
+        }
+    };
+    let secret = data.path().join("oidc-client-secret");
+    if let Some(provider) = &provider {
+        std::fs::write(&secret, switchboard_testkit::oidc::CLIENT_SECRET).unwrap();
+        args.extend([
+            "--oidc-issuer".to_owned(),
+            provider.issuer.clone(),
+            "--oidc-client-id".to_owned(),
+            switchboard_testkit::oidc::CLIENT_ID.to_owned(),
+            "--oidc-client-secret-file".to_owned(),
+            secret.display().to_string(),
+            "--oidc-redirect-url".to_owned(),
+            callback.clone(),
+            "--oidc-member-rule".to_owned(),
+            format!("domain:example.com={}:owner", str_of(&boot, "org_id")),
+        ]);
+    }
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
-    let server = Server::spawn_with(
+    let server = Server::spawn_bound(
+        &[],
+        &format!("127.0.0.1:{port}"),
         db.url(),
         ServeOptions {
             args: arg_refs,
             env: vec![("LLM_API_KEY", "fake-key")],
         },
     );
-    let key = server.bootstrap_key();
+    let key = match &provider {
+        Some(_) => key_from_the_account_page(&server.address, &callback),
+        None => str_of(&boot, "api_key").to_owned(),
+    };
     if start {
         wait_warm(&server, backend);
     }
@@ -222,4 +266,34 @@ fn walk(p: &Prerequisites, backend: Backend) {
         );
     }
     drop(llm);
+}
+
+/// A key a member made on the account page (issue 34): alice signs in through the provider's
+/// forms (the rule makes her an owner) and creates one.
+fn key_from_the_account_page(base: &str, callback: &str) -> String {
+    use switchboard_testkit::oidc::{Browser, hidden_value};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let browser = Browser::new();
+        let start = format!("{base}/login?next=/account");
+        let at = browser
+            .sign_in_at_provider(&start, "alice", "alice-password", callback)
+            .await;
+        let back = at.location.clone().unwrap_or_else(|| panic!("{at:?}"));
+        let page = browser.follow(browser.get(&back).await, None).await;
+        assert_eq!(page.status, 200, "{page:?}");
+        let csrf = hidden_value(&page.body, "csrf").expect("the page's token");
+        let made = browser
+            .post_form(
+                &format!("{base}/account/keys"),
+                &[("csrf", &csrf), ("name", "agent canvas")],
+            )
+            .await;
+        made.body
+            .split("id=\"new-key\">")
+            .nth(1)
+            .and_then(|r| r.split('<').next())
+            .unwrap_or_else(|| panic!("no key on the page: {}", made.body))
+            .to_owned()
+    })
 }

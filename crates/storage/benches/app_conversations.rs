@@ -24,15 +24,12 @@ use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
 use switchboard_storage::DieselStore;
 use switchboard_testkit::{Backend, TestDatabase};
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{env_num, time_it};
+
 /// 2026-11-01T00:00:00Z in Unix seconds.
 const BASE_SECS: i64 = 1_793_491_200;
-
-fn env_num(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 fn stamp(micros: i64) -> String {
     let t = time::OffsetDateTime::from_unix_timestamp_nanos(
@@ -54,30 +51,6 @@ fn stamp(micros: i64) -> String {
         if frac.is_empty() { "" } else { "." },
         frac
     )
-}
-
-/// p50 and p99 of `samples`, in milliseconds.
-fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let at = |q: f64| {
-        let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
-        samples[i].as_secs_f64() * 1e3
-    };
-    (at(0.50), at(0.99))
-}
-
-fn time_it(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
-    for i in 0..10 {
-        f(i);
-    }
-    let samples = (0..iters)
-        .map(|i| {
-            let t = Instant::now();
-            f(i);
-            t.elapsed()
-        })
-        .collect();
-    percentiles(samples)
 }
 
 /// Bulk-inserts `n` conversations of `org` (multi-row INSERTs of 1,000).

@@ -79,10 +79,18 @@ impl OidcProvider {
             .stderr(Stdio::null())
             .spawn()
             .expect("node runs the provider");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("its stdout"))
-            .read_line(&mut line)
-            .expect("the provider's first line");
+        // Its first line, within a minute (a provider that never starts fails the test).
+        let stdout = child.stdout.take().expect("its stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let Ok(line) = rx.recv_timeout(std::time::Duration::from_secs(60)) else {
+            let _ = child.kill();
+            panic!("the OpenID provider printed nothing within 60 s");
+        };
         let issuer = line
             .trim()
             .strip_prefix("ISSUER=")
@@ -150,6 +158,7 @@ impl Browser {
             client: reqwest::Client::builder()
                 .cookie_store(true)
                 .redirect(reqwest::redirect::Policy::none())
+                .timeout(std::time::Duration::from_secs(30))
                 .build()
                 .expect("a client"),
         }

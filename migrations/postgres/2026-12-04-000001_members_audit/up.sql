@@ -5,6 +5,9 @@
 -- outlives the user it names.
 ALTER TABLE users ADD COLUMN disabled_at TIMESTAMP;
 
+-- An organization's members in the order they joined: the members list's keyset.
+CREATE INDEX org_members_joined ON org_members (org_id, created_at, user_id);
+
 CREATE TABLE audit_log (
     id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     org_id TEXT REFERENCES orgs (id) ON DELETE CASCADE,

@@ -14,7 +14,7 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::pages;
-use super::session::{configured, csrf_ok, remote_addr, see_other, session_of};
+use super::session::{configured, form_session, remote_addr, see_other, session_of};
 use crate::AppState;
 use crate::dto::ErrorDetail;
 use crate::error::{ApiError, ApiResult};
@@ -237,11 +237,13 @@ pub async fn device_decide(
     if let Err(page) = configured(&state) {
         return page;
     }
-    let session = match (form.as_ref(), session_of(&state, &req).await) {
-        (Some(f), Ok(Some(s))) if csrf_ok(&s, &f.csrf) => s,
-        _ => return pages::forbidden_form(),
+    let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    let form = form.expect("checked above").into_inner();
+    let Some(form) = form.map(web::Form::into_inner) else {
+        return pages::forbidden_form();
+    };
     let approve = form.decision == "approve";
     let (st, code) = (state.clone(), form.user_code.clone());
     match state

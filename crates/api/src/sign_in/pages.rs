@@ -5,9 +5,12 @@
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
+use switchboard_domain::DomainError;
 use switchboard_domain::identity::sign_in::{DeviceGrant, DeviceStatus};
 use switchboard_domain::services::Account;
 use switchboard_domain::time_input::format_rfc3339_micros;
+
+use crate::error::ApiError;
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:52rem;margin:2rem auto;padding:0 1rem;color:#222}\
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4rem;text-align:left}\
@@ -181,4 +184,35 @@ pub(super) fn forbidden_form() -> HttpResponse {
         "Not signed in, or a stale form",
         "Sign in again and use the page's own forms.",
     )
+}
+
+/// A domain refusal as a page.
+pub(super) fn refusal(e: ApiError) -> HttpResponse {
+    match e {
+        ApiError::Domain(DomainError::UserDisabled) => message(
+            StatusCode::FORBIDDEN,
+            "Your account is disabled",
+            "An administrator disabled it; ask them.",
+        ),
+        ApiError::Domain(DomainError::Forbidden(t)) => {
+            message(StatusCode::FORBIDDEN, "Sign-in refused", &t)
+        }
+        ApiError::Domain(DomainError::BadRequest(t)) => {
+            message(StatusCode::BAD_REQUEST, "Sign-in failed", &t)
+        }
+        ApiError::Domain(DomainError::Conflict(t)) => message(StatusCode::CONFLICT, "Not done", &t),
+        ApiError::Domain(DomainError::ApiKeyNotFound) => message(
+            StatusCode::NOT_FOUND,
+            "No such key",
+            "It is not one of yours.",
+        ),
+        other => {
+            tracing::error!(error = %other, "a sign-in page failed");
+            message(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Something went wrong",
+                "Try again in a moment.",
+            )
+        }
+    }
 }

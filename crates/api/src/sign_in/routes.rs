@@ -13,8 +13,8 @@ use utoipa::ToSchema;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use super::config::{SESSION_COOKIE, SIGN_IN_COOKIE};
-use super::pages::{self, forbidden_form};
-use super::session::{configured, csrf_ok, remote_addr, see_other, session_of};
+use super::pages::{self, refusal};
+use super::session::{configured, form_session, remote_addr, see_other, session_of};
 use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{QueryPairs, path_uuid};
@@ -43,39 +43,6 @@ struct KeyForm {
     csrf: String,
     /// The key's name.
     name: String,
-}
-
-/// A domain refusal as a page.
-fn refusal(e: ApiError) -> HttpResponse {
-    match e {
-        ApiError::Domain(DomainError::UserDisabled) => pages::message(
-            StatusCode::FORBIDDEN,
-            "Your account is disabled",
-            "An administrator disabled it; ask them.",
-        ),
-        ApiError::Domain(DomainError::Forbidden(t)) => {
-            pages::message(StatusCode::FORBIDDEN, "Sign-in refused", &t)
-        }
-        ApiError::Domain(DomainError::BadRequest(t)) => {
-            pages::message(StatusCode::BAD_REQUEST, "Sign-in failed", &t)
-        }
-        ApiError::Domain(DomainError::Conflict(t)) => {
-            pages::message(StatusCode::CONFLICT, "Not done", &t)
-        }
-        ApiError::Domain(DomainError::ApiKeyNotFound) => pages::message(
-            StatusCode::NOT_FOUND,
-            "No such key",
-            "It is not one of yours.",
-        ),
-        other => {
-            tracing::error!(error = %other, "a sign-in page failed");
-            pages::message(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Something went wrong",
-                "Try again in a moment.",
-            )
-        }
-    }
 }
 
 /// Starts a sign-in: sends the browser to the identity provider (authorization code flow
@@ -232,15 +199,9 @@ pub async fn logout(
         Ok(s) => s,
         Err(page) => return page,
     };
-    let Some(form) = form else {
-        return forbidden_form();
-    };
-    let session = match session_of(&state, &req).await {
-        Ok(Some(s)) if csrf_ok(&s, &form.csrf) => s,
-        Ok(_) => return forbidden_form(),
-        Err(e) => return refusal(e),
-    };
-    let _ = session;
+    if let Err(page) = form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
+        return page;
+    }
     let cookie = req
         .cookie(SESSION_COOKIE)
         .map(|c| c.value().to_owned())
@@ -313,15 +274,12 @@ pub async fn create_key(
     if let Err(page) = configured(&state) {
         return page;
     }
-    let Some(form) = form else {
-        return forbidden_form();
+    let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
+        Ok(s) => s,
+        Err(page) => return page,
     };
-    let session = match session_of(&state, &req).await {
-        Ok(Some(s)) if csrf_ok(&s, &form.csrf) => s,
-        Ok(_) => return forbidden_form(),
-        Err(e) => return refusal(e),
-    };
-    let (st, s, name) = (state.clone(), session.clone(), form.name.clone());
+    let name = form.map(|f| f.into_inner().name).unwrap_or_default();
+    let (st, s) = (state.clone(), session.clone());
     match state
         .blocking(move || Ok(st.services.sign_in().create_key(&s, &name)?))
         .await
@@ -354,13 +312,9 @@ pub async fn revoke_key(
     if let Err(page) = configured(&state) {
         return page;
     }
-    let Some(form) = form else {
-        return forbidden_form();
-    };
-    let session = match session_of(&state, &req).await {
-        Ok(Some(s)) if csrf_ok(&s, &form.csrf) => s,
-        Ok(_) => return forbidden_form(),
-        Err(e) => return refusal(e),
+    let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
+        Ok(s) => s,
+        Err(page) => return page,
     };
     let Ok(id) = path_uuid(&key_id, "key_id") else {
         return pages::message(

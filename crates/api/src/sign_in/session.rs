@@ -49,7 +49,7 @@ pub(crate) async fn session_of(
 }
 
 /// Whether a form's CSRF token is the session's (compared in constant time).
-pub(crate) fn csrf_ok(session: &WebSession, presented: &str) -> bool {
+fn csrf_ok(session: &WebSession, presented: &str) -> bool {
     let (a, b) = (session.csrf_token.as_bytes(), presented.as_bytes());
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
@@ -60,4 +60,18 @@ pub(crate) fn see_other(location: &str) -> HttpResponse {
         .insert_header(("Location", location))
         .insert_header(("Cache-Control", "no-store"))
         .finish()
+}
+
+/// The session of a form's request with its CSRF token (`csrf`, `None` without a form)
+/// checked: otherwise the page refusing it (403; a disabled user's refusal).
+pub(crate) async fn form_session(
+    state: &actix_web::web::Data<AppState>,
+    req: &HttpRequest,
+    csrf: Option<&str>,
+) -> Result<WebSession, HttpResponse> {
+    match (csrf, session_of(state, req).await) {
+        (Some(token), Ok(Some(s))) if csrf_ok(&s, token) => Ok(s),
+        (_, Err(e)) => Err(pages::refusal(e)),
+        _ => Err(pages::forbidden_form()),
+    }
 }

@@ -186,10 +186,12 @@ impl MemberStore for DieselStore {
         )> = native!(&mut *conn, |c| {
             let mut q = members_matching!(&n);
             if let Some((t, u)) = &n.position {
-                q = q.filter(
-                    org_members::created_at.gt(*t).or(org_members::created_at
-                        .eq(*t)
-                        .and(org_members::user_id.gt(u))),
+                // `>= t` first: the index range starts there (an OR alone scans from the
+                // organization's first member).
+                q = q.filter(org_members::created_at.ge(*t)).filter(
+                    org_members::created_at
+                        .gt(*t)
+                        .or(org_members::user_id.gt(u)),
                 );
             }
             q.order((org_members::created_at.asc(), org_members::user_id.asc()))
@@ -222,16 +224,33 @@ impl MemberStore for DieselStore {
     fn count_members(&self, org: OrgId, query: MemberQuery<'_>) -> Result<i64, StorageError> {
         let mut conn = self.conn()?;
         let n = Narrowing::of(org, query);
+        // Without an e-mail filter the members' rows alone answer (the index
+        // `org_members_joined`, no join with users).
+        macro_rules! up_to_position {
+            ($q:expr) => {{
+                let mut q = $q;
+                if let Some((t, u)) = &n.position {
+                    q = q.filter(org_members::created_at.le(*t)).filter(
+                        org_members::created_at
+                            .lt(*t)
+                            .or(org_members::user_id.le(u)),
+                    );
+                }
+                q
+            }};
+        }
         native!(&mut *conn, |c| {
-            let mut q = members_matching!(&n);
-            if let Some((t, u)) = &n.position {
-                q = q.filter(
-                    org_members::created_at.lt(*t).or(org_members::created_at
-                        .eq(*t)
-                        .and(org_members::user_id.le(u))),
-                );
+            if n.pattern.is_some() {
+                up_to_position!(members_matching!(&n)).count().get_result(c)
+            } else {
+                up_to_position!(
+                    org_members::table
+                        .filter(org_members::org_id.eq(&n.org))
+                        .into_boxed()
+                )
+                .count()
+                .get_result(c)
             }
-            q.count().get_result(c)
         })
         .map_err(db_err)
     }

@@ -1,0 +1,37 @@
+//! What the storage benchmarks share: knobs from the environment and percentiles of timed
+//! calls.
+
+use std::time::{Duration, Instant};
+
+/// The number in environment variable `name`, else `default`.
+pub fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// p50 and p99 of `samples`, in milliseconds.
+pub fn percentiles(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 * q).ceil() as usize).clamp(1, samples.len()) - 1;
+        samples[i].as_secs_f64() * 1e3
+    };
+    (at(0.50), at(0.99))
+}
+
+/// p50 and p99 in milliseconds of `iters` calls of `f` (after 10 unmeasured ones).
+pub fn time_it(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
+    for i in 0..10 {
+        f(i);
+    }
+    let samples = (0..iters)
+        .map(|i| {
+            let t = Instant::now();
+            f(i);
+            t.elapsed()
+        })
+        .collect();
+    percentiles(samples)
+}
