@@ -15,7 +15,7 @@ use switchboard_domain::identity::sign_in::MembershipRule;
 /// Sign-in's settings.
 #[derive(Args, Clone)]
 pub struct SignInArgs {
-    /// The OpenID provider's issuer URL (Keycloak: https://HOST/realms/REALM; Google: https://accounts.google.com; Okta: https://ORG.okta.com; Entra ID: https://login.microsoftonline.com/TENANT/v2.0; Dex: its issuer). Enables /login, the account page and `openhands login`'s device flow.
+    /// The OpenID provider's issuer URL (Keycloak: `https://HOST/realms/REALM`; Google: `https://accounts.google.com`; Okta: `https://ORG.okta.com`; Entra ID: `https://login.microsoftonline.com/TENANT/v2.0`; Dex: its issuer). Enables /login, the account page and `openhands login`'s device flow.
     #[arg(long, env = "SWITCHBOARD_OIDC_ISSUER", value_name = "URL")]
     pub oidc_issuer: Option<String>,
     /// The client id registered at the provider for this server.
@@ -29,7 +29,7 @@ pub struct SignInArgs {
         requires = "oidc_issuer"
     )]
     pub oidc_client_secret_file: Option<PathBuf>,
-    /// This server's callback as registered at the provider: https://SWITCHBOARD/login/callback. Its origin is also the device flow's verification address, and https makes the cookies Secure.
+    /// This server's callback as registered at the provider: `https://SWITCHBOARD/login/callback`. Its origin is also the device flow's verification address, and https makes the cookies Secure.
     #[arg(
         long,
         env = "SWITCHBOARD_OIDC_REDIRECT_URL",

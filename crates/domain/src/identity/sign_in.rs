@@ -199,7 +199,7 @@ pub fn secret_hash(value: &str) -> String {
 /// The letters of a user code: no vowels (no words), no look-alikes (RFC 8628 §6.1).
 const USER_CODE_LETTERS: &[u8; 20] = b"BCDFGHJKLMNPQRSTVWXZ";
 
-/// A user code, `XXXX-XXXX` over [`USER_CODE_LETTERS`] (20^8, 34.6 bits; guessing is
+/// A user code, `XXXX-XXXX` over 20 consonants (20^8, 34.6 bits; guessing is
 /// bounded by the codes' lifetime and the verification page being a signed-in member's).
 ///
 /// # Panics
