@@ -68,6 +68,15 @@ pub struct SignInService {
     session_ttl: Duration,
 }
 
+/// Whether `path` is a path of this server and nothing else: it starts with one `/`, and
+/// holds no backslash or control character (browsers read `/\host` and `//host` as another
+/// host: an open redirect).
+fn is_local_path(path: &str) -> bool {
+    path.starts_with('/')
+        && !path.starts_with("//")
+        && !path.chars().any(|c| c == '\\' || c.is_control())
+}
+
 /// Refuses a sign-in with the text the person sees (403).
 fn refuse(text: &str) -> DomainError {
     DomainError::Forbidden(text.to_owned())
@@ -120,7 +129,7 @@ impl SignInService {
         pkce_verifier: &str,
         return_to: &str,
     ) -> Result<(), DomainError> {
-        let return_to = if return_to.starts_with('/') && !return_to.starts_with("//") {
+        let return_to = if is_local_path(return_to) {
             return_to
         } else {
             "/account"
@@ -329,6 +338,28 @@ impl SignInService {
                 Ok(())
             }
             _ => Err(DomainError::ApiKeyNotFound),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_local_path;
+
+    #[test]
+    fn only_local_paths_are_returned_to() {
+        for ok in ["/account", "/device?user_code=BCDF-GHJK", "/"] {
+            assert!(is_local_path(ok), "{ok}");
+        }
+        for bad in [
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example",
+            "account",
+            "/a\nb",
+            "",
+        ] {
+            assert!(!is_local_path(bad), "{bad:?}");
         }
     }
 }
