@@ -12,10 +12,12 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::dto::{
-    AuditLogPage, EditResponse, ErrorDetail, HTTPValidationError, OrgMemberPage, OrgMemberResponse,
+    AuditLogPage, EditResponse, ErrorDetail, HTTPValidationError, MemberAdd, MemberRoleUpdate,
+    OrgMemberPage, OrgMemberResponse,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, path_uuid};
+use crate::openapi::params::{EmailFilterParam, MemberPageLimit, PageLimit};
 use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths (`count` before
@@ -65,8 +67,8 @@ fn remote_addr(req: &HttpRequest) -> Option<String> {
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("page_id" = Option<String>, Query, description = "Cursor from `next_page_id`"),
-           ("limit" = Option<u32>, Query, description = "1–100, default 10"),
-           ("email" = Option<String>, Query, description = "E-mail contains (any case), 1–255 characters"),
+           ("limit" = inline(Option<MemberPageLimit>), Query, description = "1–100, default 10"),
+           ("email" = inline(Option<EmailFilterParam>), Query, description = "E-mail contains (any case), 1–255 characters"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
@@ -113,7 +115,7 @@ pub async fn list_members(
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`{\"email\": \"…\", \"role\": \"member\"}`", content_type = "application/json"),
+    request_body(content = MemberAdd, content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = OrgMemberResponse),
@@ -150,11 +152,11 @@ pub async fn add_member(
 /// an integer, as OpenHands answers.
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
-           ("email" = Option<String>, Query, description = "E-mail contains (any case), 1–255 characters"),
+           ("email" = inline(Option<EmailFilterParam>), Query, description = "E-mail contains (any case), 1–255 characters"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, body = i64),
+        (status = 200, body = i64, content_type = "application/json"),
         ApiKeyErrors,
         (status = 422, description = "Malformed id or filter", body = HTTPValidationError),
     ))]
@@ -217,7 +219,7 @@ pub async fn organization_member(
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("user_id" = uuid::Uuid, Path, description = "User (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`{\"role\": \"owner\"|\"admin\"|\"member\"}` (`OrgMemberUpdate`)", content_type = "application/json"),
+    request_body(content = MemberRoleUpdate, content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = OrgMemberResponse),
@@ -300,7 +302,7 @@ pub async fn remove_member(
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("page_id" = Option<String>, Query, description = "Cursor from `next_page_id`"),
-           ("limit" = Option<u32>, Query, description = "1–100, default 100"),
+           ("limit" = inline(Option<PageLimit>), Query, description = "1–100, default 100"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(

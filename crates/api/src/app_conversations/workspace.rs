@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::dto::{ErrorDetail, GetHooksResponse, SkillsResponse};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, conversation_id};
-use crate::openapi::params::TextParam;
+use crate::openapi::params::{GitRefParam, TextParam};
 use crate::responses::ApiKeyErrors;
 
 /// How many bytes of a file are read from the agent server at a time.
@@ -164,7 +164,7 @@ async fn git(
     params(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
         ("path" = inline(TextParam), Query, description = "The repository's root: absolute inside the workspace, or relative to it"),
-        ("ref" = inline(Option<TextParam>), Query, description = "The git ref to compare with (not starting with -)"),
+        ("ref" = inline(Option<GitRefParam>), Query, description = "The git ref to compare with (not starting with -)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
@@ -192,7 +192,7 @@ pub async fn git_changes(
     params(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
         ("path" = inline(TextParam), Query, description = "The file: absolute inside the workspace, or relative to it"),
-        ("ref" = inline(Option<TextParam>), Query, description = "The git ref to compare with (not starting with -)"),
+        ("ref" = inline(Option<GitRefParam>), Query, description = "The git ref to compare with (not starting with -)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),

@@ -60,6 +60,38 @@ pub struct OrgMemberPage {
     pub next_page_id: Option<String>,
 }
 
+/// A role's wire name.
+#[derive(Debug, ToSchema)]
+#[schema(rename_all = "lowercase")]
+pub enum RoleName {
+    /// Full control.
+    Owner,
+    /// Manages settings and members.
+    Admin,
+    /// Uses the organization.
+    Member,
+}
+
+/// `PATCH /api/organizations/{org_id}/members/{user_id}`'s body (OpenHands'
+/// `OrgMemberUpdate`). Documentation only: the handler reads the body with
+/// `switchboard_domain::services::parse_role_update`.
+#[derive(Debug, ToSchema)]
+pub struct MemberRoleUpdate {
+    /// The new role.
+    pub role: RoleName,
+}
+
+/// `POST /api/organizations/{org_id}/members`' body. Documentation only: the handler reads
+/// it with `switchboard_domain::services::parse_member_add`.
+#[derive(Debug, ToSchema)]
+pub struct MemberAdd {
+    /// The user's e-mail, as stored (one who has signed in, or the operator made).
+    #[schema(pattern = "@", max_length = 320)]
+    pub email: String,
+    /// The role (default `member`).
+    pub role: Option<RoleName>,
+}
+
 /// One audit log entry.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AuditEntryResponse {

@@ -32,6 +32,55 @@ impl utoipa::PartialSchema for PageLimit {
 
 impl utoipa::ToSchema for PageLimit {}
 
+/// A git ref to compare with: any text without NUL that does not start with `-` (the server
+/// refuses one that does with 400: git would read it as an option).
+pub(crate) struct GitRefParam;
+
+impl utoipa::PartialSchema for GitRefParam {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some(r"^([^-\x00][^\x00]*)?$"))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for GitRefParam {}
+
+/// `limit` of an organization's members list (issue 34; OpenHands' default): 1 to 100, by
+/// default 10.
+pub(crate) struct MemberPageLimit;
+
+impl utoipa::PartialSchema for MemberPageLimit {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(MAX_PAGE_LIMIT))
+            .default(Some(10.into()))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for MemberPageLimit {}
+
+/// The members list's `email` filter (issue 34): 1 to 255 characters without NUL.
+pub(crate) struct EmailFilterParam;
+
+impl utoipa::PartialSchema for EmailFilterParam {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .min_length(Some(1))
+            .max_length(Some(255))
+            .pattern(Some(NO_NUL_PATTERN))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for EmailFilterParam {}
+
 /// An instant filter (`timestamp__gte`, `created_at__lt`, …): the documented date-time
 /// pattern ([`DATE_TIME_PATTERN`]; the server also takes dates and Unix seconds, as the
 /// descriptions say). An empty value is a 422, so the pattern excludes it.

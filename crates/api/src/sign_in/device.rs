@@ -226,7 +226,7 @@ pub async fn device_page(
     responses(
         (status = 200, description = "Decided", content_type = "text/html"),
         (status = 403, description = "No session, or a form without its token", content_type = "text/html"),
-        (status = 404, description = "No such code waiting", content_type = "text/html"),
+        (status = 404, description = "No such code waiting, or sign-in is not configured", content_type = "text/html"),
     ))]
 #[post("/device")]
 pub async fn device_decide(

@@ -188,6 +188,7 @@ pub async fn callback(
     responses(
         (status = 200, description = "Signed out", content_type = "text/html"),
         (status = 403, description = "No session, or a form without its token", content_type = "text/html"),
+        (status = 404, description = "Sign-in is not configured on this server", content_type = "text/html"),
     ))]
 #[post("/logout")]
 pub async fn logout(
@@ -245,6 +246,7 @@ async fn account_page(
     responses(
         (status = 200, description = "The account page", content_type = "text/html"),
         (status = 303, description = "Not signed in: to /login"),
+        (status = 404, description = "Sign-in is not configured on this server", content_type = "text/html"),
     ))]
 #[get("/account")]
 pub async fn account(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
@@ -263,6 +265,8 @@ pub async fn account(req: HttpRequest, state: web::Data<AppState>) -> HttpRespon
     responses(
         (status = 200, description = "The account page with the new key", content_type = "text/html"),
         (status = 403, description = "No session, or a form without its token", content_type = "text/html"),
+        (status = 404, description = "Sign-in is not configured on this server", content_type = "text/html"),
+        (status = 422, description = "Not a key name", content_type = "text/html"),
         (status = 409, description = "The member holds the most keys allowed", content_type = "text/html"),
     ))]
 #[post("/account/keys")]
@@ -300,7 +304,7 @@ pub async fn create_key(
     responses(
         (status = 303, description = "Revoked: back to /account"),
         (status = 403, description = "No session, or a form without its token", content_type = "text/html"),
-        (status = 404, description = "Not one of the member's keys", content_type = "text/html"),
+        (status = 404, description = "Not one of the member's keys, or sign-in is not configured", content_type = "text/html"),
     ))]
 #[post("/account/keys/{key_id}/revoke")]
 pub async fn revoke_key(
