@@ -234,9 +234,6 @@ pub async fn device_decide(
     state: web::Data<AppState>,
     form: Option<web::Form<DecisionForm>>,
 ) -> HttpResponse {
-    if let Err(page) = configured(&state) {
-        return page;
-    }
     let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
         Ok(s) => s,
         Err(page) => return page,

@@ -275,9 +275,6 @@ pub async fn create_key(
     state: web::Data<AppState>,
     form: Option<web::Form<KeyForm>>,
 ) -> HttpResponse {
-    if let Err(page) = configured(&state) {
-        return page;
-    }
     let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
         Ok(s) => s,
         Err(page) => return page,
@@ -313,9 +310,6 @@ pub async fn revoke_key(
     key_id: web::Path<String>,
     form: Option<web::Form<CsrfForm>>,
 ) -> HttpResponse {
-    if let Err(page) = configured(&state) {
-        return page;
-    }
     let session = match form_session(&state, &req, form.as_ref().map(|f| f.csrf.as_str())).await {
         Ok(s) => s,
         Err(page) => return page,

@@ -63,12 +63,14 @@ pub(crate) fn see_other(location: &str) -> HttpResponse {
 }
 
 /// The session of a form's request with its CSRF token (`csrf`, `None` without a form)
-/// checked: otherwise the page refusing it (403; a disabled user's refusal).
+/// checked: otherwise the page refusing it (404 without sign-in configured; 403; a disabled
+/// user's refusal).
 pub(crate) async fn form_session(
     state: &actix_web::web::Data<AppState>,
     req: &HttpRequest,
     csrf: Option<&str>,
 ) -> Result<WebSession, HttpResponse> {
+    configured(state)?;
     match (csrf, session_of(state, req).await) {
         (Some(token), Ok(Some(s))) if csrf_ok(&s, token) => Ok(s),
         (_, Err(e)) => Err(pages::refusal(e)),
