@@ -19,6 +19,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, path_uuid};
 use crate::openapi::params::{EmailFilterParam, MemberPageLimit, PageLimit};
 use crate::responses::{ApiKeyErrors, BodyErrors};
+use crate::sign_in::remote_addr;
 
 /// Registers the routes of this module and their OpenAPI paths (`count` before
 /// `{user_id}`, which it would otherwise match).
@@ -54,11 +55,6 @@ fn email_filter(q: &QueryPairs) -> Result<Option<String>, ApiError> {
     }
     validation::refuse_nul(|| QueryPairs::loc("email"), &e)?;
     Ok(Some(e))
-}
-
-/// The client's address as this server sees it (the connection's peer).
-fn remote_addr(req: &HttpRequest) -> Option<String> {
-    req.peer_addr().map(|a| a.ip().to_string())
 }
 
 /// The members of an organization, in the order they joined, `limit` (1–100, default 10) a

@@ -26,7 +26,7 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, time_it};
+use common::{env_num, execute, time_it};
 
 /// 2026-11-01T00:00:00Z in Unix seconds.
 const BASE_SECS: i64 = 1_793_491_200;
@@ -88,15 +88,7 @@ fn seed(
                 stamp(updated as i64 * 1_000 + 500),
             ));
         }
-        store
-            .write(|c| {
-                use diesel::RunQueryDsl;
-                diesel::sql_query(&sql)
-                    .execute(c)
-                    .map(|_| ())
-                    .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
-            })
-            .unwrap();
+        execute(store, &sql);
         i += 1000.min(n - i);
     }
 }

@@ -20,7 +20,7 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, time_it};
+use common::{env_num, execute, time_it};
 
 /// Bulk-inserts `n` users, each a member of `org` (multi-row INSERTs of 1,000).
 fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
@@ -47,15 +47,7 @@ fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
             members.push_str(&format!("('{org}', '{id}', 'member', '{at}')"));
         }
         for sql in [users, members] {
-            store
-                .write(|c| {
-                    use diesel::RunQueryDsl;
-                    diesel::sql_query(&sql)
-                        .execute(c)
-                        .map(|_| ())
-                        .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
-                })
-                .unwrap();
+            execute(store, &sql);
         }
         i += batch;
     }

@@ -20,13 +20,7 @@ pub(crate) struct PageLimit;
 
 impl utoipa::PartialSchema for PageLimit {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-            .minimum(Some(1))
-            .maximum(Some(MAX_PAGE_LIMIT))
-            .default(Some(MAX_PAGE_LIMIT.into()))
-            .into()
+        limit_schema(MAX_PAGE_LIMIT)
     }
 }
 
@@ -53,14 +47,19 @@ pub(crate) struct MemberPageLimit;
 
 impl utoipa::PartialSchema for MemberPageLimit {
     fn schema() -> RefOr<Schema> {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
-            .minimum(Some(1))
-            .maximum(Some(MAX_PAGE_LIMIT))
-            .default(Some(10.into()))
-            .into()
+        limit_schema(10)
     }
+}
+
+/// A page's `limit`: an integer from 1 to [`MAX_PAGE_LIMIT`], by default `default`.
+fn limit_schema(default: u32) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+        .minimum(Some(1))
+        .maximum(Some(MAX_PAGE_LIMIT))
+        .default(Some(default.into()))
+        .into()
 }
 
 impl utoipa::ToSchema for MemberPageLimit {}

@@ -14,6 +14,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 
 pub use config::{SESSION_COOKIE, SIGN_IN_COOKIE, SignIn};
 pub use oidc::{Oidc, OidcConfig};
+pub(crate) use session::remote_addr;
 
 /// Registers the routes of this module and their OpenAPI paths.
 pub fn configure(cfg: &mut ServiceConfig<'_>) {

@@ -24,7 +24,8 @@ pub(crate) fn configured(state: &AppState) -> Result<Arc<SignIn>, HttpResponse> 
     })
 }
 
-/// The peer's address.
+/// The client's address as this server sees it: the connection's peer (the audit log's and
+/// the device page's).
 pub(crate) fn remote_addr(req: &HttpRequest) -> Option<String> {
     req.peer_addr().map(|a| a.ip().to_string())
 }

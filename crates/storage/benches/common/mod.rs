@@ -1,5 +1,5 @@
-//! What the storage benchmarks share: knobs from the environment and percentiles of timed
-//! calls.
+//! What the storage benchmarks share: knobs from the environment, percentiles of timed
+//! calls, and bulk SQL run in the store's write transaction.
 
 use std::time::{Duration, Instant};
 
@@ -34,4 +34,20 @@ pub fn time_it(iters: u64, mut f: impl FnMut(u64)) -> (f64, f64) {
         })
         .collect();
     percentiles(samples)
+}
+
+/// Runs `sql` (a bulk insert) in one write transaction of `store`.
+///
+/// # Panics
+/// When the statement fails.
+pub fn execute(store: &switchboard_storage::DieselStore, sql: &str) {
+    store
+        .write(|c| {
+            use diesel::RunQueryDsl;
+            diesel::sql_query(sql)
+                .execute(c)
+                .map(|_| ())
+                .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
+        })
+        .unwrap();
 }
