@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# The main job in one go (`just demo`): Switchboard on a temporary SQLite database runs the
-# OpenHands agent server as a sandbox (process runtime), a fake LLM (scripts/e2e/fake_llm.py)
-# answers it, and ONE curl starts a conversation:
+# The main job in one go (`just demo`, the README's quick start): Switchboard on a temporary
+# SQLite database runs the OpenHands agent server as a sandbox (process runtime), a fake LLM
+# (scripts/e2e/fake_llm.py) answers it, and ONE curl starts a conversation:
 #
 #   curl -X POST $SWITCHBOARD/api/v1/app-conversations -H "X-Access-Token: $KEY" \
 #        -H 'Content-Type: application/json' \
 #        -d '{"initial_message": {"role": "user", "content": [{"type": "text", "text": "say hello"}]}}'
 #
 # The script then prints the start task's steps, reads the conversation from its agent server
-# through Switchboard's sandbox proxy (the sandbox's own port is never used: issue 22), and
-# prints every event of the conversation as it arrives, and the final status.
+# through Switchboard's sandbox proxy (the sandbox's own port is never used), prints every
+# event of the conversation as it arrives and the final status, then where its logs are.
+#
+# Needs: jq, curl, python3, bwrap (bubblewrap) and, as root, pasta (passt) and nft (nftables);
+# cargo to build Switchboard unless SWITCHBOARD_BIN names a binary. It checks them first and
+# names the packages of what is missing.
 #
 # The agent server: $VENV/bin/agent-server (openhands-agent-server 1.58.2, installed there from
 # PyPI on first use when a Python 3.12+ is found). Without Python 3.12+ the demo says so and
@@ -20,15 +24,41 @@
 # [LLM_BASE_URL=...] scripts/demo.sh (the key is read from the environment, never printed).
 # LLM_STREAM=1 has the LLM stream (`serve --llm-stream`): the agent server sends token deltas,
 # which Switchboard relays to live subscribers as transient frames.
-# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SWITCHBOARD_BIN [target/release/switchboard,
-# built], MESSAGE ["say hello"], TIMEOUT [300], KEEP_WORK=1, DEMO_AGENT=standin (skip the real
-# agent server), LLM_STREAM=1.
+# Knobs: VENV [${TMPDIR:-/tmp}/agent-server-venv], SWITCHBOARD_BIN [target/debug/switchboard,
+# built with `cargo build -p switchboard`], MESSAGE ["say hello"], TIMEOUT [300], KEEP_WORK=1
+# (keep the temporary directory and its logs), KEEP_RUNNING=1 (after the conversation, keep
+# Switchboard serving, print its address and admin key, until Ctrl-C), WEB_CLIENT=DIR (serve a
+# browser client's built files at /, e.g. Agent Canvas's `package/build`), DEMO_AGENT=standin
+# (skip the real agent server), LLM_STREAM=1.
 set -euo pipefail
+# WEB_CLIENT may be relative to where the demo was started.
+if [ -n "${WEB_CLIENT:-}" ]; then WEB_CLIENT=$(cd "$WEB_CLIENT" && pwd); fi
 cd "$(dirname "$0")/.."
 VENV="${VENV:-${TMPDIR:-/tmp}/agent-server-venv}"
 TIMEOUT="${TIMEOUT:-300}"
 MESSAGE="${MESSAGE:-say hello}"
 log() { printf '[demo] %s\n' "$*" >&2; }
+
+# What the demo needs, checked before anything is built or installed.
+missing=()
+need() { command -v "$1" >/dev/null 2>&1 || missing+=("$1 (Debian package $2)"); }
+need jq jq
+need curl curl
+need python3 python3
+need bwrap bubblewrap
+if [ "$(id -u)" = 0 ]; then
+  # As root each sandbox gets a network of its own (pasta) with egress rules (nft).
+  need pasta passt
+  need nft nftables
+fi
+if [ -z "${SWITCHBOARD_BIN:-}" ] && ! command -v cargo >/dev/null 2>&1; then
+  missing+=("cargo (Rust: https://rustup.rs)")
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "missing: ${missing[*]}"
+  log "install them (README, Quick start), e.g.: sudo apt-get install -y jq curl python3 python3-venv bubblewrap passt nftables"
+  exit 1
+fi
 
 PY312=
 for p in python3.14 python3.13 python3.12 python3 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3; do
@@ -56,10 +86,11 @@ elif [ ! -x "$VENV/bin/agent-server" ]; then
 fi
 
 if [ -z "${SWITCHBOARD_BIN:-}" ]; then
-  log "building switchboard (release)"
-  cargo build --release -p switchboard >/dev/null
-  SWITCHBOARD_BIN="$PWD/target/release/switchboard"
+  log "building switchboard: cargo build -p switchboard (the first build takes several minutes)"
+  cargo build -p switchboard >/dev/null
+  SWITCHBOARD_BIN="$PWD/target/debug/switchboard"
 fi
+log "Switchboard binary: $SWITCHBOARD_BIN"
 PY=$(python3 -c 'import sys; print(sys.executable)')
 WORK=$(mktemp -d)
 PIDS=()
@@ -77,7 +108,7 @@ for (h,) in sqlite3.connect(sys.argv[1]).execute("SELECT handle FROM sandboxes W
         pass
 KILL
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK"; else scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; fi
+  if [ "${KEEP_WORK:-0}" = 1 ] || [ "$rc" != 0 ]; then log "files kept in $WORK (the server's log: $WORK/serve.log)"; else scripts/unmount-under.sh "$WORK"; rm -rf "$WORK"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -124,14 +155,28 @@ if [ -n "${E2E_REPO:-}" ]; then
   # A local repository is cloned only from a directory the operator allows.
   SERVE_FLAGS+=(--allow-local-repositories "$(dirname "$E2E_REPO")")
 fi
+if [ -n "${WEB_CLIENT:-}" ]; then
+  SERVE_FLAGS+=(--web-client "$WEB_CLIENT")
+fi
+log "starting Switchboard (SQLite in $WORK/data; its log: $WORK/serve.log)"
 "$SWITCHBOARD_BIN" --data-dir "$WORK/data" serve --bind 127.0.0.1:0 \
   --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 180 ${SERVE_FLAGS[@]+"${SERVE_FLAGS[@]}"} \
   >"$WORK/serve.out" 2>"$WORK/serve.log" &
-PIDS+=("$!")
-for _ in $(seq 300); do grep -q listening "$WORK/serve.out" 2>/dev/null && break; sleep 0.1; done
+SERVE_PID=$!
+PIDS+=("$SERVE_PID")
+for _ in $(seq 300); do
+  grep -q listening "$WORK/serve.out" 2>/dev/null && break
+  kill -0 "$SERVE_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if ! grep -q listening "$WORK/serve.out" 2>/dev/null; then
+  log "Switchboard did not start; the end of its log ($WORK/serve.log):"
+  tail -n 20 "$WORK/serve.log" >&2
+  exit 1
+fi
 SWITCHBOARD=$(jq -r 'select(.event=="listening") | .address' "$WORK/serve.out")
 KEY=$(jq -r 'select(.event=="bootstrapped") | .api_key' "$WORK/serve.out")
-log "Switchboard on $SWITCHBOARD (SQLite in $WORK/data, agent server: $AGENT)"
+log "Switchboard on $SWITCHBOARD (agent server: $AGENT); starting a conversation"
 
 BODY=$(jq -cn --arg m "$MESSAGE" '{initial_message: {role: "user", content: [{type: "text", text: $m}]}}')
 if [ -n "${E2E_REPO:-}" ]; then
@@ -267,4 +312,18 @@ if [ -n "${E2E_REPO:-}" ]; then
   # delete and the end of the agent server's process group.
   "$PY" scripts/e2e/main_checks.py "$SWITCHBOARD" "$KEY" "$(echo "$TASK" | jq -r .id)" \
     "$WORK/data/switchboard.sqlite" "$TIMEOUT"
+fi
+
+log "done. Where to look:"
+log "  the server's log:          $WORK/serve.log"
+log "  each sandbox's own log:    $WORK/data/sandboxes/<sandbox id>/agent-server.log"
+[ -z "${LLM_PORT:-}" ] || log "  what the fake LLM was asked: $WORK/llm.jsonl"
+if [ "${KEEP_RUNNING:-0}" = 1 ]; then
+  log "Switchboard keeps running at $SWITCHBOARD until Ctrl-C; its admin key: $KEY"
+  log "  e.g. curl -s -H 'X-Access-Token: $KEY' $SWITCHBOARD/api/v1/app-conversations/search"
+  [ -z "${WEB_CLIENT:-}" ] || log "  the browser client: open $SWITCHBOARD (README, Agent Canvas)"
+  KEEP_WORK=1
+  wait "$SERVE_PID"
+elif [ "${KEEP_WORK:-0}" != 1 ]; then
+  log "  (removed at exit: KEEP_WORK=1 keeps them, KEEP_RUNNING=1 keeps the server running too)"
 fi
