@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the image Switchboard runs from on Kubernetes (deploy/kubernetes/):
-# `switchboard/switchboard:local` (or --tag), a switchboard binary built on this host on the
-# minimal Debian base that scripts/agent-server-image.sh makes with debootstrap
-# (`switchboard/debian:<suite>-minbase`; no container registry is used), plus the Debian
-# package of the library the binary links beyond glibc (OpenSSL) and CA certificates.
+# Builds the Switchboard image from a binary built on this host: `switchboard/switchboard:local`
+# (or --tag), the `prebuilt` target of the repository's Dockerfile (the one definition of the
+# image: docs/deployment.md) on the minimal Debian base that scripts/agent-server-image.sh makes
+# with debootstrap (`switchboard/debian:<suite>-minbase`; no container registry is used). The
+# image runs Switchboard on Kubernetes (deploy/kubernetes/), with Compose (deploy/compose/) and
+# in CI (scripts/deploy-check.sh); nothing is compiled inside Docker.
 #
 # Usage: scripts/switchboard-image.sh [--tag TAG] [--suite SUITE] [--no-strip] [--no-host-ca]
 #                                     [--rebuild] [BINARY]
@@ -24,7 +25,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
-context_src="$here/switchboard-image"
+dockerfile="$root/Dockerfile"
 
 tag="${SWITCHBOARD_IMAGE:-switchboard/switchboard:local}"
 suite=trixie
@@ -32,9 +33,9 @@ strip=1
 host_ca=1
 rebuild=""
 binary="$root/target/release/switchboard"
-# The libraries' package in trixie (`ldd` of the binary: libssl.so.3 and libcrypto.so.3; the
-# PostgreSQL and SQLite clients are linked in statically).
-packages="libssl3t64"
+# The Dockerfile's runtime packages (`ldd` of the binary: libssl.so.3 and libcrypto.so.3, from
+# trixie's libssl3t64; the PostgreSQL and SQLite clients are linked in statically).
+packages="libssl3t64 ca-certificates"
 
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; }
 while [ $# -gt 0 ]; do
@@ -79,7 +80,7 @@ if [ -n "$missing" ]; then
   exit 1
 fi
 
-inputs=$( { sha256sum <"$binary"; cat "$context_src/Dockerfile"; echo "$suite $packages $strip"; } |
+inputs=$( { sha256sum <"$binary"; cat "$dockerfile"; echo "$suite $packages $strip"; } |
   sha256sum | cut -c1-16)
 if [ -z "$rebuild" ] && image_exists "$tag"; then
   built_from=$(docker image inspect --format '{{index .Config.Labels "io.switchboard.image.inputs"}}' "$tag")
@@ -93,8 +94,10 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/switchboard-image.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 context="$work/context"
-mkdir -p "$context/ca"
-cp "$context_src/Dockerfile" "$context/"
+# The context of the Dockerfile's `prebuilt` target: the Dockerfile, the binary and the site
+# CA directory.
+mkdir -p "$context/deploy/docker/ca"
+cp "$dockerfile" "$context/Dockerfile"
 if [ -n "$strip" ]; then
   command -v strip >/dev/null 2>&1 || { echo "switchboard-image: strip not found (apt-get install binutils, or --no-strip)" >&2; exit 1; }
   strip --strip-debug -o "$context/switchboard" "$binary"
@@ -105,16 +108,18 @@ chmod 0755 "$context/switchboard"
 if [ -n "$host_ca" ]; then
   for crt in /usr/local/share/ca-certificates/*.crt; do
     [ -f "$crt" ] || continue
-    cp "$crt" "$context/ca/"
+    cp "$crt" "$context/deploy/docker/ca/"
     step "adding the host's CA certificate $(basename "$crt") (--no-host-ca to leave it out)"
   done
 fi
 
 previous=$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 step "docker build $tag from $base and $binary ($(du -m "$context/switchboard" | cut -f1) MB in the image)"
-# The classic builder, as scripts/agent-server-image.sh uses (Debian's docker.io has no buildx).
-if ! DOCKER_BUILDKIT=0 docker build --build-arg "BASE_IMAGE=$base" --build-arg "PACKAGES=$packages" \
-  --label "io.switchboard.image.inputs=$inputs" --tag "$tag" "$context" 2>&1 |
+# The classic builder, as scripts/agent-server-image.sh uses (Debian's docker.io has no buildx;
+# a newer client without buildx cannot use BuildKit); `--target prebuilt` builds no compile
+# stage with either builder.
+if ! DOCKER_BUILDKIT=0 docker build --target prebuilt --build-arg "BASE_IMAGE=$base" \
+  --build-arg "RUNTIME_PACKAGES=$packages" --label "io.switchboard.image.inputs=$inputs" --tag "$tag" "$context" 2>&1 |
   { grep -v -e '^DEPRECATED: The legacy builder' -e 'BuildKit is currently disabled' \
     -e 'Install the buildx component' -e 'https://docs.docker.com/go/buildx/' -e '^ *$' || true; }; then
   echo "switchboard-image: docker build failed" >&2
