@@ -5,7 +5,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::cli_help::heading;
+
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::KUBERNETES)]
 pub struct KubeArgs {
     /// The kubeconfig naming the cluster (its current context) [default: KUBECONFIG, ~/.kube/config, or the pod's service account when Switchboard runs in the cluster].
     #[arg(long, env = "SWITCHBOARD_KUBECONFIG", value_name = "FILE")]

@@ -8,7 +8,10 @@ use switchboard_domain::event_quota::{
 };
 use switchboard_storage::{DatabaseUrl, DieselStore, DiskReserve};
 
+use crate::cli_help::heading;
+
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::STORAGE)]
 pub struct StorageLimitArgs {
     /// Events one conversation may hold; a webhook batch past it stores nothing (507) and the conversation gets one ConversationErrorEvent saying why; 0: no limit.
     #[arg(long, env = "SWITCHBOARD_MAX_EVENTS_PER_CONVERSATION", default_value_t = DEFAULT_MAX_EVENTS_PER_CONVERSATION as u64)]

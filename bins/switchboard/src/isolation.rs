@@ -52,7 +52,7 @@ pub fn process_runtime(
     Ok((Arc::new(runtime), repositories))
 }
 
-/// A file system of `--sandbox-workspace-mb` per confined process sandbox (issue 33): as root,
+/// A file system of `--sandbox-workspace-mb` per confined process sandbox: as root,
 /// found or refused; not root or 0, none.
 ///
 /// # Errors
@@ -82,7 +82,7 @@ fn workspace_quota(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<
     Ok(Some(quota))
 }
 
-/// A control group per confined process sandbox (issue 33): as root, found or refused; not
+/// A control group per confined process sandbox: as root, found or refused; not
 /// root, none (warned: the limits are not enforced). Unconfined sandboxes get none.
 ///
 /// # Errors

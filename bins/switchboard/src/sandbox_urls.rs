@@ -10,6 +10,8 @@ use switchboard_api::sandbox_proxy::hosts::HostPattern;
 use switchboard_api::sandbox_proxy::url_ports::UrlForm;
 use switchboard_domain::sandboxes::url_ports::{DEFAULT_URL_PORTS, UrlPortRange};
 
+use crate::cli_help::heading;
+
 /// Where the system's ephemeral port range is read.
 const EPHEMERAL_RANGE_FILE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
 
@@ -26,6 +28,7 @@ pub enum UrlFormArg {
 
 /// How sandbox URLs are shown and served.
 #[derive(Args, Debug, Clone)]
+#[command(next_help_heading = heading::SANDBOX_URLS)]
 pub struct SandboxUrlArgs {
     /// The form of the sandbox URLs the API shows: `port` (the agent server at `<scheme>://<public host>:<port>` on a port of the sandbox's own, see --sandbox-url-ports), `host` (each service at the root of a host of its own, see --sandbox-host-pattern) or `path` (`<public-url>/sandboxes/{id}/{service}`). Default: `host` with --sandbox-host-pattern, else `port`. Every form is served whichever is shown.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_URL_FORM", value_enum)]

@@ -8,8 +8,11 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use switchboard_domain::services::ServiceKey;
 
+use crate::cli_help::heading;
+
 /// The service routes' key.
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::SIGN_IN)]
 pub struct ServiceKeyArgs {
     /// A file holding the service key (surrounding whitespace ignored; keep it 0600) that the OpenHands automation service sends as X-Service-API-Key (its AUTOMATION_SERVICE_KEY) to mint its runs' API keys. Without it the /api/service routes answer 503.
     #[arg(long, env = "SWITCHBOARD_SERVICE_API_KEY_FILE", value_name = "FILE")]

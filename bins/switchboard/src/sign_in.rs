@@ -12,8 +12,11 @@ use switchboard_api::sign_in::{Oidc, OidcConfig, SignIn};
 use switchboard_domain::Switchboard;
 use switchboard_domain::identity::sign_in::MembershipRule;
 
+use crate::cli_help::heading;
+
 /// Sign-in's settings.
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::SIGN_IN)]
 pub struct SignInArgs {
     /// The OpenID provider's issuer URL (Keycloak: `https://HOST/realms/REALM`; Google: `https://accounts.google.com`; Okta: `https://ORG.okta.com`; Entra ID: `https://login.microsoftonline.com/TENANT/v2.0`; Dex: its issuer). Enables /login, the account page and `openhands login`'s device flow.
     #[arg(long, env = "SWITCHBOARD_OIDC_ISSUER", value_name = "URL")]

@@ -82,7 +82,7 @@ pub fn specs_pull(args: &SpecArgs) -> Result<()> {
 
 /// `specs` with the operator's `defaults` (`--sandbox-memory-mb`, `--sandbox-cpus`) where a
 /// spec that runs on the process or Docker runtime (its own `runtime`, else
-/// `default_runtime`) gives no `memory_mb` or `cpus` (issue 33). Kubernetes specs keep theirs:
+/// `default_runtime`) gives no `memory_mb` or `cpus`. Kubernetes specs keep theirs:
 /// that runtime has its own defaults (`--kube-*` limits).
 pub fn with_default_limits(
     mut specs: Vec<SandboxSpec>,
