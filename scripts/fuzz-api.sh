@@ -197,6 +197,7 @@ run_backend() {
     --data-dir "$WORK/$name-data" --secret-key-file "$WORK/$name.secret.key" \
     --sandbox-specs "$WORK/specs.json" --sandbox-start-timeout 10 \
     --skills-dir "$WORK/skills" --service-api-key-file "$WORK/service.key" \
+    --llm-model openai/fuzz-model --llm-base-url http://127.0.0.1:9/v1 \
     >"$WORK/$name.out" 2>"$out/server.stderr" &
   SERVER_PID=$!
   for _ in $(seq 300); do

@@ -332,13 +332,19 @@ fn a_missing_image_or_a_failing_start_is_error_and_specs_pull_says_why() {
 
     let failing = start(&server, &key, Some(IMAGE));
     let failing_id = failing["id"].as_str().unwrap();
-    wait_status(&server, &key, failing_id, "ERROR", RUNNING_LIMIT);
+    let failed = wait_status(&server, &key, failing_id, "ERROR", RUNNING_LIMIT);
     server
         .wait_for_stderr(
-            "exited during start (exited with code 2)",
+            "the agent server exited with status 2 before it was ready",
             Duration::from_secs(5),
         )
         .expect("the exit is logged");
+    assert!(
+        failed["status_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("exited with status 2 before it was ready")),
+        "the reason is in the API: {failed}"
+    );
 
     let out = output({
         let mut c = command(data.path());

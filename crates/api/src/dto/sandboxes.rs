@@ -69,6 +69,10 @@ pub struct SandboxInfo {
     pub sandbox_spec_id: String,
     /// The status from the last reconciliation.
     pub status: SandboxStatusName,
+    /// Why the sandbox is `ERROR` or `MISSING`, in words its user can act on (at most about
+    /// a kilobyte: the reason, and the last lines of its log when the runtime keeps one);
+    /// `null` for any other status. An addition to OpenHands' `SandboxInfo`.
+    pub status_message: Option<String>,
     /// The agent server's `X-Session-API-Key`: only when `RUNNING`, and only for its creator
     /// and the organization's admins and owners; `null` otherwise.
     pub session_api_key: Option<String>,
@@ -88,6 +92,7 @@ impl SandboxInfo {
             created_by_user_id: v.created_by_user_id.map(|u| u.to_string()),
             sandbox_spec_id: v.sandbox_spec_id,
             status: v.status.into(),
+            status_message: v.status_message,
             session_api_key: v.session_api_key.map(|k| k.expose().to_owned()),
             exposed_urls: v.exposed_urls.map(|urls| {
                 urls.into_iter()

@@ -107,6 +107,9 @@ pub struct SandboxUpdate {
     pub updated_at: OffsetDateTime,
     /// The new status.
     pub status: Option<SandboxStatus>,
+    /// Why the new status (`ERROR`, `MISSING`); written whenever `status` is set, so any
+    /// other status clears it. Ignored when `status` is `None`.
+    pub status_message: Option<String>,
     /// The runtime handle (JSON) once launched.
     pub handle: Option<String>,
     /// The agent server's URL once launched.
@@ -123,9 +126,23 @@ impl SandboxUpdate {
             expected_updated_at: record.updated_at,
             updated_at: later(record.updated_at, now),
             status: Some(status),
+            status_message: None,
             handle: None,
             agent_server_url: None,
             started_at: None,
+        }
+    }
+
+    /// A change to `status` (`ERROR` or `MISSING`) with the reason `message`.
+    pub fn failed(
+        record: &SandboxRecord,
+        status: SandboxStatus,
+        now: OffsetDateTime,
+        message: String,
+    ) -> Self {
+        SandboxUpdate {
+            status_message: Some(message),
+            ..SandboxUpdate::status(record, status, now)
         }
     }
 }
@@ -201,6 +218,15 @@ pub trait SandboxStore: Send + Sync {
     /// [`SandboxStore::cleanup_done`]: the cleanup reads the agent server's last events with
     /// it first (issue 19). `false` when it was already deleted or never existed.
     fn delete_sandbox(&self, id: SandboxId, now: OffsetDateTime) -> Result<bool, StorageError>;
+
+    /// Tombstones sandbox `id` only while it is unowned (waiting in the warm pool), in one
+    /// conditional statement, so that a start claiming it at the same moment wins: `false`
+    /// when it was claimed, is deleted, or does not exist.
+    fn delete_unowned_sandbox(
+        &self,
+        id: SandboxId,
+        now: OffsetDateTime,
+    ) -> Result<bool, StorageError>;
 
     /// Deleted sandboxes whose runtime has not cleaned up yet (a handle is still set).
     fn pending_cleanups(&self) -> Result<Vec<SandboxRecord>, StorageError>;

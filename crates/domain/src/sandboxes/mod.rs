@@ -9,6 +9,7 @@ pub mod agent_workspace;
 pub mod changes;
 pub mod egress;
 pub mod event_streams;
+pub mod failures;
 pub mod handles;
 pub mod limits;
 pub mod listeners;

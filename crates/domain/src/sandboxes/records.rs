@@ -39,6 +39,10 @@ pub struct SandboxRecord {
     pub runtime: String,
     /// The last reconciled status.
     pub status: SandboxStatus,
+    /// Why it is `ERROR` or `MISSING`, in words its user can act on (bounded:
+    /// [`crate::sandboxes::failures`]); `None` for any other status, and for a failure
+    /// recorded before the reason was kept.
+    pub status_message: Option<String>,
     /// The session key sealed by [`crate::identity::sealing::Sealer`] for this id; `None` for
     /// registered sandboxes and after delete.
     pub session_key_sealed: Option<String>,
@@ -136,6 +140,9 @@ pub struct SandboxView {
     pub sandbox_spec_id: String,
     /// The last reconciled status.
     pub status: SandboxStatus,
+    /// Why it is `ERROR` or `MISSING`; `None` for any other status (an addition to
+    /// OpenHands' shape).
+    pub status_message: Option<String>,
     /// Only when `RUNNING`, and only for its creator and the organization's admins and
     /// owners (issue 9).
     pub session_api_key: Option<SessionKey>,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::identity::sealing::Sealer;
+use crate::sandboxes::failures::StartFailure;
 use crate::sandboxes::runtime::{AgentServerClient, SandboxRuntime, SandboxStatus, StatusPolicy};
 use crate::sandboxes::specs::{SandboxSpec, SpecError};
 
@@ -102,15 +103,23 @@ impl SandboxSettings {
     }
 }
 
-/// Metrics of sandboxes (issue 9: sandboxes by status, start duration, warm pool size),
-/// implemented by the API's metrics registry.
+/// Metrics of sandboxes: starts (by runtime and source), their duration and failures (by
+/// kind), sandboxes by runtime and status, and the warm pool's size; implemented by the API's
+/// metrics registry.
 pub trait SandboxObserver: Send + Sync {
-    /// A sandbox reached `RUNNING` (from the pool: `warm`), `seconds` after its start request
-    /// (or its resume).
-    fn start_finished(&self, seconds: f64, warm: bool);
-    /// After a reconciliation pass: sandboxes by status (every status, zeros included; warm
-    /// pool ones excluded) and the warm pool's ready (`RUNNING`) sandboxes.
-    fn statuses(&self, counts: &[(SandboxStatus, usize)], warm_ready: usize);
+    /// A user's start was taken on `runtime`: claimed from the warm pool (`warm`), or a new
+    /// sandbox to launch.
+    fn started(&self, runtime: &str, warm: bool);
+    /// A sandbox of `runtime` reached `RUNNING` (from the pool: `warm`), `seconds` after its
+    /// start request (or its resume).
+    fn start_finished(&self, runtime: &str, seconds: f64, warm: bool);
+    /// A sandbox of `runtime` failed before its agent server first answered (`ERROR` during
+    /// its start), for a reason of `kind`.
+    fn start_failed(&self, runtime: &str, kind: StartFailure);
+    /// After a reconciliation pass: sandboxes by runtime and status (every status of every
+    /// runtime named, zeros included; warm pool ones excluded) and the warm pool's ready
+    /// (`RUNNING`) sandboxes.
+    fn statuses(&self, counts: &[(&str, SandboxStatus, usize)], warm_ready: usize);
     /// The warm pool's ready sandboxes, after a pass of the launcher or the pool.
     fn warm_pool(&self, ready: usize);
 }

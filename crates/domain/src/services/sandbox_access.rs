@@ -137,6 +137,7 @@ impl SandboxService {
                 expected_updated_at: record.updated_at,
                 updated_at: later(record.updated_at, now_micros()),
                 status: None,
+                status_message: None,
                 handle: Some(handle.to_json()),
                 agent_server_url: Some(handle.agent_server_url.clone()),
                 started_at: None,

@@ -16,6 +16,7 @@ use crate::identity::session_keys::SessionKey;
 use crate::ids::SandboxId;
 use crate::jobs::{Job, Schedule};
 use crate::ports::sandboxes::SandboxUpdate;
+use crate::sandboxes::failures::{self, StartFailure};
 use crate::sandboxes::listeners::ListenerCheck;
 use crate::sandboxes::records::SandboxRecord;
 use crate::sandboxes::runtime::{
@@ -26,8 +27,11 @@ use crate::sandboxes::settings::ManagedSandboxes;
 use crate::services::sandboxes::{Health, Managed, SandboxService, runtime_and_handle};
 use crate::time_input::now_micros;
 
-/// Lines of a sandbox's log written to the server log when it turns `ERROR`.
-const ERROR_LOG_LINES: usize = 20;
+mod failed;
+mod warm;
+
+use warm::POOL_EVERY;
+
 /// How often the launcher looks at starting sandboxes when not woken.
 const LAUNCH_EVERY: Duration = Duration::from_millis(250);
 /// How many sandboxes one launcher pass starts at once: a runtime's start can take seconds (a
@@ -40,8 +44,6 @@ const LAUNCH_PARALLEL: usize = 8;
 const LAUNCH_LEASE: time::Duration = time::Duration::minutes(5);
 /// How often every sandbox is reconciled with its runtime.
 const RECONCILE_EVERY: Duration = Duration::from_secs(3);
-/// How often the warm pool is checked when not woken.
-const POOL_EVERY: Duration = Duration::from_secs(3);
 /// How often deleted sandboxes' runtimes are cleaned up when not woken.
 const CLEANUP_EVERY: Duration = Duration::from_secs(5);
 /// How often the pull path looks at running sandboxes when not woken (issue 19: a dropped
@@ -85,7 +87,8 @@ impl SandboxService {
 
     /// The sandbox service's background jobs, for the supervisor: the launcher (launch and
     /// probe starting sandboxes; every 250 ms and when woken), the reconciler (at once and
-    /// every 3 s), the warm pool (every 3 s and when woken; only when `warm`), the pull
+    /// every 3 s), the warm pool (every 3 s and when woken when `warm`; else once, removing the
+    /// unowned sandboxes an earlier run left), the pull
     /// path's catch-up of sandboxes' events (every 2 s and when woken; issue 19), the stream
     /// path (step after step, each waiting at most [`super::RECEIVE_WAIT`] for frames; only
     /// with [`crate::sandboxes::settings::ManagedSandboxes::event_streams`]; issue 19) and the
@@ -104,14 +107,17 @@ impl SandboxService {
             Schedule::AtOnceThenEvery(RECONCILE_EVERY),
             move || s.reconcile(),
         ));
-        if warm {
-            let s = self.clone();
-            jobs.push(Job::new(
-                "sandbox-warm-pool",
-                Schedule::Woken(POOL_EVERY),
-                move || s.refill_warm_pool(),
-            ));
-        }
+        // Without a pool, once: the unowned sandboxes an earlier run left are removed.
+        let s = self.clone();
+        jobs.push(Job::new(
+            "sandbox-warm-pool",
+            if warm {
+                Schedule::Woken(POOL_EVERY)
+            } else {
+                Schedule::Once
+            },
+            move || s.refill_warm_pool(),
+        ));
         let s = self.clone();
         jobs.push(Job::new(
             "event-catch-up",
@@ -193,20 +199,6 @@ impl SandboxService {
         Ok(())
     }
 
-    /// Reports the warm pool's ready sandboxes to the observer.
-    fn report_warm_pool(&self, m: &Managed) -> Result<(), DomainError> {
-        if let Some(observer) = &m.m.observer {
-            let ready = self
-                .sandboxes
-                .live_sandboxes()?
-                .iter()
-                .filter(|r| r.org_id.is_none() && r.status == SandboxStatus::Running)
-                .count();
-            observer.warm_pool(ready);
-        }
-        Ok(())
-    }
-
     /// One reconciliation pass (issue 9): every launched sandbox's runtime is observed (for
     /// processes: the pid and its start time in `/proc`) and, when it runs, probed at
     /// `/alive`; the status that follows ([`status_of`]) is stored. A process that died is
@@ -227,88 +219,39 @@ impl SandboxService {
         }
         if let Some(observer) = &m.m.observer {
             let after = self.sandboxes.live_sandboxes()?;
-            let mut counts: BTreeMap<&str, (SandboxStatus, usize)> = [
+            const ALL: [SandboxStatus; 5] = [
                 SandboxStatus::Starting,
                 SandboxStatus::Running,
                 SandboxStatus::Paused,
                 SandboxStatus::Error,
                 SandboxStatus::Missing,
-            ]
-            .into_iter()
-            .map(|s| (s.as_str(), (s, 0)))
-            .collect();
+            ];
+            // Every status of every configured runtime (and of any other a record names).
+            let mut counts: BTreeMap<(&str, &str), (SandboxStatus, usize)> = BTreeMap::new();
+            let runtimes = m.m.runtimes.names();
+            let named = after.iter().map(|r| r.runtime.as_str());
+            for runtime in runtimes.iter().copied().chain(named) {
+                for s in ALL {
+                    counts.entry((runtime, s.as_str())).or_insert((s, 0));
+                }
+            }
             let mut warm_ready = 0;
             for r in &after {
                 if r.org_id.is_none() {
                     warm_ready += usize::from(r.status == SandboxStatus::Running);
-                } else if let Some(entry) = counts.get_mut(r.status.as_str()) {
+                } else if let Some(entry) = counts.get_mut(&(r.runtime.as_str(), r.status.as_str()))
+                {
                     entry.1 += 1;
                 }
             }
-            let counts: Vec<(SandboxStatus, usize)> = counts.into_values().collect();
+            let counts: Vec<(&str, SandboxStatus, usize)> = counts
+                .into_iter()
+                .map(|((runtime, _), (status, n))| (runtime, status, n))
+                .collect();
             observer.statuses(&counts, warm_ready);
         }
         m.changes.notify();
         Ok(())
-    }
-
-    /// Keeps `--warm-sandboxes` unowned sandboxes of the default spec started: failed or
-    /// vanished ones (and ones of a spec no longer the default) are deleted, missing ones
-    /// inserted as `STARTING` for the launcher. Run every few seconds and after a claim.
-    ///
-    /// # Errors
-    /// Storage failures.
-    pub fn refill_warm_pool(&self) -> Result<(), DomainError> {
-        let Some(m) = self.managed.as_deref() else {
-            return Ok(());
-        };
-        let settings = &m.m.settings;
-        let spec = settings.default_spec();
-        let runtime = settings.runtime_of(spec).to_owned();
-        let now = now_micros();
-        let mut alive = 0u32;
-        let mut removed = false;
-        for r in self.sandboxes.live_sandboxes()? {
-            if r.org_id.is_some() || !r.is_managed() {
-                continue;
-            }
-            let wanted = r.spec_id == spec.id
-                && r.runtime == runtime
-                && matches!(r.status, SandboxStatus::Starting | SandboxStatus::Running);
-            if wanted && alive < settings.warm_sandboxes {
-                alive += 1;
-            } else {
-                tracing::info!(sandbox = %r.id, status = %r.status, "removing a warm-pool sandbox");
-                self.sandboxes.delete_sandbox(r.id, now)?;
-                m.forget(r.id);
-                removed = true;
-            }
-        }
-        for _ in alive..settings.warm_sandboxes {
-            let key = SessionKey::generate();
-            let id = SandboxId::new_random();
-            let record = SandboxRecord {
-                id,
-                org_id: None,
-                owner_id: None,
-                spec_id: spec.id.clone(),
-                runtime: runtime.clone(),
-                status: SandboxStatus::Starting,
-                session_key_sealed: Some(m.m.sealer.seal(key.expose(), &id.to_string())),
-                handle: None,
-                agent_server_url: None,
-                created_at: now,
-                updated_at: now,
-                started_at: None,
-                last_used_at: None,
-                deleted_at: None,
-            };
-            self.sandboxes.insert_sandbox(&record, &key.hash())?;
-        }
-        if removed || alive < settings.warm_sandboxes {
-            m.wake();
-        }
-        self.report_warm_pool(m)
     }
 
     /// Stops and removes the runtimes of deleted sandboxes (SIGTERM, the stop timeout,
@@ -427,6 +370,9 @@ impl SandboxService {
                 };
                 if self.sandboxes.update_sandbox(&update)? {
                     m.new_run(record.id, now);
+                    if record.org_id.is_none() {
+                        Self::launched_unowned(m, record.id);
+                    }
                     tracing::info!(sandbox = %record.id, url = %handle.agent_server_url, "sandbox launched");
                 } else {
                     // Paused or deleted while launching: undo; a later pass launches it
@@ -437,12 +383,11 @@ impl SandboxService {
                 }
             }
             Err(detail) => {
-                tracing::warn!(sandbox = %record.id, spec = %record.spec_id, %detail, "sandbox ERROR: it could not be started");
-                self.sandboxes.update_sandbox(&SandboxUpdate::status(
-                    record,
-                    SandboxStatus::Error,
-                    now,
-                ))?;
+                let detail =
+                    crate::identity::redaction::redact(&detail, &self.log_secrets(m, record));
+                let message = failures::launch_failed(&record.spec_id, &detail);
+                let kind = StartFailure::of_launch_error(&detail);
+                self.record_failure(m, record, SandboxStatus::Error, message, Some(kind), now)?;
             }
         }
         Ok(())
@@ -493,10 +438,18 @@ impl SandboxService {
             &m.m.settings.policy,
             now,
         );
-        if status == record.status
-            || !self
-                .sandboxes
-                .update_sandbox(&SandboxUpdate::status(record, status, now))?
+        if status == record.status {
+            return Ok(());
+        }
+        if matches!(status, SandboxStatus::Error | SandboxStatus::Missing) {
+            let (message, kind) =
+                self.reconciled_failure(m, record, status, &observed, &health, &**runtime, &handle);
+            self.record_failure(m, record, status, message, kind, now)?;
+            return Ok(());
+        }
+        if !self
+            .sandboxes
+            .update_sandbox(&SandboxUpdate::status(record, status, now))?
         {
             return Ok(());
         }
@@ -507,25 +460,8 @@ impl SandboxService {
                 m.wake();
                 if let Some(observer) = &m.m.observer {
                     let seconds = (now - health.since).as_seconds_f64().max(0.0);
-                    observer.start_finished(seconds, false);
+                    observer.start_finished(&record.runtime, seconds, false);
                 }
-            }
-            SandboxStatus::Error => {
-                let tail = runtime
-                    .log_tail(&handle, ERROR_LOG_LINES)
-                    .unwrap_or_default();
-                let why = match &observed {
-                    Observed::Exited { reason } => format!("it exited during start ({reason})"),
-                    _ if health.last_alive.is_none() => format!(
-                        "/alive did not answer within the start timeout ({:?})",
-                        m.m.settings.policy.start_timeout
-                    ),
-                    _ => format!(
-                        "/alive has not answered for longer than the health grace ({:?})",
-                        m.m.settings.policy.health_grace
-                    ),
-                };
-                tracing::warn!(sandbox = %record.id, detail = %why, log_tail = %tail, "sandbox ERROR");
             }
             other => {
                 tracing::info!(sandbox = %record.id, from = %record.status, to = %other, observed = ?observed, "sandbox status changed");
@@ -557,14 +493,19 @@ impl SandboxService {
                 return Ok(None);
             }
         };
-        if record.status != SandboxStatus::Error
-            && self.sandboxes.update_sandbox(&SandboxUpdate::status(
+        if record.status != SandboxStatus::Error {
+            tracing::warn!(sandbox = %record.id, detail = %who, "its agent server's address is held by another listener");
+            let kind =
+                (record.status == SandboxStatus::Starting).then_some(StartFailure::RuntimeError);
+            let message = failures::address_taken();
+            self.record_failure(
+                self.managed()?,
                 record,
                 SandboxStatus::Error,
+                message,
+                kind,
                 now_micros(),
-            ))?
-        {
-            tracing::warn!(sandbox = %record.id, detail = %who, "sandbox ERROR: its agent server's address is held by another listener");
+            )?;
         }
         Ok(None)
     }

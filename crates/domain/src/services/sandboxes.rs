@@ -52,6 +52,9 @@ pub(super) struct Managed {
     pub(super) health: Mutex<HashMap<SandboxId, Health>>,
     /// Signalled after every pass and wake-up that may change a sandbox's status.
     pub(super) changes: crate::sandboxes::changes::Changes,
+    /// The unowned (warm-pool) sandboxes this process launched: what it stops when it stops
+    /// (`sandbox_upkeep/warm.rs`).
+    pub(super) launched_warm: Mutex<std::collections::HashSet<SandboxId>>,
 }
 
 /// What the probes of one sandbox have seen during its current run.
@@ -117,6 +120,7 @@ impl SandboxService {
             m: managed,
             health: Mutex::new(HashMap::new()),
             changes: Default::default(),
+            launched_warm: Mutex::default(),
         }));
         self
     }
@@ -225,6 +229,7 @@ impl SandboxService {
             spec_id: spec.id.clone(),
             runtime: runtime.clone(),
             status: SandboxStatus::Starting,
+            status_message: None,
             session_key_sealed: Some(m.m.sealer.seal(key.expose(), &id.to_string())),
             handle: None,
             agent_server_url: None,
@@ -265,10 +270,12 @@ impl SandboxService {
             }
         };
         self.pause_displaced(m, &started.displaced);
-        if started.claimed
-            && let Some(observer) = &m.m.observer
-        {
-            observer.start_finished(began.elapsed().as_secs_f64(), true);
+        if let Some(observer) = &m.m.observer {
+            let runtime = &started.record.runtime;
+            observer.started(runtime, started.claimed);
+            if started.claimed {
+                observer.start_finished(runtime, began.elapsed().as_secs_f64(), true);
+            }
         }
         m.wake();
         Ok(self.view(ctx, &started.record))
@@ -485,7 +492,9 @@ impl SandboxService {
 
     /// Marks a sandbox whose runtime says it is gone `MISSING`; the error to answer.
     fn found_gone(&self, record: &SandboxRecord) -> DomainError {
-        let update = SandboxUpdate::status(record, SandboxStatus::Missing, now_micros());
+        let message = crate::sandboxes::failures::gone(None, None);
+        tracing::warn!(sandbox = %record.id, reason = %message, "sandbox MISSING");
+        let update = SandboxUpdate::failed(record, SandboxStatus::Missing, now_micros(), message);
         if let Err(e) = self.sandboxes.update_sandbox(&update) {
             return e.into();
         }
@@ -535,6 +544,9 @@ impl SandboxService {
             created_by_user_id: record.owner_id,
             sandbox_spec_id: record.spec_id.clone(),
             status: record.status,
+            status_message: matches!(record.status, SandboxStatus::Error | SandboxStatus::Missing)
+                .then(|| record.status_message.clone())
+                .flatten(),
             session_api_key,
             exposed_urls,
             created_at: record.created_at,

@@ -68,10 +68,12 @@ mod confined;
 mod host_share;
 mod identity;
 mod listener;
+mod log;
 mod log_cap;
 mod members;
 mod network;
 mod ports;
+mod preflight;
 mod waits;
 mod workspace;
 
@@ -79,6 +81,7 @@ pub use crate::logs::LOG_FILE;
 pub use confined::ETC_DIR;
 pub use identity::{NetworkHelper, PidNamespace, ProcessIdentity, RUNTIME_NAME};
 pub use network::NET_DIR;
+pub use preflight::CommandCheck;
 pub use workspace::{PROJECT_DIR, WORKSPACE_DIR, project_dir};
 
 use confined::io_error;
@@ -419,10 +422,19 @@ impl ProcessRuntime {
             )));
         }
         if let Err(e) = network {
+            // A command that ended at once (not found, crashed) is why its network could not
+            // be set up: say that, with the end of its log (removed with its directory).
+            let ended = self.exit_reason(identity);
             let _ = members::signal_group(identity, rustix::process::Signal::KILL);
             members::end_namespace(identity);
             release();
-            return Err(e);
+            return Err(match ended {
+                Some(reason) => RuntimeError::Launch(format!(
+                    "the command exited before it was ready ({reason}){}",
+                    log::last_lines(&sandbox_dir.join(LOG_FILE))
+                )),
+                None => e,
+            });
         }
         Ok(RuntimeHandle {
             runtime: RUNTIME_NAME.to_owned(),

@@ -111,4 +111,11 @@ pub trait StartTaskStore: Send + Sync {
         started: &StartedConversation,
         now: OffsetDateTime,
     ) -> Result<bool, StorageError>;
+    /// Removes the conversation row a failed start wrote (with any events, and out of its
+    /// organization's event usage) and records its deletion, so that no late webhook brings
+    /// it back; the start's task stays, its `ERROR` saying why. `false` when there was none.
+    fn forget_started_conversation(
+        &self,
+        id: crate::ids::ConversationId,
+    ) -> Result<bool, StorageError>;
 }

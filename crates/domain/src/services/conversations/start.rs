@@ -46,6 +46,10 @@ use feed::StartFeed;
 /// first, so the cut never shows part of a secret).
 const DETAIL_MAX_CHARS: usize = 1000;
 
+/// Why a start without any LLM model is refused (or fails).
+pub(super) const NO_MODEL: &str = "no LLM model: the request has no llm_model, the user's \
+     settings and the organization's defaults none, and the server no --llm-model";
+
 /// Limits of the pipeline's steps.
 #[derive(Debug, Clone)]
 pub struct StartTimeouts {
@@ -260,6 +264,7 @@ impl ConversationStartService {
         let request = parse_start_request(body)?.map_err(|e| DomainError::BadStartRequest(e.0))?;
         let m = self.sandboxes.managed_config()?;
         check_sources(&request, &m.settings.local_repositories)?;
+        self.refuse_without_model(ctx, &request)?;
         if let Some(parent) = request.parent_conversation_id {
             let seen = self
                 .conversations
@@ -308,6 +313,31 @@ impl ConversationStartService {
         Ok(task)
     }
 
+    /// Refuses a start that would have no LLM model at all (docs/API.md, "App conversations:
+    /// start"), before its task is written or a sandbox started: none in the request, and
+    /// none in what a start without `llm_model` would use (the user's settings, the
+    /// organization's defaults, the operator's `--llm-model`). A start naming an agent profile
+    /// is left to the pipeline, which reads the profile's; so is one whose settings cannot be
+    /// read now (the pipeline says why).
+    ///
+    /// # Errors
+    /// [`DomainError::BadStartRequest`] (400) saying what to set.
+    fn refuse_without_model(
+        &self,
+        ctx: &OrgContext,
+        request: &StartRequest,
+    ) -> Result<(), DomainError> {
+        if request.llm_model.as_deref().is_some_and(|m| !m.is_empty())
+            || request.agent_profile_id.is_some()
+        {
+            return Ok(());
+        }
+        match self.effective_llm(ctx.org.id, ctx.principal.user_id) {
+            Ok(llm) if llm.model.is_none() => Err(DomainError::BadStartRequest(NO_MODEL.into())),
+            _ => Ok(()),
+        }
+    }
+
     /// Runs the pipeline of a claimed task as its creator `ctx`, blocking until `READY` or
     /// `ERROR`; each write is published to the task's followers. Returns the final task.
     /// Never panics on a failed step: the failure is the task's `ERROR`.
@@ -317,6 +347,7 @@ impl ConversationStartService {
             ctx,
             task,
             created_sandbox: None,
+            recorded_conversation: None,
             secrets: Vec::new(),
         };
         match run.steps() {
@@ -334,6 +365,12 @@ impl ConversationStartService {
                     && let Err(e) = self.sandboxes.delete_sandbox_internal(sandbox)
                 {
                     tracing::warn!(task = %run.task.id, sandbox = %sandbox, error = %e, "deleting the sandbox of a failed start failed");
+                }
+                // The agent server never took the conversation: no row of it stays.
+                if let Some(id) = run.recorded_conversation.take()
+                    && let Err(e) = self.tasks.forget_started_conversation(id)
+                {
+                    tracing::warn!(task = %run.task.id, conversation = %id, error = %e, "removing the conversation of a failed start failed");
                 }
                 run.task.detail = Some(detail);
                 let _ = run.set(StartTaskStatus::Error);
@@ -353,6 +390,9 @@ struct Run<'a> {
     task: StartTask,
     /// A sandbox this start created (deleted on failure).
     created_sandbox: Option<SandboxId>,
+    /// The conversation row this start wrote, until the agent server took the conversation
+    /// (removed on failure before that).
+    recorded_conversation: Option<crate::ids::ConversationId>,
     /// Values to mask in a detail.
     secrets: Vec<String>,
 }

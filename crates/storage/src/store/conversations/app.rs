@@ -171,34 +171,7 @@ impl AppConversationStore for DieselStore {
         id: ConversationId,
     ) -> Result<Option<DeletedConversation>, StorageError> {
         let id = id.to_string();
-        self.write(|conn| {
-            let usage =
-                crate::store::event_usage::conversation_usage(conn, &[id.as_str()])?.remove(&id);
-            let events = diesel::delete(events::table.filter(events::conversation_id.eq(&id)))
-                .execute(conn)
-                .map_err(db_err)?;
-            let tasks =
-                diesel::delete(start_tasks::table.filter(start_tasks::conversation_id.eq(&id)))
-                    .execute(conn)
-                    .map_err(db_err)?;
-            let rows = diesel::delete(conversations::table.filter(conversations::id.eq(&id)))
-                .execute(conn)
-                .map_err(db_err)?;
-            if rows == 0 {
-                // Nothing of an unknown conversation is deleted (events without their
-                // conversation row cannot exist: the row is written with the first event).
-                return Ok(None);
-            }
-            super::tombstones::bury(conn, &id, OffsetDateTime::now_utc())?;
-            // Its events no longer count against its organization's quota.
-            if let Some(u) = usage {
-                crate::store::event_usage::add_org_usage(conn, &u.org_id, -u.events, -u.bytes)?;
-            }
-            Ok(Some(DeletedConversation {
-                events: events as u64,
-                start_tasks: tasks as u64,
-            }))
-        })
+        self.write(|conn| remove_conversation(conn, &id, true))
     }
 
     fn conversations_in_sandbox(&self, sandbox: SandboxId) -> Result<u64, StorageError> {
@@ -211,4 +184,45 @@ impl AppConversationStore for DieselStore {
         .map_err(db_err)?;
         Ok(n.max(0) as u64)
     }
+}
+
+/// Deletes conversation `id` (its events, with `tasks` its start tasks) in the caller's
+/// transaction, buries it (no later webhook or listing creates it again) and takes its events
+/// out of its organization's usage; `None` when it does not exist.
+///
+/// # Errors
+/// A failed statement.
+pub(super) fn remove_conversation(
+    conn: &mut DbConnection,
+    id: &str,
+    tasks: bool,
+) -> Result<Option<DeletedConversation>, StorageError> {
+    let usage = crate::store::event_usage::conversation_usage(conn, &[id])?.remove(id);
+    let events = diesel::delete(events::table.filter(events::conversation_id.eq(id)))
+        .execute(conn)
+        .map_err(db_err)?;
+    let tasks = if tasks {
+        diesel::delete(start_tasks::table.filter(start_tasks::conversation_id.eq(id)))
+            .execute(conn)
+            .map_err(db_err)?
+    } else {
+        0
+    };
+    let rows = diesel::delete(conversations::table.filter(conversations::id.eq(id)))
+        .execute(conn)
+        .map_err(db_err)?;
+    if rows == 0 {
+        // Nothing of an unknown conversation is deleted (events without their conversation
+        // row cannot exist: the row is written with the first event).
+        return Ok(None);
+    }
+    super::tombstones::bury(conn, id, OffsetDateTime::now_utc())?;
+    // Its events no longer count against its organization's quota.
+    if let Some(u) = usage {
+        crate::store::event_usage::add_org_usage(conn, &u.org_id, -u.events, -u.bytes)?;
+    }
+    Ok(Some(DeletedConversation {
+        events: events as u64,
+        start_tasks: tasks as u64,
+    }))
 }

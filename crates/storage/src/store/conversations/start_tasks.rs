@@ -1,13 +1,13 @@
 //! Start tasks (`start_tasks`, migration `…000004`) and the conversation row a start creates.
 
 use diesel::prelude::*;
-use switchboard_domain::StorageError;
 use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::conversations::app::SortOrder;
 use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::ports::{
     StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
+use switchboard_domain::{ConversationId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::connection::DbConnection;
@@ -357,6 +357,12 @@ impl StartTaskStore for DieselStore {
                 }
             }
         })
+    }
+
+    fn forget_started_conversation(&self, id: ConversationId) -> Result<bool, StorageError> {
+        let id = id.to_string();
+        self.write(|conn| super::app::remove_conversation(conn, &id, false))
+            .map(|removed| removed.is_some())
     }
 }
 

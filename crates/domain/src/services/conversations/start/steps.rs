@@ -120,10 +120,10 @@ impl Run<'_> {
             match record.status {
                 SandboxStatus::Running if record.agent_server_url.is_some() => return Ok(record),
                 SandboxStatus::Error | SandboxStatus::Missing => {
-                    return Err(Failure(format!(
-                        "sandbox {sandbox_id} is {}",
-                        record.status
-                    )));
+                    return Err(Failure(match &record.status_message {
+                        Some(why) => format!("sandbox {sandbox_id} is {}: {why}", record.status),
+                        None => format!("sandbox {sandbox_id} is {}", record.status),
+                    }));
                 }
                 _ => {}
             }
@@ -330,12 +330,12 @@ impl Run<'_> {
             }
         }
         started.tags = Value::Object(tags).to_string();
-        let id = self.record_conversation(started, now)?;
+        // Checked before the row is written: a start without a model leaves no conversation.
         let Some(model) = model else {
-            return Err(Failure(
-                "no LLM model: the request has no llm_model, the user's settings none, and the server no --llm-model".into(),
-            ));
+            return Err(Failure(super::NO_MODEL.into()));
         };
+        let id = self.record_conversation(started, now)?;
+        self.recorded_conversation = Some(id);
         let mut body = create_body(&CreateBody {
             id,
             request,
@@ -349,6 +349,8 @@ impl Run<'_> {
             .client
             .create_conversation(&agent.url, &agent.key, &body, svc.timeouts.create)
             .map_err(|e| Failure(format!("the agent server refused the conversation: {e}")))?;
+        // The agent server has it: from now on the row is the conversation's.
+        self.recorded_conversation = None;
         svc.sandboxes.conversation_started();
         Ok(())
     }
