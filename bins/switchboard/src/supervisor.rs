@@ -10,6 +10,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use switchboard_api::Metrics;
+use switchboard_api::metrics::{JobMetrics, Jobs, StepResult};
 use switchboard_domain::jobs::{Job, Pool, Schedule, Step};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -41,11 +43,23 @@ impl Wakes {
     }
 }
 
-/// Background jobs, each named (for the logs) and given a cancellation token. Must be used
-/// inside a Tokio runtime (the actix system's, in the server).
+/// How long the steps of [`Supervisor::at_shutdown`] may take together: a process sandbox
+/// stops within its 10 s stop timeout, and they stop in parallel.
+const FINAL_STEPS_BOUND: Duration = Duration::from_secs(30);
+
+/// A blocking step run once at shutdown, after every job has stopped.
+type FinalStep = Box<dyn FnOnce() -> Result<(), String> + Send>;
+
+/// Background jobs, each named (for the logs and the metrics) and given a cancellation token.
+/// Must be used inside a Tokio runtime (the actix system's, in the server).
 pub struct Supervisor {
     token: CancellationToken,
     jobs: Vec<(String, JoinHandle<()>)>,
+    /// Blocking steps run once at shutdown, after every job has stopped
+    /// ([`Supervisor::at_shutdown`]).
+    finals: Vec<(String, FinalStep)>,
+    /// Where the steps of the jobs registered from now on are counted, if anywhere.
+    metrics: Option<Jobs>,
 }
 
 impl Supervisor {
@@ -54,7 +68,37 @@ impl Supervisor {
         Supervisor {
             token: CancellationToken::new(),
             jobs: Vec::new(),
+            finals: Vec::new(),
+            metrics: None,
         }
+    }
+
+    /// The same supervisor counting the steps of the jobs it runs in `metrics`
+    /// (`background_job_*`; jobs started with [`Supervisor::spawn`] have no steps).
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: &Metrics) -> Self {
+        self.metrics = Some(metrics.activity().jobs().clone());
+        self
+    }
+
+    /// The metrics of the job named `name`, if counted.
+    fn job_metrics(&self, name: &str) -> Option<JobMetrics> {
+        self.metrics.as_ref().map(|m| m.job(name))
+    }
+
+    /// Runs the blocking `step` once at shutdown, after every job has stopped (so no job
+    /// undoes it), on the blocking pool; the steps run one after the other, within
+    /// [`FINAL_STEPS_BOUND`] in all. A failure is logged. The server stops its unclaimed
+    /// warm-pool sandboxes this way (docs/API.md, "Warm pool").
+    pub fn at_shutdown<F, E>(&mut self, name: &str, step: F)
+    where
+        F: FnOnce() -> Result<(), E> + Send + 'static,
+        E: Display + Send + 'static,
+    {
+        self.finals.push((
+            name.to_owned(),
+            Box::new(move || step().map_err(|e| e.to_string())),
+        ));
     }
 
     /// Starts `job` as a task named `name`. Its token is cancelled at shutdown; the job should
@@ -78,6 +122,7 @@ impl Supervisor {
     {
         let step = Arc::new(step);
         let job = name.to_owned();
+        let metrics = self.job_metrics(name);
         self.spawn(name, move |token| async move {
             let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
             ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -87,11 +132,7 @@ impl Supervisor {
                     _ = ticks.tick() => {}
                 }
                 let step = step.clone();
-                match tokio::task::spawn_blocking(move || step()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(job = %job, error = %e, "background step failed"),
-                    Err(e) => tracing::error!(job = %job, error = %e, "background step panicked"),
-                }
+                run_step(&job, metrics.as_ref(), move || step()).await;
             }
         });
     }
@@ -106,14 +147,11 @@ impl Supervisor {
     {
         let step = Arc::new(step);
         let job = name.to_owned();
+        let metrics = self.job_metrics(name);
         self.spawn(name, move |token| async move {
             loop {
                 let step = step.clone();
-                match tokio::task::spawn_blocking(move || step()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(job = %job, error = %e, "background step failed"),
-                    Err(e) => tracing::error!(job = %job, error = %e, "background step panicked"),
-                }
+                run_step(&job, metrics.as_ref(), move || step()).await;
                 tokio::select! {
                     () = token.cancelled() => return,
                     () = wake.notified() => {}
@@ -144,13 +182,12 @@ impl Supervisor {
             return;
         }
         match schedule {
-            Schedule::Once => self.spawn(name, move |_token| async move {
-                match tokio::task::spawn_blocking(move || step()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(job = %name, error = %e, "background step failed"),
-                    Err(e) => tracing::error!(job = %name, error = %e, "background step panicked"),
-                }
-            }),
+            Schedule::Once => {
+                let metrics = self.job_metrics(name);
+                self.spawn(name, move |_token| async move {
+                    run_step(name, metrics.as_ref(), move || step()).await;
+                });
+            }
             Schedule::Every(period) => self.every(name, period, move || step()),
             Schedule::AtOnceThenEvery(period) => {
                 self.every_or_woken(name, period, Arc::new(Notify::new()), move || step());
@@ -176,18 +213,20 @@ impl Supervisor {
         pool: Pool,
     ) {
         let free = Arc::new(tokio::sync::Semaphore::new(pool.workers));
+        let metrics = self.job_metrics(name);
         self.spawn(name, move |token| async move {
             loop {
                 let pass = step.clone();
-                match tokio::task::spawn_blocking(move || pass()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => tracing::warn!(job = %name, error = %e, "background step failed"),
-                    Err(e) => tracing::error!(job = %name, error = %e, "background step panicked"),
-                }
+                run_step(name, metrics.as_ref(), move || pass()).await;
                 while let Ok(worker) = free.clone().try_acquire_owned() {
                     let claim = pool.claim.clone();
                     let work = match tokio::task::spawn_blocking(move || claim()).await {
-                        Ok(Ok(Some(work))) => work,
+                        Ok(Ok(Some(work))) => {
+                            if let Some(m) = &metrics {
+                                m.claimed();
+                            }
+                            work
+                        }
                         Ok(Ok(None)) => break,
                         Ok(Err(e)) => {
                             tracing::warn!(job = %name, error = %e, "claiming work failed");
@@ -221,7 +260,8 @@ impl Supervisor {
     }
 
     /// Cancels every job and waits until all have returned, at most `bound` in all; jobs
-    /// still running then are aborted and named in the log.
+    /// still running then are aborted and named in the log. Then runs the steps of
+    /// [`Supervisor::at_shutdown`].
     pub async fn shutdown(self, bound: Duration) {
         self.token.cancel();
         let deadline = Instant::now() + bound;
@@ -236,6 +276,41 @@ impl Supervisor {
                 }
             }
         }
+        let deadline = Instant::now() + FINAL_STEPS_BOUND;
+        for (name, step) in self.finals {
+            match tokio::time::timeout_at(deadline, tokio::task::spawn_blocking(step)).await {
+                Ok(Ok(Ok(()))) => tracing::debug!(step = %name, "shutdown step done"),
+                Ok(Ok(Err(e))) => tracing::warn!(step = %name, error = %e, "shutdown step failed"),
+                Ok(Err(e)) => tracing::error!(step = %name, error = %e, "shutdown step panicked"),
+                Err(_) => {
+                    tracing::warn!(step = %name, bound = ?FINAL_STEPS_BOUND, "shutdown step did not finish in time");
+                }
+            }
+        }
+    }
+}
+
+/// Runs one blocking `step` of the job named `job` on the blocking pool; a failure is logged
+/// (the job goes on), and the step counted in `metrics`.
+async fn run_step<F, E>(job: &str, metrics: Option<&JobMetrics>, step: F)
+where
+    F: FnOnce() -> Result<(), E> + Send + 'static,
+    E: Display + Send + 'static,
+{
+    let started = Instant::now();
+    let result = match tokio::task::spawn_blocking(step).await {
+        Ok(Ok(())) => StepResult::Ok,
+        Ok(Err(e)) => {
+            tracing::warn!(job = %job, error = %e, "background step failed");
+            StepResult::Error
+        }
+        Err(e) => {
+            tracing::error!(job = %job, error = %e, "background step panicked");
+            StepResult::Panic
+        }
+    };
+    if let Some(m) = metrics {
+        m.step(result, started.elapsed());
     }
 }
 
@@ -267,6 +342,59 @@ mod tests {
             after_shutdown,
             "a step ran after shutdown"
         );
+    }
+
+    #[tokio::test]
+    async fn steps_are_counted_by_result_with_the_last_success_time() {
+        let metrics = switchboard_api::Metrics::new();
+        let mut supervisor = Supervisor::new().with_metrics(&metrics);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let counter = runs.clone();
+        supervisor.every_or_woken(
+            "flaky",
+            Duration::from_millis(10),
+            Arc::new(Notify::new()),
+            move || match counter.fetch_add(1, Ordering::SeqCst) {
+                0 => Ok(()),
+                1 => Err("refused"),
+                2 => panic!("a step that panics"),
+                _ => Ok(()),
+            },
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while runs.load(Ordering::SeqCst) < 5 && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        supervisor.shutdown(Duration::from_secs(5)).await;
+        let text = metrics.render(None, None);
+        let value = |series: &str| -> f64 {
+            text.lines()
+                .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+                .unwrap_or_else(|| panic!("no {series} in {text}"))
+        };
+        let ran = runs.load(Ordering::SeqCst) as f64;
+        assert_eq!(
+            value(r#"background_job_runs_total{job="flaky",result="error"}"#),
+            1.0
+        );
+        assert_eq!(
+            value(r#"background_job_runs_total{job="flaky",result="panic"}"#),
+            1.0
+        );
+        assert_eq!(
+            value(r#"background_job_runs_total{job="flaky",result="ok"}"#),
+            ran - 2.0
+        );
+        assert_eq!(
+            value(r#"background_job_duration_seconds_count{job="flaky"}"#),
+            ran
+        );
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64();
+        let last = value(r#"background_job_last_success_timestamp_seconds{job="flaky"}"#);
+        assert!((now - 60.0..=now + 1.0).contains(&last), "{last} vs {now}");
     }
 
     #[tokio::test]
@@ -339,6 +467,30 @@ mod tests {
         assert_eq!(done.load(Ordering::SeqCst), 5);
         assert_eq!(most.load(Ordering::SeqCst), 2);
         supervisor.shutdown(Duration::from_secs(5)).await;
+    }
+
+    #[tokio::test]
+    async fn shutdown_steps_run_once_after_every_job_has_stopped() {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut supervisor = Supervisor::new();
+        let seen = order.clone();
+        supervisor.spawn("job", move |token| async move {
+            token.cancelled().await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            seen.lock().unwrap().push("job stopped");
+        });
+        let seen = order.clone();
+        supervisor.at_shutdown("final", move || -> Result<(), String> {
+            seen.lock().unwrap().push("final step");
+            Ok(())
+        });
+        supervisor.at_shutdown("failing", || Err("it failed"));
+        assert!(
+            order.lock().unwrap().is_empty(),
+            "nothing runs before shutdown"
+        );
+        supervisor.shutdown(Duration::from_secs(5)).await;
+        assert_eq!(*order.lock().unwrap(), ["job stopped", "final step"]);
     }
 
     #[tokio::test]

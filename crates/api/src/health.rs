@@ -62,19 +62,22 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
     }
 }
 
-/// Prometheus metrics: request counts and latency histograms by route and status, pool usage.
-#[utoipa::path(tag = "Health", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+/// Prometheus metrics: requests, webhooks, the sandbox proxy, live delivery, jobs, sandboxes.
+///
+/// Every family is described in docs/metrics.md. 404 when the metrics are served on a
+/// listener of their own (`--metrics-listen`).
+#[utoipa::path(tag = "Health", responses(
+    (status = 200, description = "Prometheus text format", content_type = "text/plain"),
+    (status = 404, description = "Served on the metrics listener instead (--metrics-listen)", body = ErrorDetail),
+))]
 #[get("/metrics")]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    let pool = state.pool_stats.as_ref().map(|f| f());
-    let disk = state.disk_stats.clone();
-    let disk = web::block(move || disk.and_then(|f| f()))
-        .await
-        .ok()
-        .flatten();
-    HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(state.metrics.render(pool, disk))
+    if state.metrics.activity().own_listener().is_set() {
+        return HttpResponse::NotFound().json(ErrorDetail {
+            detail: "Not Found".into(),
+        });
+    }
+    crate::metrics::exposition::exposition(&state).await
 }
 
 /// This document.

@@ -1,6 +1,8 @@
 //! The agent-server webhooks (API.md, Event ingestion), authenticated by the sandbox's
 //! session key: event batches and `ConversationInfo` updates.
 
+use std::time::Instant;
+
 use actix_web::{HttpResponse, post, web};
 use serde_json::json;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -8,6 +10,7 @@ use utoipa_actix_web::service_config::ServiceConfig;
 use crate::AppState;
 use crate::error::ApiResult;
 use crate::extract::{RawBody, SandboxCaller, conversation_id};
+use crate::metrics::WebhookKind;
 use crate::responses::WebhookErrors;
 
 pub use crate::extract::WEBHOOK_BODY_LIMIT;
@@ -46,8 +49,28 @@ pub async fn webhook_events(
     path: web::Path<String>,
     body: RawBody<WEBHOOK_BODY_LIMIT>,
 ) -> ApiResult<HttpResponse> {
-    let sandbox = caller.authenticate(&state).await?;
-    let id = conversation_id(&path.into_inner())?;
+    let started = Instant::now();
+    let result = ingest_events(&state, caller, &path.into_inner(), body).await;
+    let activity = state.metrics.activity();
+    activity.webhook_batch(
+        WebhookKind::Events,
+        &result,
+        started.elapsed().as_secs_f64(),
+    );
+    let (stored, skipped) = result?;
+    activity.webhook_events(stored, skipped);
+    Ok(success())
+}
+
+/// [`webhook_events`]' work: the events stored and skipped (already stored).
+async fn ingest_events(
+    state: &web::Data<AppState>,
+    caller: SandboxCaller,
+    path: &str,
+    body: RawBody<WEBHOOK_BODY_LIMIT>,
+) -> ApiResult<(usize, usize)> {
+    let sandbox = caller.authenticate(state).await?;
+    let id = conversation_id(path)?;
     let body = body.read().await?;
     let s = state.clone();
     state
@@ -57,10 +80,9 @@ pub async fn webhook_events(
                 .events()
                 .ingest_events(&sandbox, id, body.text()?)?;
             tracing::debug!(stored = outcome.stored, skipped = outcome.skipped, conversation = %id, "events ingested");
-            Ok(())
+            Ok((outcome.stored, outcome.skipped))
         })
-        .await?;
-    Ok(success())
+        .await
 }
 
 /// Receives an agent server's `ConversationInfo`: updates the conversation's title, run state
@@ -75,7 +97,24 @@ pub async fn webhook_conversations(
     caller: SandboxCaller,
     body: RawBody<WEBHOOK_BODY_LIMIT>,
 ) -> ApiResult<HttpResponse> {
-    let sandbox = caller.authenticate(&state).await?;
+    let started = Instant::now();
+    let result = ingest_conversation(&state, caller, body).await;
+    state.metrics.activity().webhook_batch(
+        WebhookKind::Conversation,
+        &result,
+        started.elapsed().as_secs_f64(),
+    );
+    result?;
+    Ok(success())
+}
+
+/// [`webhook_conversations`]' work.
+async fn ingest_conversation(
+    state: &web::Data<AppState>,
+    caller: SandboxCaller,
+    body: RawBody<WEBHOOK_BODY_LIMIT>,
+) -> ApiResult<()> {
+    let sandbox = caller.authenticate(state).await?;
     let body = body.read().await?;
     let s = state.clone();
     state
@@ -85,6 +124,5 @@ pub async fn webhook_conversations(
                 .conversations()
                 .ingest_conversation_info(&sandbox, &info)?)
         })
-        .await?;
-    Ok(success())
+        .await
 }

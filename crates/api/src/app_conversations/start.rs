@@ -32,8 +32,21 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 const FOLLOW_WAIT: Duration = Duration::from_secs(1);
 
 /// Authenticates, reads the body and runs `write` with the context and the JSON body on the
-/// blocking pool (which checks it and writes the `WORKING` task).
+/// blocking pool (which checks it and writes the `WORKING` task); counted in
+/// `conversation_starts_total`.
 async fn begin<T: Send + 'static>(
+    state: &web::Data<AppState>,
+    caller: Caller,
+    body: RawBody,
+    write: impl FnOnce(&Switchboard, &OrgContext, &Value) -> Result<T, DomainError> + Send + 'static,
+) -> Result<T, ApiError> {
+    let result = write_task(state, caller, body, write).await;
+    state.metrics.activity().conversation_start(result.is_ok());
+    result
+}
+
+/// [`begin`]'s work.
+async fn write_task<T: Send + 'static>(
     state: &web::Data<AppState>,
     caller: Caller,
     body: RawBody,

@@ -8,6 +8,7 @@ use switchboard_model::ValidationError;
 
 use super::headers::{presented_key, requested_org};
 use crate::error::ApiError;
+use crate::metrics::access_log::{CallerId, CallerSlot};
 use crate::state::AppState;
 
 /// The credentials of a request, not yet checked: handlers authenticate, resolve the
@@ -15,6 +16,8 @@ use crate::state::AppState;
 pub struct Caller {
     key: Option<String>,
     requested: Result<Option<OrgId>, ValidationError>,
+    /// Where the caller goes for the access log (`None` when it is off).
+    slot: Option<CallerSlot>,
 }
 
 impl Caller {
@@ -33,6 +36,7 @@ impl Caller {
             .filter(|k| !k.is_empty())
             .ok_or(DomainError::NotAuthenticated)?;
         let requested = self.requested;
+        let slot = self.slot;
         let st = state.clone();
         st.blocking(move || {
             let auth = state.services.auth();
@@ -45,6 +49,12 @@ impl Caller {
                 }
             };
             let ctx = auth.authenticate_in(&key, requested)?;
+            if let Some(slot) = slot {
+                slot.set(CallerId::User {
+                    user: ctx.principal.user_id,
+                    key: Some(ctx.principal.key_id),
+                });
+            }
             f(&state, ctx)
         })
         .await
@@ -72,6 +82,7 @@ impl FromRequest for Caller {
         std::future::ready(Ok(Caller {
             key: presented_key(req),
             requested: requested_org(req),
+            slot: CallerSlot::of(req),
         }))
     }
 }

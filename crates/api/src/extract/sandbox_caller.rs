@@ -7,11 +7,14 @@ use switchboard_domain::sandboxes::Sandbox;
 
 use super::headers::SESSION_KEY_HEADER;
 use crate::error::ApiError;
+use crate::metrics::access_log::{CallerId, CallerSlot};
 use crate::state::AppState;
 
 /// The session key of a webhook request, not yet checked.
 pub struct SandboxCaller {
     key: Option<String>,
+    /// Where the caller goes for the access log (`None` when it is off).
+    slot: Option<CallerSlot>,
 }
 
 impl SandboxCaller {
@@ -31,6 +34,9 @@ impl SandboxCaller {
                 .services
                 .sandboxes()
                 .authenticate_sandbox(self.key.as_deref())?;
+            if let Some(slot) = &self.slot {
+                slot.set(CallerId::Sandbox(sandbox.id));
+            }
             f(&state, sandbox)
         })
         .await
@@ -58,6 +64,9 @@ impl FromRequest for SandboxCaller {
             .headers()
             .get(SESSION_KEY_HEADER)
             .map(|v| v.to_str().unwrap_or("").to_owned());
-        std::future::ready(Ok(SandboxCaller { key }))
+        std::future::ready(Ok(SandboxCaller {
+            key,
+            slot: CallerSlot::of(req),
+        }))
     }
 }

@@ -8,6 +8,7 @@ use switchboard_domain::{DomainError, SandboxId};
 use super::route::{Route, SESSION_KEY_QUERY};
 use crate::error::ApiError;
 use crate::extract::{QueryPairs, SESSION_KEY_HEADER, presented_key};
+use crate::metrics::access_log::{CallerId, note_caller};
 use crate::state::AppState;
 
 /// The credential a request presents, by precedence: `X-Session-API-Key`, the query
@@ -79,4 +80,14 @@ pub async fn resolve(
             Ok(target)
         })
         .await
+}
+
+/// Records who reached the sandbox of `target` for `req`'s access log line: the sandbox by its
+/// session key (`session`), or the user whose API key it was.
+pub fn note_target(req: &HttpRequest, session: bool, target: &ProxyTarget) {
+    let caller = match (session, target.member) {
+        (false, Some(user)) => CallerId::User { user, key: None },
+        _ => CallerId::Sandbox(target.sandbox_id),
+    };
+    note_caller(req, caller);
 }

@@ -29,7 +29,7 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::middleware::Next;
-use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, guard, web};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, ResponseError, guard, web};
 use switchboard_domain::DomainError;
 use switchboard_domain::sandboxes::runtime::SandboxStatus;
 
@@ -39,6 +39,8 @@ pub use route::{PREFIX, Route, SESSION_KEY_QUERY};
 
 use crate::dto::Status;
 use crate::error::ApiError;
+use crate::metrics::ProxyOutcome;
+use crate::metrics::access_log::RouteLabel;
 use crate::state::AppState;
 
 /// Registers the proxy's routes on `app` (plain actix routes, every method: the OpenAPI
@@ -88,6 +90,11 @@ pub async fn route_by_host(
         service: public::AGENT_SERVER_SERVICE.to_owned(),
         tail: req.uri().path().to_owned(),
     });
+    let label = if on_port.is_some() {
+        PORT_ROUTE
+    } else {
+        HOST_ROUTE
+    };
     let route = on_port.or_else(|| {
         let s = state.as_ref()?;
         let pattern = s.proxy.config().host_pattern.as_ref()?;
@@ -98,6 +105,7 @@ pub async fn route_by_host(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let (http, mut payload) = req.into_parts();
+    http.extensions_mut().insert(RouteLabel(label));
     let payload = <web::Payload as FromRequest>::from_request(&http, &mut payload).await?;
     let answer = match proxy_route(http.clone(), payload, state, route).await {
         Ok(a) => a,
@@ -105,6 +113,11 @@ pub async fn route_by_host(
     };
     Ok(ServiceResponse::new(http, answer).map_into_right_body())
 }
+
+/// The route label (metrics, access log) of a request proxied from a sandbox's own port.
+pub const PORT_ROUTE: &str = "<sandbox port>";
+/// The route label of a request proxied by its host ([`hosts`]).
+pub const HOST_ROUTE: &str = "<sandbox host>";
 
 /// The methods proxied (`Allow` of the 405 for any other: OPTIONS and TRACE; a browser's
 /// preflight from an allowed origin is answered by [`crate::cors`] first).
@@ -120,30 +133,61 @@ async fn proxy(
     proxy_route(req, payload, state, route).await
 }
 
-/// A request to `route` (from its path, or its host: [`hosts`]), authenticated and forwarded.
+/// A request to `route` (from its path, or its host: [`hosts`]), authenticated and forwarded;
+/// counted in the proxy's metrics.
 pub(crate) async fn proxy_route(
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
     route: Route,
 ) -> Result<HttpResponse, ApiError> {
-    if ws::is_upgrade(&req) {
-        return ws::relay(req, payload, state, route).await;
+    let websocket = ws::is_upgrade(&req);
+    let metrics = state.metrics.clone();
+    let result = if websocket {
+        ws::relay(req, payload, state, route)
+            .await
+            .map(|r| (r, ProxyOutcome::Forwarded))
+    } else {
+        forward_route(req, payload, state, route).await
+    };
+    let activity = metrics.activity();
+    match result {
+        Ok((answer, outcome)) => {
+            activity.proxy_request(websocket, Ok(outcome));
+            Ok(answer)
+        }
+        Err(e) => {
+            activity.proxy_request(websocket, Err(&e));
+            Err(e)
+        }
     }
+}
+
+/// [`proxy_route`] for HTTP: the answer and whether it was forwarded or a probe answered here.
+async fn forward_route(
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+    route: Route,
+) -> Result<(HttpResponse, ProxyOutcome), ApiError> {
     let Some(credential) = credential(&req) else {
         if let Some(answer) = probe(&req, &state, &route).await? {
-            return Ok(answer);
+            return Ok((answer, ProxyOutcome::Probe));
         }
         return Err(DomainError::NotAuthenticated.into());
     };
+    let session = matches!(credential, Credential::Session(_));
     let target = resolve(&state, &route, credential).await?;
+    access::note_target(&req, session, &target);
     let base = target
         .service_url(&route.service)
         .ok_or(DomainError::SandboxNotFound)?
         .to_owned();
     let limit = state.proxy.config.max_body;
     let payload = start_check::checked(&req, payload, &route, &target, limit).await?;
-    http::forward(&state.proxy, &req, payload, &base, &route, &target).await
+    http::forward(&state.proxy, &req, payload, &base, &route, &target)
+        .await
+        .map(|answer| (answer, ProxyOutcome::Forwarded))
 }
 
 /// The agent server's probes without credentials (`GET /alive`, `/health`, `/ready`),

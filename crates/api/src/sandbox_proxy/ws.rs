@@ -41,6 +41,7 @@ use super::config::{Proxy, ProxyConfig};
 use super::route::Route;
 use crate::error::ApiError;
 use crate::member_sockets::{MemberPermit, SocketLimit};
+use crate::metrics::OpenGauge;
 use crate::state::AppState;
 
 /// The upstream socket, and its permit among the proxy's sockets (given back when the relay
@@ -98,7 +99,9 @@ pub async fn relay(
 ) -> Result<HttpResponse, ApiError> {
     let config = state.proxy.config().clone();
     if let Some(cred) = credential(&req) {
+        let session = matches!(cred, Credential::Session(_));
         let target = resolve(&state, &route, cred).await?;
+        super::access::note_target(&req, session, &target);
         let (upstream, protocol) = connect(&req, &route, &target, &state.proxy).await?;
         let (response, session, stream) = match protocol {
             Some(p) => actix_ws::handle_with_protocols(&req, payload, &[p.as_str()]),
@@ -106,7 +109,8 @@ pub async fn relay(
         }
         .map_err(|e| ApiError::BadBody(e.to_string()))?;
         let stream = limits(stream, &config);
-        actix_web::rt::spawn(pump(session, stream, upstream, config));
+        let open = state.metrics.activity().proxy_socket();
+        actix_web::rt::spawn(pump(session, stream, upstream, config, open));
         return Ok(response);
     }
     let (response, session, stream) =
@@ -125,8 +129,15 @@ pub async fn relay(
                 return;
             }
         };
-        match connect(&req, &route, &target, &state.proxy).await {
-            Ok((upstream, _)) => pump(session, stream, upstream, config).await,
+        let connected = connect(&req, &route, &target, &state.proxy).await;
+        if let Err(e) = &connected {
+            state.metrics.activity().upstream_error(e);
+        }
+        match connected {
+            Ok((upstream, _)) => {
+                let open = state.metrics.activity().proxy_socket();
+                pump(session, stream, upstream, config, open).await;
+            }
             Err(
                 ApiError::ProxySocketsExhausted
                 | ApiError::MemberSocketsExhausted
@@ -318,12 +329,14 @@ enum UpstreamEnd {
     Slow,
 }
 
-/// Relays until either side closes.
+/// Relays until either side closes (counted in `sandbox_proxy_open_websockets` while
+/// `_open` lives).
 async fn pump(
     session: Session,
     mut client: AggregatedMessageStream,
     upstream: Upstream,
     config: ProxyConfig,
+    _open: OpenGauge,
 ) {
     let Upstream {
         socket,

@@ -1,0 +1,109 @@
+//! Background jobs' metrics (docs/metrics.md): each step of each job by result, its
+//! duration, the last success, and the work items pooled jobs claim. The binary's supervisor
+//! records them ([`Jobs::job`] once per job, then [`JobMetrics::step`] per step).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use prometheus::{Gauge, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
+
+use super::families::{counters, gauges, histograms};
+
+/// The background jobs' families.
+#[derive(Clone)]
+pub struct Jobs {
+    runs: IntCounterVec,
+    seconds: HistogramVec,
+    last_success: GaugeVec,
+    claimed: IntCounterVec,
+}
+
+/// How a job's step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepResult {
+    /// It returned `Ok`.
+    Ok,
+    /// It returned an error (logged; the job goes on).
+    Error,
+    /// It panicked (logged; the job goes on with its next step).
+    Panic,
+}
+
+impl Jobs {
+    /// Creates the families and registers them in `registry`.
+    pub(super) fn new(registry: &Registry) -> Self {
+        Jobs {
+            runs: counters(
+                registry,
+                "background_job_runs_total",
+                "Steps of background jobs by job and result (ok, error, panic); a failed step is logged and the job goes on.",
+                &["job", "result"],
+            ),
+            seconds: histograms(
+                registry,
+                "background_job_duration_seconds",
+                "Seconds one step of a background job took, by job.",
+                &["job"],
+                &[0.001, 0.005, 0.025, 0.1, 0.25, 1.0, 2.5, 10.0, 30.0, 120.0],
+            ),
+            last_success: gauges(
+                registry,
+                "background_job_last_success_timestamp_seconds",
+                "Unix time of the last step of a background job that succeeded, by job (0 until one has).",
+                &["job"],
+            ),
+            claimed: counters(
+                registry,
+                "background_job_items_claimed_total",
+                "Work items (e.g. conversation starts) claimed by pooled background jobs, by job.",
+                &["job"],
+            ),
+        }
+    }
+
+    /// The metrics of the job named `name` (a fixed name, never an id), resolved once.
+    pub fn job(&self, name: &str) -> JobMetrics {
+        JobMetrics {
+            ok: self.runs.with_label_values(&[name, "ok"]),
+            error: self.runs.with_label_values(&[name, "error"]),
+            panic: self.runs.with_label_values(&[name, "panic"]),
+            seconds: self.seconds.with_label_values(&[name]),
+            last_success: self.last_success.with_label_values(&[name]),
+            claimed: self.claimed.with_label_values(&[name]),
+        }
+    }
+}
+
+/// One job's metrics (cheap to clone: handles to the same series).
+#[derive(Clone)]
+pub struct JobMetrics {
+    ok: IntCounter,
+    error: IntCounter,
+    panic: IntCounter,
+    seconds: Histogram,
+    last_success: Gauge,
+    claimed: IntCounter,
+}
+
+impl JobMetrics {
+    /// Records one step that took `took` and ended with `result` (a success also sets the
+    /// last success time to now).
+    pub fn step(&self, result: StepResult, took: Duration) {
+        self.seconds.observe(took.as_secs_f64());
+        match result {
+            StepResult::Ok => {
+                self.ok.inc();
+                let now = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .unwrap_or_default();
+                self.last_success.set(now.as_secs_f64());
+            }
+            StepResult::Error => self.error.inc(),
+            StepResult::Panic => self.panic.inc(),
+        }
+    }
+
+    /// Records one work item claimed.
+    pub fn claimed(&self) {
+        self.claimed.inc();
+    }
+}
