@@ -30,6 +30,12 @@ bench:
 bench-members:
     cargo bench -p switchboard-storage --bench members
 
+# Backup and restore: a 1,000,000-event database on SQLite and PostgreSQL backed up while a
+# server runs and a writer keeps writing (its worst insert during the copy), then restored into
+# a new database (docs/benchmarks.md, "Backup and restore"); release build.
+bench-backup events="1000000":
+    python3 scripts/bench-backup.py --events {{events}}
+
 # HTTP load benchmark of the settings endpoints on SQLite and PostgreSQL (needs wrk).
 bench-http seconds="10":
     scripts/bench-http.sh {{seconds}}

@@ -31,10 +31,13 @@ pub fn run(db: &DbArgs, command: Command) -> Result<()> {
         Command::Secrets(SecretsCommand::RotateKey { secret_key_file }) => {
             crate::rotate_key::rotate_key(db, secret_key_file)?;
         }
-        Command::Migrate => {
+        Command::Migrate(args) if args.status => crate::backup::migrate_status(db)?,
+        Command::Migrate(_) => {
             let (_, applied) = db.open(Some(1), false)?;
             print(json!({ "applied": applied }));
         }
+        Command::Backup(args) => crate::backup::backup(db, &args)?,
+        Command::Restore(args) => crate::restore::restore(db, &args)?,
         Command::Bootstrap { org_name, email } => {
             let (store, _) = db.open(Some(2), false)?;
             let b = Switchboard::new(Arc::new(store))

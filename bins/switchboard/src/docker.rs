@@ -7,7 +7,6 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use switchboard_domain::identity::sealing::Sealer;
 use switchboard_sandbox::{DockerConfig, DockerNetwork, DockerRuntime};
 
 use crate::cli::DockerArgs;
@@ -21,13 +20,14 @@ pub struct DockerWiring {
     pub extra_listen: Option<SocketAddr>,
 }
 
-/// This installation's id: `--docker-installation`, else `sb-` and the secret key's public id
-/// ([`Sealer::key_id`]), so it survives restarts and replicas sharing the key (they must, to
-/// open each other's session keys) agree on it.
-pub fn installation_id(args: &DockerArgs, sealer: &Sealer) -> String {
+/// This installation's id: `--docker-installation`, else the id the database's installation
+/// record holds (`recorded`: `sb-` and the key id for an installation made before the record
+/// existed), so it survives restarts and key rotations, replicas sharing the database agree on
+/// it, and a restored copy (a new id) never touches the original's containers.
+pub fn installation_id(args: &DockerArgs, recorded: &str) -> String {
     args.docker_installation
         .clone()
-        .unwrap_or_else(|| format!("sb-{}", sealer.key_id()))
+        .unwrap_or_else(|| recorded.to_owned())
 }
 
 /// Connects the Docker runtime for `serve`: the daemon at `DOCKER_HOST`, and the URL
@@ -133,8 +133,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_installation_id_comes_from_the_flag_or_the_secret_key() {
-        let sealer = Sealer::new(&[1u8; 32]);
+    fn the_installation_id_comes_from_the_flag_or_the_record() {
         let mut args = DockerArgs {
             docker_network: DockerNetwork::Bridge,
             docker_publish_ports: true,
@@ -146,14 +145,11 @@ mod tests {
             docker_pids_limit: 1024,
             docker_writable_root: false,
         };
-        let derived = installation_id(&args, &sealer);
-        assert_eq!(derived, format!("sb-{}", sealer.key_id()));
+        let recorded = "sb-0123456789abcdef";
+        let derived = installation_id(&args, recorded);
+        assert_eq!(derived, recorded);
         assert!(DockerConfig::new(derived).validate().is_ok());
-        assert_ne!(
-            installation_id(&args, &sealer),
-            installation_id(&args, &Sealer::new(&[2u8; 32]))
-        );
         args.docker_installation = Some("prod-eu".into());
-        assert_eq!(installation_id(&args, &sealer), "prod-eu");
+        assert_eq!(installation_id(&args, recorded), "prod-eu");
     }
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use switchboard_domain::identity::sealing::Sealer;
 use switchboard_domain::sandboxes::specs::SandboxSpec;
 use switchboard_sandbox::kubernetes::{RUNTIME_NAME, Reach};
 use switchboard_sandbox::{KubernetesConfig, KubernetesError, KubernetesRuntime};
@@ -22,12 +21,12 @@ pub fn wanted(specs: &[SandboxSpec], default_runtime: &str) -> bool {
         .any(|s| s.runtime.as_deref().unwrap_or(default_runtime) == RUNTIME_NAME)
 }
 
-/// This installation's id: `--kube-installation`, else `sb-` and the secret key's public id
-/// (the same for replicas sharing the key, as they must).
-pub fn installation_id(args: &KubeArgs, sealer: &Sealer) -> String {
+/// This installation's id: `--kube-installation`, else the id of the database's installation
+/// record (`recorded`; the same for every replica, new for a restored copy).
+pub fn installation_id(args: &KubeArgs, recorded: &str) -> String {
     args.kube_installation
         .clone()
-        .unwrap_or_else(|| format!("sb-{}", sealer.key_id()))
+        .unwrap_or_else(|| recorded.to_owned())
 }
 
 /// The runtime's configuration from the flags; pods post webhooks to `--kube-public-url`,

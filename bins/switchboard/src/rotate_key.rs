@@ -12,8 +12,10 @@
 //! A server keeps its key in memory and would seal new values with the old one, so the
 //! command refuses while a server is connected to a PostgreSQL database (its listening
 //! connection shows in `pg_stat_activity`); SQLite cannot tell, and the operator stops the
-//! server first. The new key file carries the installation's key id, so the Docker runtime's
-//! default installation id (`sb-<key id>`) stays the same and no container is orphaned.
+//! server first. The new key file carries the installation's key id, and the installation's
+//! record (its id, labelled on containers and pods) is kept, with the new key's fingerprint set
+//! in the transaction that re-seals: a server still holding the old key refuses to start. A key
+//! file the record does not name is refused before anything changes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -22,6 +24,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use switchboard_domain::Switchboard;
+use switchboard_domain::identity::installation::KeyVerdict;
 use switchboard_domain::identity::sealing::Sealer;
 
 use crate::cli::DbArgs;
@@ -62,11 +65,22 @@ pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
             "{servers} switchboard server(s) are connected to this database: stop every server before rotating the key (a running server keeps the current key and would seal new values with it)"
         );
     }
+    let store = Arc::new(store);
+    let services = Switchboard::new(store.clone());
+    if let KeyVerdict::Other(record) = services.check_installation_key(&old).map_err(domain)? {
+        bail!(
+            "{} holds key {}, but this database's secrets are sealed with key {} (installation {}): rotate with the installation's key file",
+            path.display(),
+            old.fingerprint(),
+            record.key_fingerprint,
+            record.id
+        );
+    }
     let key = Sealer::generate_key();
     let key_id = old.key_id().to_owned();
     let new = Sealer::new(&key).with_key_id(key_id.clone());
     secret_key::write_new(&new_path, &secret_key::file_text(&key, Some(&key_id)))?;
-    let resealed = match Switchboard::new(Arc::new(store)).rotate_installation_key(&old, &new) {
+    let resealed = match services.rotate_installation_key(&old, &new) {
         Ok(n) => n,
         Err(e) => {
             let _ = fs::remove_file(&new_path);

@@ -58,7 +58,7 @@ fn wait_for_listeners(url: &str, n: usize) {
             .arg(url)
             .args([
                 "-qAtc",
-                "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'switchboard-listener' AND datname = current_database() AND state = 'idle'",
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name IN ('switchboard-listener', 'switchboard-cache-listener') AND datname = current_database() AND state = 'idle'",
             ])
             .output()
             .expect("psql");
@@ -137,7 +137,7 @@ fn postgres_replicas_share_settings_writes_through_notify() {
         .arg(db.url())
         .args([
             "-qAtc",
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'switchboard-listener' AND datname = current_database()",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name IN ('switchboard-listener', 'switchboard-cache-listener') AND datname = current_database()",
         ])
         .status()
         .expect("psql");

@@ -6,7 +6,6 @@ use std::time::Duration;
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{self, ManageConnection};
 use diesel::{Connection, PgConnection, SqliteConnection};
-use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 #[allow(missing_docs)]
 mod multi {
@@ -61,6 +60,18 @@ pub enum DbError {
     /// A migration failed.
     #[error("migration failed: {0}")]
     Migration(String),
+    /// The database has migrations this binary does not know: a newer release applied them.
+    #[error(
+        "the database's schema is at version {database}, newer than this switchboard {binary_release} knows (its latest: {binary}): a newer release migrated it; run that release (or newer), or restore a backup taken before the upgrade"
+    )]
+    SchemaNewer {
+        /// The latest migration applied to the database.
+        database: String,
+        /// The latest migration this binary knows.
+        binary: String,
+        /// This binary's release (its package version).
+        binary_release: String,
+    },
 }
 
 impl DatabaseUrl {
@@ -149,15 +160,20 @@ pub fn establish_postgres(url: &str) -> diesel::ConnectionResult<PgConnection> {
     PgConnection::establish(url)
 }
 
-/// Set on every SQLite connection (ARCHITECTURE.md, Storage): WAL so readers never wait for
-/// the writer, a busy timeout so writers queue instead of failing, foreign keys on, and
+/// Set on every SQLite connection (ARCHITECTURE.md, Storage): first a busy timeout, so that
+/// no statement of the connection fails at once on a lock another connection holds (not even
+/// the switch to WAL that follows: it needs the database to itself while it converts a new
+/// file, and its first read of a WAL database can meet another connection rebuilding the
+/// log's index, as a server's pool opening its connections together does right after other
+/// processes closed theirs; without the timeout first that read was `database is locked`);
+/// then WAL so readers never wait for the writer, foreign keys on, and
 /// `synchronous=FULL`: each commit syncs the write-ahead log before it returns, so a write the
 /// server acknowledged survives a power loss or an operating-system crash, not only a crash of
 /// the process (`NORMAL` in WAL mode syncs only at checkpoints: a power loss could undo the
 /// last acknowledged transactions, though never corrupt the file). Chosen deliberately
 /// (docs/API.md, Reliability and security): one log sync per transaction, which the event
 /// store's group commit shares among concurrent webhook batches.
-pub const SQLITE_PRAGMAS: &str = "PRAGMA journal_mode = WAL; PRAGMA busy_timeout = 5000; PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;";
+pub const SQLITE_PRAGMAS: &str = "PRAGMA busy_timeout = 5000; PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON; PRAGMA synchronous = FULL;";
 
 /// The busy timeout [`SQLITE_PRAGMAS`] sets, in milliseconds.
 pub const SQLITE_BUSY_TIMEOUT_MS: u32 = 5000;
@@ -271,62 +287,6 @@ pub fn build_pool(url: &DatabaseUrl, config: PoolConfig) -> Result<DbPool, DbErr
     Ok(pool)
 }
 
-/// SQLite migrations, embedded at build time.
-pub const SQLITE_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
-/// PostgreSQL migrations, embedded at build time.
-pub const POSTGRES_MIGRATIONS: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
-
-fn migration_err(e: Box<dyn std::error::Error + Send + Sync>) -> DbError {
-    DbError::Migration(e.to_string())
-}
-
-/// Applies pending migrations; returns the versions applied.
-///
-/// # Errors
-/// [`DbError::Migration`].
-pub fn run_migrations(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
-    let applied = match conn {
-        DbConnection::Postgres(c) => c
-            .run_pending_migrations(POSTGRES_MIGRATIONS)
-            .map_err(migration_err)?,
-        DbConnection::Sqlite(c) => c
-            .run_pending_migrations(SQLITE_MIGRATIONS)
-            .map_err(migration_err)?,
-    };
-    Ok(applied.into_iter().map(|v| v.to_string()).collect())
-}
-
-/// Reverts every applied migration (tests and operators only).
-///
-/// # Errors
-/// [`DbError::Migration`].
-pub fn revert_all_migrations(conn: &mut DbConnection) -> Result<Vec<String>, DbError> {
-    let reverted = match conn {
-        DbConnection::Postgres(c) => c
-            .revert_all_migrations(POSTGRES_MIGRATIONS)
-            .map_err(migration_err)?,
-        DbConnection::Sqlite(c) => c
-            .revert_all_migrations(SQLITE_MIGRATIONS)
-            .map_err(migration_err)?,
-    };
-    Ok(reverted.into_iter().map(|v| v.to_string()).collect())
-}
-
-/// Whether migrations are pending.
-///
-/// # Errors
-/// [`DbError::Migration`].
-pub fn has_pending_migrations(conn: &mut DbConnection) -> Result<bool, DbError> {
-    match conn {
-        DbConnection::Postgres(c) => c
-            .has_pending_migration(POSTGRES_MIGRATIONS)
-            .map_err(migration_err),
-        DbConnection::Sqlite(c) => c
-            .has_pending_migration(SQLITE_MIGRATIONS)
-            .map_err(migration_err),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,6 +308,54 @@ mod tests {
         assert!(DatabaseUrl::parse("sqlite:///no/such/dir/x.sqlite").is_err());
         assert!(DatabaseUrl::parse("mysql://x").is_err());
         assert!(DatabaseUrl::parse("").is_err());
+    }
+
+    #[test]
+    fn a_connection_waits_for_a_lock_instead_of_failing_while_it_sets_up() {
+        // A database another connection holds to itself (a rollback-journal file in an
+        // exclusive transaction: what a first switch to WAL, or a WAL index being rebuilt,
+        // looks like to an opening connection) for 300 ms.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.sqlite");
+        let mut holder = SqliteConnection::establish(path.to_str().unwrap()).unwrap();
+        holder
+            .batch_execute("PRAGMA journal_mode = DELETE; CREATE TABLE t (x INTEGER); BEGIN EXCLUSIVE; INSERT INTO t VALUES (1);")
+            .unwrap();
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            holder.batch_execute("COMMIT").unwrap();
+        });
+        let started = std::time::Instant::now();
+        let url = DatabaseUrl::Sqlite(path);
+        let opened = url.connect();
+        release.join().unwrap();
+        assert!(
+            opened.is_ok(),
+            "the connection failed: {:?}",
+            opened.as_ref().err()
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(250),
+            "the connection waited for the lock"
+        );
+        let Ok(DbConnection::Sqlite(mut conn)) = opened else {
+            panic!("not SQLite")
+        };
+        let mode: Vec<String> = diesel::RunQueryDsl::load::<JournalMode>(
+            diesel::sql_query("PRAGMA journal_mode"),
+            &mut conn,
+        )
+        .unwrap()
+        .into_iter()
+        .map(|m| m.journal_mode)
+        .collect();
+        assert_eq!(mode, ["wal"]);
+    }
+
+    #[derive(diesel::QueryableByName)]
+    struct JournalMode {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        journal_mode: String,
     }
 
     #[test]

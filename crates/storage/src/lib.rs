@@ -10,13 +10,14 @@
 
 pub mod connection;
 pub mod listen;
+pub mod migrations;
 pub mod schema;
 mod store;
 
 pub use connection::{
     BackendKind, DatabaseUrl, DbConnection, DbError, DbPool, PoolConfig, SQLITE_BUSY_TIMEOUT_MS,
-    has_pending_migrations, revert_all_migrations, run_migrations,
 };
+pub use migrations::{has_pending_migrations, revert_all_migrations, run_migrations};
 pub use store::{
     Checkpoint, DieselStore, DiskReserve, IDENTITY_CHANNEL, KEY_CACHE_TTL, KeyCache, MOVES_KEPT,
     NOTIFY_CHANNEL, PoolUsage, ReadCache, SETTINGS_CHANNEL, SettingsCache, WAL_TRUNCATE_FRAMES,

@@ -18,9 +18,14 @@ use tokio_postgres::AsyncMessage;
 
 use crate::store::{IDENTITY_CHANNEL, KeyCache, NOTIFY_CHANNEL, SETTINGS_CHANNEL, SettingsCache};
 
-/// The `application_name` of the listening connection (so operators, and tests, can find it
-/// in `pg_stat_activity`).
+/// The `application_name` of the connection listening for appends, one per server process (so
+/// operators, tests and `switchboard secrets rotate-key` count the servers connected in
+/// `pg_stat_activity`).
 pub const LISTENER_APPLICATION_NAME: &str = "switchboard-listener";
+
+/// The `application_name` of the connection listening for cache invalidations (a second
+/// connection of every server on PostgreSQL; not counted as a server).
+pub const CACHE_LISTENER_APPLICATION_NAME: &str = "switchboard-cache-listener";
 
 /// First delay before reconnecting; doubled per failure up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
@@ -93,7 +98,13 @@ impl Listener for Caches {
 /// append becomes [`AppendObserver::appended`], every (re)connection
 /// [`AppendObserver::resync`]. Runs on a tokio runtime.
 pub async fn listen_for_appends(url: String, observer: Arc<dyn AppendObserver>) {
-    listen(url, &[NOTIFY_CHANNEL], Appends(observer)).await;
+    listen(
+        url,
+        LISTENER_APPLICATION_NAME,
+        &[NOTIFY_CHANNEL],
+        Appends(observer),
+    )
+    .await;
 }
 
 /// Listens on `url` for the writes of every replica that invalidate this process's read
@@ -105,16 +116,17 @@ pub async fn listen_for_appends(url: String, observer: Arc<dyn AppendObserver>) 
 pub async fn listen_for_caches(url: String, settings: Arc<SettingsCache>, keys: Arc<KeyCache>) {
     listen(
         url,
+        CACHE_LISTENER_APPLICATION_NAME,
         &[SETTINGS_CHANNEL, IDENTITY_CHANNEL],
         Caches { settings, keys },
     )
     .await;
 }
 
-async fn listen(url: String, channels: &[&str], listener: impl Listener) {
+async fn listen(url: String, name: &str, channels: &[&str], listener: impl Listener) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        let result = listen_once(&url, channels, &listener).await;
+        let result = listen_once(&url, name, channels, &listener).await;
         listener.disconnected();
         match result {
             Ok(()) => backoff = FIRST_BACKOFF,
@@ -131,11 +143,12 @@ async fn listen(url: String, channels: &[&str], listener: impl Listener) {
 /// ends.
 async fn listen_once(
     url: &str,
+    name: &str,
     channels: &[&str],
     listener: &impl Listener,
 ) -> Result<(), tokio_postgres::Error> {
     let mut config: tokio_postgres::Config = url.parse()?;
-    config.application_name(LISTENER_APPLICATION_NAME);
+    config.application_name(name);
     config.connect_timeout(Duration::from_secs(5));
     config.keepalives_idle(Duration::from_secs(30));
     let (client, mut connection) = config.connect(tokio_postgres::NoTls).await?;

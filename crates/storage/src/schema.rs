@@ -101,6 +101,8 @@ diesel::table! {
         runtime -> Text,
         /// The last reconciled status: `STARTING`, `RUNNING`, `PAUSED`, `ERROR`, `MISSING`.
         status -> Text,
+        /// Why it is `ERROR` or `MISSING` (about a kilobyte at most); NULL otherwise.
+        status_message -> Nullable<Text>,
         /// The session key sealed with XChaCha20-Poly1305 (hex of nonce and ciphertext); NULL
         /// for registered sandboxes and after delete.
         session_key_sealed -> Nullable<Text>,
@@ -546,6 +548,25 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// The installation's record (one row, `singleton` = 1): its id and the fingerprint of
+    /// the key sealing the database's secrets.
+    installation (singleton) {
+        /// Always 1.
+        singleton -> BigInt,
+        /// The installation id (labels of its containers, pods, volumes).
+        id -> Text,
+        /// 16 hex digits: the sealing key's fingerprint.
+        key_fingerprint -> Text,
+        /// When the record was made, UTC.
+        created_at -> Timestamp,
+        /// The id of the installation this copy was restored from.
+        restored_from -> Nullable<Text>,
+        /// When it was restored, UTC.
+        restored_at -> Nullable<Timestamp>,
+    }
+}
+
 diesel::joinable!(org_members -> orgs (org_id));
 diesel::joinable!(events -> conversations (conversation_id));
 diesel::joinable!(org_members -> users (user_id));
@@ -574,5 +595,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     user_identities,
     sign_in_states,
     web_sessions,
-    device_grants
+    device_grants,
+    installation
 );

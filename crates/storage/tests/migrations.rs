@@ -6,9 +6,9 @@ use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp
 use switchboard_storage::schema::{
     agent_profiles, api_keys, audit_log, conversation_counts, conversation_moves,
     conversation_tombstones, conversations, device_grants, events, git_provider_tokens,
-    org_defaults, org_event_usage, org_members, orgs, pending_messages, sandboxes, sign_in_states,
-    start_task_counts, start_tasks, user_identities, user_secrets, user_settings, users,
-    web_sessions,
+    installation, org_defaults, org_event_usage, org_members, orgs, pending_messages, sandboxes,
+    sign_in_states, start_task_counts, start_tasks, user_identities, user_secrets, user_settings,
+    users, web_sessions,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -63,7 +63,7 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(users: id, email, name, current_org_id, created_at, disabled_at),
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
-        columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at, url_port),
+        columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at, url_port, status_message),
         columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count, metrics_tokens, event_bytes),
         columns!(start_tasks: id, org_id, created_by_user_id, status, detail, conversation_id, sandbox_id, agent_server_url, request, secrets_sealed, created_at, updated_at, claimed_by, claim_expires_at),
         columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload, position),
@@ -83,6 +83,7 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(web_sessions: id_hash, user_id, csrf_token, remote_addr, created_at, expires_at),
         columns!(device_grants: device_code_hash, user_code, status, user_id, remote_addr, interval_secs, last_polled_at, created_at, expires_at),
         columns!(audit_log: id, org_id, actor_user_id, actor_email, action, target_user_id, target_email, detail, remote_addr, created_at),
+        columns!(installation: singleton, id, key_fingerprint, created_at, restored_from, restored_at),
     ]
 }
 
@@ -226,7 +227,7 @@ fn every_migration_folder_has_both_backends() {
 /// so the implicit DELETE of dropping it does not set them to NULL.
 fn check_sandboxes_migration_keeps_data(backend: Backend) {
     use diesel_migrations::MigrationHarness;
-    use switchboard_storage::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+    use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
     let db = TestDatabase::new(backend);
     let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
     let before = "2026-11-21-000002";
@@ -310,7 +311,7 @@ fn postgres_sandboxes_migration_keeps_data() {
 fn check_positions_backfill(backend: Backend) {
     use diesel::connection::SimpleConnection;
     use diesel_migrations::MigrationHarness;
-    use switchboard_storage::connection::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+    use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
     let db = TestDatabase::new(backend);
     let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
     loop {

@@ -27,10 +27,13 @@ fn sealed_values(url: &str) -> Vec<(String, String)> {
     let (store, _) = DieselStore::open(url, None).unwrap();
     let mut out = Vec::new();
     store
-        .reseal_all(&mut |what, sealed| {
-            out.push((format!("{what:?}"), sealed.to_owned()));
-            Ok(sealed.to_owned())
-        })
+        .reseal_all(
+            &mut |what, sealed| {
+                out.push((format!("{what:?}"), sealed.to_owned()));
+                Ok(sealed.to_owned())
+            },
+            None,
+        )
         .unwrap();
     out.sort();
     out
@@ -40,15 +43,18 @@ fn sealed_values(url: &str) -> Vec<(String, String)> {
 fn opened_by(url: &str, yes: &Sealer, no: &Sealer) -> u64 {
     let (store, _) = DieselStore::open(url, None).unwrap();
     store
-        .reseal_all(&mut |what, sealed| {
-            let b = binding_of(what);
-            assert!(yes.open(sealed, &b).is_ok(), "{what:?} does not open");
-            assert!(
-                no.open(sealed, &b).is_err(),
-                "{what:?} opens with the other key"
-            );
-            Ok(sealed.to_owned())
-        })
+        .reseal_all(
+            &mut |what, sealed| {
+                let b = binding_of(what);
+                assert!(yes.open(sealed, &b).is_ok(), "{what:?} does not open");
+                assert!(
+                    no.open(sealed, &b).is_err(),
+                    "{what:?} opens with the other key"
+                );
+                Ok(sealed.to_owned())
+            },
+            None,
+        )
         .unwrap()
 }
 
@@ -190,6 +196,13 @@ fn rotated(
     }
     let new = sealer_of(&new_text);
     assert_eq!(opened_by(&url, &new, &old), count as u64);
+    // The installation's record names the new key (a server with the old one now refuses),
+    // under the same installation id.
+    let (store, _) = DieselStore::open(&url, None).unwrap();
+    let record = store.installation().unwrap().expect("the record");
+    assert_eq!(record.key_fingerprint, new.fingerprint(), "{backend}");
+    assert_eq!(record.id, format!("sb-{}", old.key_id()), "{backend}");
+    drop(store);
 
     // A server with the new key file reads every value; the sandbox kept running.
     r.server = serve(&url, r._data.path(), bind, r.git.port);

@@ -4,6 +4,7 @@
 
 pub mod api_keys;
 pub mod audit;
+pub mod installation;
 pub mod redaction;
 pub mod sealing;
 mod secrets;

@@ -31,6 +31,7 @@ pub enum SealError {
 pub struct Sealer {
     cipher: XChaCha20Poly1305,
     key_id: String,
+    fingerprint: String,
 }
 
 impl std::fmt::Debug for Sealer {
@@ -47,10 +48,20 @@ impl Sealer {
             .chain_update(b"switchboard key id\0")
             .chain_update(key)
             .finalize();
+        let fingerprint: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         Sealer {
             cipher: XChaCha20Poly1305::new(Key::from_slice(key)),
-            key_id: digest[..8].iter().map(|b| format!("{b:02x}")).collect(),
+            key_id: fingerprint.clone(),
+            fingerprint,
         }
+    }
+
+    /// The key's own fingerprint: 16 lowercase hex digits of SHA-256 over a fixed prefix and
+    /// the key, always of this key (unlike [`Sealer::key_id`], which a rotated key file sets to
+    /// the first key's). The database records it ([`crate::identity::installation`]) so that a
+    /// server holding another key refuses to start instead of sealing with it.
+    pub fn fingerprint(&self) -> &str {
+        &self.fingerprint
     }
 
     /// A public name of the installation's key: 16 lowercase hex digits of SHA-256 over a
@@ -156,6 +167,19 @@ mod tests {
         assert!(a.key_id().chars().all(|c| c.is_ascii_hexdigit()));
         assert!(!a.key_id().contains("0707"));
         assert_ne!(a.key_id(), Sealer::new(&[8u8; SECRET_KEY_BYTES]).key_id());
+    }
+
+    #[test]
+    fn the_fingerprint_stays_the_keys_when_the_id_is_carried_over() {
+        let a = Sealer::new(&[7u8; SECRET_KEY_BYTES]);
+        let rotated = Sealer::new(&[8u8; SECRET_KEY_BYTES]).with_key_id(a.key_id().to_owned());
+        assert_eq!(rotated.key_id(), a.key_id());
+        assert_eq!(a.fingerprint(), a.key_id());
+        assert_ne!(rotated.fingerprint(), a.fingerprint());
+        assert_eq!(
+            rotated.fingerprint(),
+            Sealer::new(&[8u8; SECRET_KEY_BYTES]).fingerprint()
+        );
     }
 
     #[test]

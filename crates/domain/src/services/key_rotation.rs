@@ -30,7 +30,7 @@ pub fn rotate_sealed<S: SealedStore + ?Sized>(
     old: &Sealer,
     new: &Sealer,
 ) -> Result<u64, DomainError> {
-    store.reseal_all(&mut |what, sealed| {
+    let reseal = &mut |what, sealed: &str| {
         let bound = binding_of(what);
         let plain = old.open(sealed, &bound).map_err(|e| {
             DomainError::Storage(StorageError::Other(
@@ -39,5 +39,6 @@ pub fn rotate_sealed<S: SealedStore + ?Sized>(
             ))
         })?;
         Ok(new.seal(&plain, &bound))
-    })
+    };
+    store.reseal_all(reseal, Some(new.fingerprint()))
 }

@@ -414,6 +414,64 @@ impl Switchboard {
         rotate_sealed(self.store.as_ref(), old, new)
     }
 
+    /// What the database says of the installation key `sealer` (a server's or a command's,
+    /// before it seals anything): the record is made when missing, with the id of
+    /// [`installation::legacy_id`](crate::identity::installation::legacy_id).
+    ///
+    /// # Errors
+    /// A storage failure.
+    pub fn check_installation_key(
+        &self,
+        sealer: &crate::identity::sealing::Sealer,
+    ) -> Result<crate::identity::installation::KeyVerdict, crate::DomainError> {
+        use crate::identity::installation::{Installation, KeyVerdict, legacy_id};
+        let fingerprint = sealer.fingerprint();
+        if let Some(found) = self.store.installation()? {
+            return Ok(if found.key_fingerprint == fingerprint {
+                KeyVerdict::Same(found)
+            } else {
+                KeyVerdict::Other(found)
+            });
+        }
+        let candidate = Installation {
+            id: legacy_id(sealer),
+            key_fingerprint: fingerprint.to_owned(),
+            created_at: time::OffsetDateTime::now_utc(),
+            restored_from: None,
+            restored_at: None,
+        };
+        let held = self.store.claim_installation(&candidate)?;
+        Ok(if held.key_fingerprint == fingerprint {
+            KeyVerdict::First(held)
+        } else {
+            KeyVerdict::Other(held)
+        })
+    }
+
+    /// The installation's record, if any server or command made it.
+    ///
+    /// # Errors
+    /// A storage failure.
+    pub fn installation(
+        &self,
+    ) -> Result<Option<crate::identity::installation::Installation>, crate::DomainError> {
+        self.store.installation()
+    }
+
+    /// Makes a restored copy an installation of its own (`switchboard restore` without
+    /// `--replaces-original`): see [`crate::ports::SealedStore::detach_restored`]. Returns the
+    /// record and how many sandbox records were detached.
+    ///
+    /// # Errors
+    /// As [`crate::ports::SealedStore::detach_restored`].
+    pub fn detach_restored_installation(
+        &self,
+    ) -> Result<(crate::identity::installation::Installation, u64), crate::DomainError> {
+        let id = crate::identity::installation::restored_id();
+        self.store
+            .detach_restored(&id, time::OffsetDateTime::now_utc())
+    }
+
     /// Conversations' workspaces: files, directories, git, skills, hooks (issue 22).
     pub fn workspaces(&self) -> &WorkspaceService {
         &self.workspaces

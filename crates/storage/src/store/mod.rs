@@ -18,11 +18,13 @@ macro_rules! native {
 
 mod agent_profiles;
 mod appends;
+mod backup;
 mod conversations;
 mod event_usage;
 mod events;
 mod group_commit;
 mod identity;
+mod installation;
 mod key_cache;
 mod members;
 mod org_defaults;
@@ -114,7 +116,7 @@ impl DieselStore {
             &url,
             config.unwrap_or_else(|| PoolConfig::default_for(kind)),
         )?;
-        let applied = crate::connection::run_migrations(&mut *pool.get()?)?;
+        let applied = crate::migrations::run_migrations(&mut *pool.get()?)?;
         Ok((
             DieselStore {
                 pool,
@@ -450,7 +452,7 @@ impl TxError {
 impl Store for DieselStore {
     fn ready(&self) -> Result<(), StorageError> {
         let mut conn = self.conn()?;
-        match crate::connection::has_pending_migrations(&mut conn) {
+        match crate::migrations::has_pending_migrations(&mut conn) {
             Ok(false) => Ok(()),
             Ok(true) => Err(StorageError::Unavailable("migrations are pending".into())),
             // Not ready whatever the failure (a lost connection most of all): 503, and the

@@ -4,6 +4,7 @@
 //! changes, only how it is sealed.
 
 use diesel::prelude::*;
+use switchboard_domain::identity::installation::Installation;
 use switchboard_domain::org_defaults::OrgBinding;
 use switchboard_domain::org_profiles::StoredConnection;
 use switchboard_domain::ports::{Reseal, SealedRef, SealedStore};
@@ -264,7 +265,11 @@ impl Walk<'_, '_> {
 impl SealedStore for DieselStore {
     /// One write transaction ([`DieselStore::write`]) over the six tables holding sealed
     /// values; a refusal of `reseal` rolls it back and is returned.
-    fn reseal_all(&self, reseal: Reseal<'_>) -> Result<u64, DomainError> {
+    fn reseal_all(
+        &self,
+        reseal: Reseal<'_>,
+        new_fingerprint: Option<&str>,
+    ) -> Result<u64, DomainError> {
         let mut refused = None;
         let mut walk = Walk {
             reseal,
@@ -278,12 +283,32 @@ impl SealedStore for DieselStore {
             walk.user_secrets(conn)?;
             walk.provider_tokens(conn)?;
             walk.org_defaults(conn)?;
+            if let Some(fingerprint) = new_fingerprint {
+                super::installation::set_fingerprint(conn, fingerprint)?;
+            }
             Ok(walk.count)
         });
         if let Some(e) = refused {
             return Err(e);
         }
         Ok(done?)
+    }
+
+    fn installation(&self) -> Result<Option<Installation>, DomainError> {
+        let mut conn = self.conn()?;
+        Ok(super::installation::read(&mut conn)?)
+    }
+
+    fn claim_installation(&self, candidate: &Installation) -> Result<Installation, DomainError> {
+        Ok(self.claim_installation_record(candidate)?)
+    }
+
+    fn detach_restored(
+        &self,
+        new_id: &str,
+        at: time::OffsetDateTime,
+    ) -> Result<(Installation, u64), DomainError> {
+        Ok(self.detach_restored_copy(new_id, at)?)
     }
 }
 
