@@ -8,6 +8,8 @@ use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use switchboard_storage::{BackendKind, DatabaseUrl, DieselStore, PoolConfig};
 
+use crate::cli_help::heading;
+
 #[derive(Parser)]
 #[command(
     name = "switchboard",
@@ -22,10 +24,20 @@ pub struct Cli {
 }
 
 #[derive(Args, Clone)]
+#[command(next_help_heading = heading::STORAGE)]
 pub struct DbArgs {
     /// Database URL: postgres://… or sqlite://PATH (default: SQLite in the data dir).
     #[arg(long, env = "SWITCHBOARD_DATABASE_URL", global = true)]
     pub database_url: Option<String>,
+    /// A file holding the database URL (surrounding whitespace ignored): a URL with a password, kept out of the environment and the command line.
+    #[arg(
+        long,
+        env = "SWITCHBOARD_DATABASE_URL_FILE",
+        global = true,
+        value_name = "FILE",
+        conflicts_with = "database_url"
+    )]
+    pub database_url_file: Option<PathBuf>,
     /// Folder for the default SQLite database (created if missing).
     #[arg(
         long,
@@ -48,11 +60,17 @@ pub enum Command {
 
 // The operator commands (API.md): they need database access, no API key.
 pub use crate::cli_users::{AuditCommand, MembersCommand, UsersCommand};
+// Docker's flags, part of the sandboxes' (docker.rs names them here).
+pub use crate::cli_docker::DockerArgs;
 
 #[derive(Subcommand)]
 pub enum OperatorCommand {
-    /// Apply pending migrations and exit.
-    Migrate,
+    /// Apply pending migrations and exit (with --status, only report them).
+    Migrate(crate::cli_backup::MigrateArgs),
+    /// Back up the database and the installation key into a directory (SQLite: an online copy; PostgreSQL: pg_dump).
+    Backup(crate::cli_backup::BackupArgs),
+    /// Restore a backup into an empty database (SQLite: a new file; PostgreSQL: pg_restore).
+    Restore(crate::cli_backup::RestoreArgs),
     /// Create (if absent) an organization and its owner, and issue a new API key for the owner.
     Bootstrap {
         /// Organization name.
@@ -152,24 +170,34 @@ pub enum KeysCommand {
 #[derive(Args)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
-    #[arg(long, env = "SWITCHBOARD_BIND", default_value = "127.0.0.1:3000")]
+    #[arg(long, env = "SWITCHBOARD_BIND", default_value = "127.0.0.1:3000", help_heading = heading::SERVER)]
     pub bind: SocketAddr,
+    /// Serve `/metrics` on this address alone (e.g. `127.0.0.1:9100`), no longer on the API's
+    /// address (404 there). Default: on the API's address.
+    #[arg(long, env = "SWITCHBOARD_METRICS_LISTEN", help_heading = heading::OBSERVABILITY)]
+    pub metrics_listen: Option<SocketAddr>,
     /// HTTP worker threads (default: one per core).
-    #[arg(long, env = "SWITCHBOARD_WORKERS")]
+    #[arg(long, env = "SWITCHBOARD_WORKERS", help_heading = heading::SERVER)]
     pub workers: Option<usize>,
     /// Maximum database connections in the pool.
-    #[arg(long, env = "SWITCHBOARD_DB_POOL_SIZE")]
+    #[arg(long, env = "SWITCHBOARD_DB_POOL_SIZE", help_heading = heading::STORAGE)]
     pub db_pool_size: Option<u32>,
     /// Log format.
     #[arg(
         long,
         env = "SWITCHBOARD_LOG_FORMAT",
         value_enum,
-        default_value = "text"
+        default_value = "text",
+        help_heading = heading::OBSERVABILITY
     )]
     pub log_format: LogFormat,
     /// Seconds to let in-flight requests finish on SIGINT/SIGTERM.
-    #[arg(long, default_value = "30")]
+    #[arg(
+        long,
+        env = "SWITCHBOARD_SHUTDOWN_TIMEOUT",
+        default_value = "30",
+        help_heading = heading::SERVER
+    )]
     pub shutdown_timeout: u64,
     /// Bytes of request bodies held at once across the server; a body waits for room (at most
     /// the body read timeout, then 503). At least the largest body limit (8 MiB).
@@ -177,7 +205,8 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_MAX_BODY_BYTES_IN_FLIGHT",
         default_value_t = switchboard_api::extract::DEFAULT_MAX_BODY_BYTES_IN_FLIGHT,
-        value_parser = parse_in_flight
+        value_parser = parse_in_flight,
+        help_heading = heading::LIMITS
     )]
     pub max_body_bytes_in_flight: usize,
     /// Seconds a request body may take to arrive once admitted (then 408, connection closed).
@@ -185,7 +214,8 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_BODY_READ_TIMEOUT",
         default_value_t = switchboard_api::extract::DEFAULT_BODY_READ_TIMEOUT.as_secs(),
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = heading::LIMITS
     )]
     pub body_read_timeout: u64,
     /// Slowest average rate, in bytes per second, a request body may arrive at after its
@@ -193,16 +223,17 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SWITCHBOARD_BODY_MIN_RATE",
-        default_value_t = switchboard_api::extract::DEFAULT_BODY_MIN_RATE
+        default_value_t = switchboard_api::extract::DEFAULT_BODY_MIN_RATE,
+        help_heading = heading::LIMITS
     )]
     pub body_min_rate: u32,
     /// Requests per second per credential (API key, or a sandbox's session key on the
     /// webhooks), burst the same; over it 429 with `Retry-After`. 0 turns it off.
-    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_KEY", default_value = "0")]
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_KEY", default_value = "0", help_heading = heading::LIMITS)]
     pub rate_limit_per_key: u32,
     /// Requests per second per client address (the TCP peer), burst the same; over it 429
     /// with `Retry-After`. 0 turns it off.
-    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_IP", default_value = "0")]
+    #[arg(long, env = "SWITCHBOARD_RATE_LIMIT_PER_IP", default_value = "0", help_heading = heading::LIMITS)]
     pub rate_limit_per_ip: u32,
     /// Websocket subscribers this process serves at once (API.md, Live delivery); one more is
     /// closed with 1013.
@@ -210,31 +241,35 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_MAX_SUBSCRIBERS",
         default_value_t = switchboard_api::live::DEFAULT_MAX_SUBSCRIBERS,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        help_heading = heading::LIMITS
     )]
     pub max_subscribers: usize,
-    /// Websockets one member (user) may hold at once on this process, whatever API keys they use: Switchboard's own sockets up to this many, and proxied sockets to sandboxes up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one member never takes every socket, also by minting keys (issue 33). `--max-sockets-per-key` is its former name.
+    /// Websockets one member (user) may hold at once on this process, whatever API keys they use: Switchboard's own sockets up to this many, and proxied sockets to sandboxes up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one member never takes every socket, also by minting keys. `--max-sockets-per-key` is its former name.
     #[arg(
         long,
         alias = "max-sockets-per-key",
         env = "SWITCHBOARD_MAX_SOCKETS_PER_MEMBER",
         default_value_t = switchboard_api::live::DEFAULT_MAX_SOCKETS_PER_MEMBER,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        help_heading = heading::LIMITS
     )]
     pub max_sockets_per_member: usize,
-    /// Websockets the members of one organization may hold together on this process, whatever members and keys: Switchboard's own sockets (counted for the conversation's organization) up to this many, and proxied sockets (for the sandbox's) up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one organization never takes every socket from the others (issue 33). Default: no limit but each member's.
+    /// Websockets the members of one organization may hold together on this process, whatever members and keys: Switchboard's own sockets (counted for the conversation's organization) up to this many, and proxied sockets (for the sandbox's) up to this many more; one more is refused (1013, or 503 before a proxied upgrade), so one organization never takes every socket from the others. Default: no limit but each member's.
     #[arg(
         long,
         env = "SWITCHBOARD_MAX_SOCKETS_PER_ORG",
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        help_heading = heading::LIMITS
     )]
     pub max_sockets_per_org: Option<usize>,
-    /// The most live API keys (not revoked, not expired) one member may hold through `POST /api/keys`; one more is 409 until they revoke one (issue 33: minting keys must not multiply what a member may hold).
+    /// The most live API keys (not revoked, not expired) one member may hold through `POST /api/keys`; one more is 409 until they revoke one (minting keys must not multiply what a member may hold).
     #[arg(
         long,
         env = "SWITCHBOARD_MAX_API_KEYS_PER_MEMBER",
         default_value_t = switchboard_domain::services::DEFAULT_MAX_API_KEYS_PER_MEMBER,
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        help_heading = heading::LIMITS
     )]
     pub max_api_keys_per_member: usize,
     /// A browser origin allowed to call the API and the sandbox proxy (repeatable, e.g. `https://app.example.com`; none by default).
@@ -242,7 +277,8 @@ pub struct ServeArgs {
         long = "cors-allowed-origin",
         value_name = "ORIGIN",
         env = "SWITCHBOARD_CORS_ALLOWED_ORIGINS",
-        value_delimiter = ','
+        value_delimiter = ',',
+        help_heading = heading::SERVER
     )]
     pub cors_allowed_origin: Vec<String>,
     #[command(flatten)]
@@ -253,7 +289,8 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "SWITCHBOARD_PROXY_MAX_BODY_BYTES",
-        default_value_t = switchboard_api::extract::DEFAULT_BODY_LIMIT
+        default_value_t = switchboard_api::extract::DEFAULT_BODY_LIMIT,
+        help_heading = heading::SANDBOX_URLS
     )]
     pub proxy_max_body_bytes: usize,
     /// Seconds the sandbox proxy waits for a sandbox's service to send the next bytes of an answer (then 504, or the answer ends).
@@ -261,7 +298,8 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_PROXY_READ_TIMEOUT",
         default_value = "600",
-        value_parser = clap::value_parser!(u64).range(1..)
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = heading::SANDBOX_URLS
     )]
     pub proxy_read_timeout: u64,
     /// Frames from a sandbox queued for one proxied websocket client; a client further behind is closed (1008).
@@ -269,7 +307,8 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_PROXY_WS_QUEUE",
         default_value = "1024",
-        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
+        value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..),
+        help_heading = heading::SANDBOX_URLS
     )]
     pub proxy_ws_queue: usize,
     /// Narrows the LLM models members are offered (`GET /api/v1/config/models/search` and `/providers/search`) to those a pattern matches: `provider/name` with `*` for any run of characters (e.g. `anthropic/*,openai/gpt-5*`). Repeat or separate with commas. Default: LiteLLM's whole list as shipped.
@@ -277,14 +316,15 @@ pub struct ServeArgs {
         long = "llm-model-allow",
         env = "SWITCHBOARD_LLM_MODEL_ALLOW",
         value_name = "PATTERN",
-        value_delimiter = ','
+        value_delimiter = ',',
+        help_heading = heading::LLM
     )]
     pub llm_model_allow: Vec<switchboard_domain::llm_catalog::ModelPattern>,
     /// The skills directory `GET /api/v1/skills/search` lists: `DIR/global/**/*.md` for everyone, `DIR/users/<user id>/**/*.md` for that user (markdown with YAML front matter). Default: none.
-    #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR")]
+    #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR", help_heading = heading::LLM)]
     pub skills_dir: Option<PathBuf>,
     /// Serves a browser client's built files at `/` from DIR (e.g. the `build/` directory of the npm package `@openhands/agent-canvas`), beside the API on the same origin; client-side routes get its `index.html`.
-    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client)]
+    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client, help_heading = heading::SERVER)]
     pub web_client: Option<switchboard_api::web_client::WebClient>,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
@@ -300,25 +340,25 @@ pub struct ServeArgs {
 #[derive(Args, Clone)]
 pub struct LlmArgs {
     /// The default LLM model of started conversations (LiteLLM name, e.g. openai/gpt-4o); a start request's llm_model wins.
-    #[arg(long, env = "LLM_MODEL")]
+    #[arg(long, env = "LLM_MODEL", help_heading = heading::LLM)]
     pub llm_model: Option<String>,
     /// The LLM provider's base URL (e.g. `http://127.0.0.1:18100/v1`).
-    #[arg(long, env = "LLM_BASE_URL")]
+    #[arg(long, env = "LLM_BASE_URL", help_heading = heading::LLM)]
     pub llm_base_url: Option<String>,
     /// A file holding the LLM API key (trailing whitespace ignored); else LLM_API_KEY.
-    #[arg(long, env = "SWITCHBOARD_LLM_API_KEY_FILE")]
+    #[arg(long, env = "SWITCHBOARD_LLM_API_KEY_FILE", help_heading = heading::LLM)]
     pub llm_api_key_file: Option<PathBuf>,
     /// Have the LLM stream its completions: the agent server sends token deltas, relayed to live subscribers as transient frames.
-    #[arg(long, env = "SWITCHBOARD_LLM_STREAM")]
+    #[arg(long, env = "SWITCHBOARD_LLM_STREAM", help_heading = heading::LLM)]
     pub llm_stream: bool,
     /// Seconds .openhands/setup.sh may run during a start.
-    #[arg(long, env = "SWITCHBOARD_SETUP_SCRIPT_TIMEOUT", default_value = "600")]
+    #[arg(long, env = "SWITCHBOARD_SETUP_SCRIPT_TIMEOUT", default_value = "600", help_heading = heading::STARTS)]
     pub setup_script_timeout: u64,
     /// Seconds a replica's claim on a conversation start holds without renewal (renewed every few seconds while it runs); once it lapses (the replica ended), any replica fails the start.
-    #[arg(long, env = "SWITCHBOARD_START_CLAIM_LEASE", default_value = "60", value_parser = clap::value_parser!(u64).range(3..))]
+    #[arg(long, env = "SWITCHBOARD_START_CLAIM_LEASE", default_value = "60", value_parser = clap::value_parser!(u64).range(3..), help_heading = heading::STARTS)]
     pub start_claim_lease: u64,
     /// Conversation starts this replica runs at once; more wait for a free worker (or another replica).
-    #[arg(long, env = "SWITCHBOARD_START_WORKERS", default_value = "32", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    #[arg(long, env = "SWITCHBOARD_START_WORKERS", default_value = "32", value_parser = clap::value_parser!(u64).range(1..=1024), help_heading = heading::STARTS)]
     pub start_workers: u64,
 }
 
@@ -389,48 +429,48 @@ pub struct SandboxArgs {
     #[command(flatten)]
     pub specs: SpecArgs,
     /// Switchboard's URL as clients and sandboxes reach it: sandboxes post webhooks to it + /api/v1/webhooks, and the API shows every sandbox's services under it + /sandboxes/{id}/{service} (exposed_urls, conversation_url, agent_server_url; default: the bound address).
-    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL")]
+    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL", help_heading = heading::SERVER)]
     pub public_url: Option<String>,
     /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
-    #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL")]
+    #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL", help_heading = heading::SERVER)]
     pub webhook_url: Option<String>,
     /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
-    #[arg(long = "sandbox-env", value_name = "NAME")]
+    #[arg(long = "sandbox-env", value_name = "NAME", env = "SWITCHBOARD_SANDBOX_ENV", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub sandbox_env: Vec<String>,
-    /// Do not stream events from the agent servers' own event sockets (issue 19's stream path): events then arrive by the webhooks and the pull path only.
-    #[arg(long, env = "SWITCHBOARD_NO_EVENT_STREAMS")]
+    /// Do not stream events from the agent servers' own event sockets: events then arrive by the webhooks and the pull path only.
+    #[arg(long, env = "SWITCHBOARD_NO_EVENT_STREAMS", help_heading = heading::SANDBOXES)]
     pub no_event_streams: bool,
     /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120")]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120", help_heading = heading::SANDBOXES)]
     pub sandbox_start_timeout: u64,
     /// Running sandboxes per user; starting or resuming beyond it pauses the user's least recently used one.
-    #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
     pub max_running_sandboxes: u32,
     /// Sandboxes holding resources (STARTING, RUNNING or PAUSED: paused ones keep their memory) per user; a start beyond it is 409 naming which to delete.
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_USER", default_value_t = switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_USER", default_value_t = switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
     pub max_sandboxes_per_user: u32,
     /// Sandboxes holding resources per organization, for hosts shared between teams [default: unbounded].
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
     pub max_sandboxes_per_org: Option<u32>,
     /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
-    #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0")]
+    #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0", help_heading = heading::WARM_POOL)]
     pub warm_sandboxes: u32,
     /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
-    #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
+    #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE", help_heading = heading::STORAGE)]
     pub secret_key_file: Option<PathBuf>,
     /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64")]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64", help_heading = heading::SANDBOXES)]
     pub sandbox_log_max_mib: u64,
     #[command(flatten)]
     pub confine: crate::cli_confine::ConfineArgs,
-    /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (issue 18, Repository sources).
-    #[arg(long = "allow-local-repositories", value_name = "DIR")]
+    /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (docs/API.md, Repository sources).
+    #[arg(long = "allow-local-repositories", value_name = "DIR", env = "SWITCHBOARD_ALLOW_LOCAL_REPOSITORIES", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub allow_local_repositories: Vec<PathBuf>,
-    /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here (issue 21).
-    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url)]
+    /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here.
+    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url, env = "SWITCHBOARD_GIT_PROVIDER_URLS", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub git_provider_urls: Vec<(String, String)>,
     #[command(flatten)]
-    pub docker: DockerArgs,
+    pub docker: crate::cli_docker::DockerArgs,
     #[command(flatten)]
     pub kube: crate::cli_kube::KubeArgs,
 }
@@ -439,53 +479,22 @@ pub struct SandboxArgs {
 #[derive(Args, Clone)]
 pub struct SpecArgs {
     /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` or `kubernetes` a container of `--agent-server-image`).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS")]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS", help_heading = heading::SANDBOXES)]
     pub sandbox_specs: Option<PathBuf>,
     /// The agent server command of the built-in process spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
-    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND")]
+    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND", help_heading = heading::PROCESS)]
     pub agent_server_command: Option<String>,
     /// The runtime of specs that name none: process, docker or kubernetes.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process")]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process", help_heading = heading::SANDBOXES)]
     pub sandbox_runtime: String,
     /// The image of the built-in container spec (with `--sandbox-runtime docker` or `kubernetes` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
     #[arg(
         long,
         env = "SWITCHBOARD_AGENT_SERVER_IMAGE",
-        default_value = switchboard_domain::sandboxes::specs::DEFAULT_AGENT_SERVER_IMAGE
+        default_value = switchboard_domain::sandboxes::specs::DEFAULT_AGENT_SERVER_IMAGE,
+        help_heading = heading::SANDBOXES
     )]
     pub agent_server_image: String,
-}
-
-// The Docker runtime (issue 12; docs/docker.md). The daemon is `DOCKER_HOST` (default unix:///var/run/docker.sock).
-#[derive(Args, Clone)]
-pub struct DockerArgs {
-    /// How containers are networked: bridge (the agent server's port published on 127.0.0.1 only) or host (containers share the host's network).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_NETWORK", default_value = "bridge")]
-    pub docker_network: switchboard_sandbox::DockerNetwork,
-    /// Publish each container's agent server port on 127.0.0.1 (with --docker-network bridge); false: nothing is published and Switchboard reaches the agent server at the container's address on its network, so its sandbox proxy is the only way in (Switchboard must then reach that network: on the Docker host, or in a container with --network host).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_PUBLISH_PORTS", value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub docker_publish_ports: bool,
-    /// Switchboard's URL as containers reach it; they post webhooks to it + /api/v1/webhooks (default on a bridge: `http://host.docker.internal:PORT`, Switchboard then also listening on the bridge gateway when bound to loopback; with host networking: the --public-url).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_PUBLIC_URL")]
-    pub docker_public_url: Option<String>,
-    /// This installation's id, labelled on its containers and volumes, so installations sharing a daemon never touch each other's (default: `sb-` and the id of the secret key, the same for replicas sharing the key).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_INSTALLATION")]
-    pub docker_installation: Option<String>,
-    /// Seconds a container of this installation that no sandbox record names is left alone (and logged) before it is removed.
-    #[arg(long, env = "SWITCHBOARD_DOCKER_ORPHAN_GRACE", default_value = "300")]
-    pub docker_orphan_grace: u64,
-    /// The bridge network containers join (with --docker-network bridge): by default Switchboard's own, created when missing with traffic between its containers off, so sandboxes cannot reach each other; `bridge` for Docker's default one (containers reach each other), or another existing network.
-    #[arg(long, env = "SWITCHBOARD_DOCKER_BRIDGE_NETWORK", value_name = "NAME", default_value = switchboard_sandbox::docker::SANDBOX_NETWORK)]
-    pub docker_bridge_network: String,
-    /// The OCI runtime containers run under, as the daemon names it (e.g. runsc, gVisor; docs/docker.md, "gVisor"); `serve` refuses to start when the daemon has none of this name (default: the daemon's, runc).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_OCI_RUNTIME", value_name = "NAME")]
-    pub docker_oci_runtime: Option<String>,
-    /// Cap on the processes and threads of each container (a fork bomb stops there); 0: none.
-    #[arg(long, env = "SWITCHBOARD_DOCKER_PIDS_LIMIT", default_value_t = switchboard_sandbox::docker::DEFAULT_PIDS_LIMIT, value_parser = clap::value_parser!(i64).range(0..))]
-    pub docker_pids_limit: i64,
-    /// Keep containers' root filesystem writable (by default it is read-only when the image declares what it writes, label io.switchboard.tmpfs).
-    #[arg(long, env = "SWITCHBOARD_DOCKER_WRITABLE_ROOT")]
-    pub docker_writable_root: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -497,14 +506,25 @@ pub enum LogFormat {
 }
 
 impl DbArgs {
-    /// The database URL: `--database-url`, else the SQLite file `switchboard.sqlite` in
-    /// `--data-dir` (created if missing).
+    /// The database URL: `--database-url`, else the content of `--database-url-file`, else the
+    /// SQLite file `switchboard.sqlite` in `--data-dir` (created if missing).
     ///
     /// # Errors
-    /// The data directory cannot be created.
+    /// The URL file cannot be read or is empty, or the data directory cannot be created.
     pub fn url(&self) -> Result<String> {
         if let Some(u) = &self.database_url {
             return Ok(u.clone());
+        }
+        if let Some(path) = &self.database_url_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the database URL file {}", path.display()))?;
+            let url = text.trim();
+            anyhow::ensure!(
+                !url.is_empty(),
+                "the database URL file {} is empty",
+                path.display()
+            );
+            return Ok(url.to_owned());
         }
         std::fs::create_dir_all(&self.data_dir)
             .with_context(|| format!("creating {}", self.data_dir.display()))?;
@@ -514,9 +534,11 @@ impl DbArgs {
     }
 
     /// The files of Switchboard's no sandbox may see besides the data directory: the LLM
-    /// key file, and a SQLite database elsewhere (with its journal files).
+    /// key file, the database URL file, and a SQLite database elsewhere (with its journal
+    /// files).
     pub fn files_to_hide(&self, llm: &LlmArgs) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = llm.llm_api_key_file.iter().cloned().collect();
+        out.extend(self.database_url_file.iter().cloned());
         if let Some(path) = self
             .database_url
             .as_deref()

@@ -4,20 +4,30 @@
 //! Every command takes `--database-url` (env `SWITCHBOARD_DATABASE_URL`; default: the SQLite
 //! file `switchboard.sqlite` in `--data-dir`, env `SWITCHBOARD_DATA_DIR`, default
 //! `./switchboard-data`), applies pending migrations first, and prints one JSON object on
-//! stdout; errors go to stderr with a non-zero exit.
+//! stdout; errors go to stderr with a non-zero exit. Every command reads the configuration
+//! file of `--config FILE` (env `SWITCHBOARD_CONFIG`; config_file.rs): flags and variables
+//! win over it.
 
+mod backup;
 mod cli;
+mod cli_backup;
 mod cli_confine;
+mod cli_docker;
+mod cli_help;
 mod cli_kube;
 mod cli_storage;
 mod cli_users;
 mod commands;
+mod config_file;
 mod docker;
+mod installation;
 mod isolation;
 mod kube;
+mod metrics_listener;
 mod open_files;
 mod output;
 mod replica;
+mod restore;
 mod rotate_key;
 mod sandbox_urls;
 mod sandboxes;
@@ -30,8 +40,6 @@ mod supervisor;
 mod url_listeners;
 mod user_commands;
 
-use clap::Parser;
-
 /// The allocator: jemalloc with its background threads, which give freed memory back to the
 /// system on their own (dirty pages decay over 10 s), where glibc's arenas kept hundreds of MiB
 /// after a burst of request bodies (docs/probe-2026-11-23.md; API.md, Request bodies).
@@ -39,10 +47,10 @@ use clap::Parser;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-use crate::cli::{Cli, Command};
+use crate::cli::Command;
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = config_file::parse();
     let result = match cli.command {
         Command::Serve(args) => serve::serve(&cli.db, *args),
         Command::Operator(command) => commands::run(&cli.db, command),

@@ -28,11 +28,10 @@ use crate::cli::SandboxArgs;
 use crate::docker::{self, DockerWiring};
 use crate::isolation;
 use crate::kube;
-use crate::secret_key;
 use crate::specs::load_specs;
 use crate::supervisor::Wakes;
 
-/// Variables every sandbox gets from Switchboard's environment (issue 9), besides the
+/// Variables every sandbox gets from Switchboard's environment, besides the
 /// operator's `--sandbox-env` names.
 const ALWAYS_PASSED: [&str; 3] = ["PATH", "HOME", "LANG"];
 /// The timeout of one `/alive` probe.
@@ -97,6 +96,7 @@ fn passthrough_env(args: &SandboxArgs) -> Vec<(String, String)> {
     passthrough_env
 }
 
+// Long: each runtime is wired in turn from its flags, in the order they depend on each other.
 /// The sandbox configuration from the flags. `bound` is the listening address (the default
 /// public URL); sandboxes live under `<data_dir>/sandboxes`. The Docker runtime is connected
 /// when the default runtime or a spec's is `docker` (binding the operator's
@@ -112,6 +112,7 @@ fn passthrough_env(args: &SandboxArgs) -> Vec<(String, String)> {
 pub fn configure(
     args: &SandboxArgs,
     data_dir: &Path,
+    key: crate::installation::InstallationKey,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
     wakes: &Wakes,
@@ -127,13 +128,18 @@ pub fn configure(
         None => public_url(args, bound),
     };
     let passthrough_env = passthrough_env(args);
-    let key_file = args
-        .secret_key_file
-        .clone()
-        .unwrap_or_else(|| data_dir.join("secret.key"));
-    let sealer = secret_key::load_or_create(&key_file)?;
+    let crate::installation::InstallationKey {
+        sealer,
+        key_file,
+        installation: record,
+    } = key;
     let (process, local_repositories) =
         isolation::process_runtime(args, &specs, &data_dir, &key_file, hidden)?;
+    if source == "--agent-server-command"
+        && args.specs.sandbox_runtime == switchboard_sandbox::process::RUNTIME_NAME
+    {
+        check_agent_server_command(args, &process, &specs[0], &passthrough_env)?;
+    }
     let log_cap = (args.sandbox_log_max_mib > 0).then(|| LogCap {
         runtime: process.clone(),
         max_bytes: args.sandbox_log_max_mib.saturating_mul(1024 * 1024),
@@ -141,7 +147,7 @@ pub fn configure(
     let mut runtimes = Runtimes::new().with(process);
     let docker_images = docker_images(&specs, &args.specs.sandbox_runtime);
     let docker = if args.specs.sandbox_runtime == DOCKER_RUNTIME || !docker_images.is_empty() {
-        let installation = docker::installation_id(&args.docker, &sealer);
+        let installation = docker::installation_id(&args.docker, &record.id);
         let wiring = docker::connect(
             &args.docker,
             installation,
@@ -157,7 +163,7 @@ pub fn configure(
         None
     };
     let kube = if kube::wanted(&specs, &args.specs.sandbox_runtime) {
-        let installation = kube::installation_id(&args.kube, &sealer);
+        let installation = kube::installation_id(&args.kube, &record.id);
         let runtime = kube::connect(
             &args.kube,
             kube::config(&args.kube, installation, &public_url),
@@ -208,6 +214,48 @@ pub fn configure(
         log_cap,
         kube,
     })
+}
+
+/// Checks at start that the built-in spec's agent-server command can run in a process
+/// sandbox ([`ProcessRuntime::check_command`]). When it cannot, `serve` refuses to start if the
+/// operator named the command (`--agent-server-command`) or keeps a warm pool (whose sandboxes
+/// would fail at once, again and again); with the default command and no pool it starts and
+/// says so loudly: it still serves everything else (registered agent servers, the API), and
+/// each sandbox start then fails at once with the same advice in its `status_message`.
+///
+/// # Errors
+/// The command cannot run, and was named or a warm pool is kept.
+fn check_agent_server_command(
+    args: &SandboxArgs,
+    process: &ProcessRuntime,
+    spec: &switchboard_domain::sandboxes::specs::SandboxSpec,
+    passthrough_env: &[(String, String)],
+) -> Result<()> {
+    use switchboard_sandbox::process::CommandCheck;
+    let command = spec.command.join(" ");
+    match process.check_command(spec, passthrough_env) {
+        CommandCheck::Runs => {
+            tracing::info!(command = %command, "the agent server command can run in a sandbox");
+            Ok(())
+        }
+        CommandCheck::Unknown(why) => {
+            tracing::warn!(command = %command, why = %why, "the agent server command could not be checked");
+            Ok(())
+        }
+        CommandCheck::Fails(why) => {
+            let advice = format!(
+                "the agent server command `{command}` cannot run in a sandbox: {why}. Install the \
+                 OpenHands agent server (its `agent-server` program on PATH, or the \
+                 openhands-agent-server package for python3), or set --agent-server-command \
+                 to a command that runs it (or give --sandbox-specs, or --sandbox-runtime docker)"
+            );
+            if args.specs.agent_server_command.is_some() || args.warm_sandboxes > 0 {
+                anyhow::bail!("{advice}");
+            }
+            tracing::warn!("{advice}; every sandbox start will fail until then");
+            Ok(())
+        }
+    }
 }
 
 /// The sandbox jobs: the sandbox service's (launcher, reconciler, warm pool when `warm`,

@@ -53,6 +53,8 @@ struct Built {
     gateway_listener: Option<std::net::TcpListener>,
 }
 
+// Long: the server's whole life in the order it happens (open, bind, build, serve, stop),
+// each step one call; split, the order would be harder to read.
 /// Runs the server until SIGINT or SIGTERM.
 ///
 /// # Errors
@@ -93,7 +95,9 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());
     let live = state.live.clone();
+    let metrics_listener = crate::metrics_listener::bind(args.metrics_listen, &state)?;
     let state = actix_web::web::Data::new(state);
+    let warm_pool = built.services.sandboxes().clone();
     let Built {
         jobs,
         wakes,
@@ -120,6 +124,7 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         }
         let server = server.run();
         stop_gracefully_on_signals(&server.handle(), live.clone())?;
+        let metrics_server = crate::metrics_listener::start(metrics_listener, &port_state)?;
         // On PostgreSQL, appends of other processes wake subscribers through LISTEN.
         let listener_task = (store.kind() == BackendKind::Postgres).then(|| {
             actix_web::rt::spawn(switchboard_storage::listen::listen_for_appends(
@@ -136,15 +141,21 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 store.key_cache(),
             ))
         });
-        let mut supervisor = Supervisor::new();
+        let mut supervisor = Supervisor::new().with_metrics(&port_state.metrics);
         for job in store.jobs().into_iter().chain(jobs) {
             supervisor.add(job, &wakes);
         }
+        // A stopping server stops the unclaimed warm-pool sandboxes it launched (API.md, Warm
+        // pool), once its jobs (the pool's refill among them) have stopped.
+        supervisor.at_shutdown("sandbox-warm-pool-stop", move || {
+            warm_pool.stop_warm_pool().map(|_| ())
+        });
         let url_listeners = url_ports.start(port_state, &store, &mut supervisor, &wakes);
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
         live.shutdown();
+        crate::metrics_listener::stop(metrics_server).await;
         // The sandboxes' own ports close with the main listener.
         url_listeners.iter().for_each(|l| l.close_all());
         for t in [listener_task, settings_task].into_iter().flatten() {
@@ -168,9 +179,13 @@ fn build(
     metrics: &Metrics,
 ) -> Result<Built> {
     let wakes = Wakes::default();
+    let key_file =
+        crate::installation::key_file(args.sandboxes.secret_key_file.as_deref(), &db.data_dir);
+    let key = crate::installation::open_key(store, &key_file)?;
     let configured = sandboxes::configure(
         &args.sandboxes,
         &db.data_dir,
+        key,
         addr,
         Arc::new(metrics.clone()),
         &wakes,

@@ -13,16 +13,6 @@ use common::*;
 use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
-fn specs_file(dir: &std::path::Path) -> String {
-    let path = dir.join("specs.json");
-    let spec = serde_json::json!([{
-        "id": "standin",
-        "command": [python(), switchboard_testkit::standin_agent_server()],
-    }]);
-    std::fs::write(&path, spec.to_string()).unwrap();
-    path.display().to_string()
-}
-
 fn serve(url: &str, data: &str, specs: &str) -> Server {
     Server::spawn_with(
         url,
@@ -71,7 +61,7 @@ fn restart_reconciles(backend: Backend) {
     let db = TestDatabase::new(backend);
     let data = TempDir::new();
     let data_dir = data.path().display().to_string();
-    let specs = specs_file(data.path());
+    let specs = standin_specs_file(data.path());
     let server = serve(db.url(), &data_dir, &specs);
     let key = server.bootstrap_key();
     let (kept, kept_url, kept_pid) = start(&server, &key);

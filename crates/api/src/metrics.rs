@@ -14,9 +14,19 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
     TextEncoder,
 };
+use switchboard_domain::sandboxes::failures::StartFailure;
 use switchboard_domain::sandboxes::runtime::SandboxStatus;
 use switchboard_domain::sandboxes::settings::SandboxObserver;
 use tracing::Instrument;
+
+pub mod access_log;
+mod activity;
+pub mod exposition;
+mod families;
+mod jobs;
+
+pub use activity::{Activity, OpenGauge, ProxyOutcome, WebhookKind};
+pub use jobs::{JobMetrics, Jobs, StepResult};
 
 /// The request id header, set on every response (and honoured on requests when it is a
 /// short printable token).
@@ -70,6 +80,10 @@ pub struct Metrics {
     sandboxes: IntGaugeVec,
     warm_pool: IntGauge,
     sandbox_start: HistogramVec,
+    sandbox_starts: IntCounterVec,
+    sandbox_start_failures: IntCounterVec,
+    /// Webhooks, proxy, live, background jobs, conversation starts ([`Activity`]).
+    activity: Activity,
 }
 
 impl Default for Metrics {
@@ -79,6 +93,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    // Long: every metric family is defined and registered here, one after the other.
     /// A fresh registry with Switchboard's metrics.
     ///
     /// # Panics
@@ -123,9 +138,9 @@ impl Metrics {
         let sandboxes = IntGaugeVec::new(
             Opts::new(
                 "sandboxes",
-                "Sandboxes by status at the last reconciliation (warm-pool ones excluded).",
+                "Sandboxes by runtime and status at the last reconciliation (warm-pool ones excluded).",
             ),
-            &["status"],
+            &["runtime", "status"],
         )
         .expect("valid metric");
         let warm_pool = IntGauge::new(
@@ -136,18 +151,36 @@ impl Metrics {
         let sandbox_start = HistogramVec::new(
             HistogramOpts::new(
                 "sandbox_start_duration_seconds",
-                "Seconds from a sandbox start (or resume) to RUNNING, by source (warm: claimed from the pool; cold: launched).",
+                "Seconds from a sandbox start (or resume) to RUNNING, by runtime and source (warm: claimed from the pool; cold: launched).",
             )
             .buckets(vec![
                 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0,
             ]),
-            &["source"],
+            &["runtime", "source"],
+        )
+        .expect("valid metric");
+        let sandbox_starts = IntCounterVec::new(
+            Opts::new(
+                "sandbox_starts_total",
+                "Sandbox starts of users by runtime and source (warm: claimed from the pool; cold: a new sandbox launched).",
+            ),
+            &["runtime", "source"],
+        )
+        .expect("valid metric");
+        let sandbox_start_failures = IntCounterVec::new(
+            Opts::new(
+                "sandbox_start_failures_total",
+                "Sandboxes (the warm pool's included) that failed before their agent server first answered, by runtime and reason: command_not_found, exited_early, timeout, image_missing, runtime_error.",
+            ),
+            &["runtime", "reason"],
         )
         .expect("valid metric");
         for metric in [
             Box::new(sandboxes.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(warm_pool.clone()),
             Box::new(sandbox_start.clone()),
+            Box::new(sandbox_starts.clone()),
+            Box::new(sandbox_start_failures.clone()),
             Box::new(disk.clone()),
         ] {
             registry.register(metric).expect("unique metric");
@@ -161,7 +194,9 @@ impl Metrics {
         registry
             .register(Box::new(pool.clone()))
             .expect("unique metric");
+        let activity = Activity::new(&registry);
         Metrics {
+            activity,
             registry,
             requests,
             latency,
@@ -170,7 +205,14 @@ impl Metrics {
             sandboxes,
             warm_pool,
             sandbox_start,
+            sandbox_starts,
+            sandbox_start_failures,
         }
+    }
+
+    /// The activity metrics: webhooks, the proxy, live, background jobs, conversation starts.
+    pub fn activity(&self) -> &Activity {
+        &self.activity
     }
 
     /// Records one finished request.
@@ -212,16 +254,34 @@ impl Metrics {
 }
 
 impl SandboxObserver for Metrics {
-    fn start_finished(&self, seconds: f64, warm: bool) {
+    fn started(&self, runtime: &str, warm: bool) {
+        self.sandbox_starts
+            .with_label_values(&[runtime, if warm { "warm" } else { "cold" }])
+            .inc();
+    }
+
+    fn start_finished(&self, runtime: &str, seconds: f64, warm: bool) {
         self.sandbox_start
-            .with_label_values(&[if warm { "warm" } else { "cold" }])
+            .with_label_values(&[runtime, if warm { "warm" } else { "cold" }])
             .observe(seconds);
     }
 
-    fn statuses(&self, counts: &[(SandboxStatus, usize)], warm_ready: usize) {
-        for (status, n) in counts {
+    fn start_failed(&self, runtime: &str, kind: StartFailure) {
+        // Every reason of the runtime is shown (zeros included) once one failed.
+        for k in StartFailure::ALL {
+            let counter = self
+                .sandbox_start_failures
+                .with_label_values(&[runtime, k.as_str()]);
+            if k == kind {
+                counter.inc();
+            }
+        }
+    }
+
+    fn statuses(&self, counts: &[(&str, SandboxStatus, usize)], warm_ready: usize) {
+        for (runtime, status, n) in counts {
             self.sandboxes
-                .with_label_values(&[status.as_str()])
+                .with_label_values(&[runtime, status.as_str()])
                 .set(i64::try_from(*n).unwrap_or(i64::MAX));
         }
         self.warm_pool(warm_ready);
@@ -268,22 +328,38 @@ async fn observed<B: MessageBody + 'static>(
         .unwrap_or_else(|| uuid::Uuid::new_v4().simple().to_string());
     req.extensions_mut().insert(RequestId(id.clone()));
     let metrics = req.app_data::<web::Data<Metrics>>().cloned();
-    let method = req.method().to_string();
-    let span =
-        tracing::info_span!("request", request_id = %id, method = %method, path = %req.path());
-    let mut res = next.call(req).instrument(span.clone()).await?;
+    let method = req.method().clone();
+    let span = tracing::info_span!("request", request_id = %id, method = %method.as_str(), path = %req.path());
+    let mut res = next.call(req).instrument(span).await?;
     let status = res.status().as_u16();
-    let route = res
-        .request()
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let elapsed = started.elapsed().as_secs_f64();
+    let pattern = res.request().match_pattern();
+    let route = pattern
+        .as_deref()
+        .or_else(|| {
+            let extensions = res.request().extensions();
+            extensions.get::<access_log::RouteLabel>().map(|l| l.0)
+        })
+        .unwrap_or("unmatched");
+    let elapsed = started.elapsed();
     if let Some(metrics) = metrics {
-        metrics.observe(&method, &route, status, elapsed);
+        metrics.observe(method.as_str(), route, status, elapsed.as_secs_f64());
     }
-    span.in_scope(
-        || tracing::debug!(status, route = %route, elapsed_ms = elapsed * 1000.0, "served"),
-    );
+    // Outside the request's span: the line carries the route template, never the raw path.
+    if access_log::enabled() {
+        let caller = res
+            .request()
+            .extensions()
+            .get::<access_log::CallerSlot>()
+            .and_then(access_log::CallerSlot::get);
+        access_log::write(&access_log::Line {
+            method: method.as_str(),
+            route,
+            status,
+            elapsed,
+            request_id: &id,
+            caller,
+        });
+    }
     if let Ok(v) = HeaderValue::from_str(&id) {
         res.headers_mut()
             .insert(HeaderName::from_static(REQUEST_ID_HEADER), v);

@@ -9,6 +9,18 @@ use switchboard_testkit::Backend;
 
 use super::{Server, client, python};
 
+/// `specs.json` in `dir` with one spec, `standin`: the stand-in agent server
+/// (`switchboard_testkit::standin_agent_server`) run by this machine's Python. Returns its path.
+pub fn standin_specs_file(dir: &Path) -> String {
+    let path = dir.join("specs.json");
+    let spec = serde_json::json!([{
+        "id": "standin",
+        "command": [python(), switchboard_testkit::standin_agent_server()],
+    }]);
+    std::fs::write(&path, spec.to_string()).unwrap();
+    path.display().to_string()
+}
+
 /// A child process killed (and reaped) on drop.
 pub struct Killed(pub Child);
 

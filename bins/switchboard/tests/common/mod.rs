@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 mod agents;
+mod keys;
 mod sandboxes;
 #[allow(unused_imports)]
 pub use agents::*;
@@ -28,6 +29,7 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 /// Environment variables the binary reads; removed from every child so the tests do not
 /// depend on the environment they run in.
 const SWITCHBOARD_ENV: &[&str] = &[
+    "SWITCHBOARD_CONFIG",
     "SWITCHBOARD_DATABASE_URL",
     "SWITCHBOARD_DATA_DIR",
     "SWITCHBOARD_BIND",
@@ -329,6 +331,7 @@ impl Server {
         options: ServeOptions<'_>,
     ) -> Server {
         let cwd = TempDir::new();
+        let key_file = keys::shared_key_file(url, cwd.path(), &options);
         let mut cmd = match launcher.split_first() {
             None => command(cwd.path()),
             Some((program, args)) => {
@@ -383,6 +386,9 @@ impl Server {
             _cwd: cwd,
         };
         server.wait_for_address();
+        if let Some(path) = key_file {
+            keys::remember_key(url, &path);
+        }
         server
     }
 
