@@ -26,7 +26,7 @@ use time::OffsetDateTime;
 
 use crate::cli::DbArgs;
 use crate::cli_backup::BackupArgs;
-use crate::output::{domain, print};
+use crate::output::print;
 
 /// The backup format this binary writes and reads.
 pub const FORMAT: u32 = 1;
@@ -182,20 +182,12 @@ pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
         );
     }
     let sealer = crate::secret_key::load(&key_file)?;
-    let installation = match Switchboard::new(store.clone())
-        .check_installation_key(&sealer)
-        .map_err(domain)?
-    {
-        switchboard_domain::identity::installation::KeyVerdict::Other(found) => bail!(
-            "{} holds key {}, but this database's secrets are sealed with key {} (installation {}): back up with the installation's key file (--secret-key-file)",
-            key_file.display(),
-            sealer.fingerprint(),
-            found.key_fingerprint,
-            found.id
-        ),
-        switchboard_domain::identity::installation::KeyVerdict::Same(r)
-        | switchboard_domain::identity::installation::KeyVerdict::First(r) => r,
-    };
+    let installation = crate::installation::require_key(
+        &Switchboard::new(store.clone()),
+        &sealer,
+        &key_file,
+        "Back up with the installation's key file (--secret-key-file)",
+    )?;
     let schema_version = {
         let mut conn = DatabaseUrl::parse(&url)?.connect()?;
         migration_status(&mut conn)?

@@ -55,26 +55,45 @@ pub fn open_key(store: &Arc<DieselStore>, key_file: &Path) -> Result<Installatio
         );
     }
     let sealer = secret_key::load_or_create(key_file)?;
-    let installation = match services.check_installation_key(&sealer).map_err(domain)? {
-        KeyVerdict::Same(found) => found,
-        KeyVerdict::First(made) => {
-            tracing::info!(installation = %made.id, key = %made.key_fingerprint, "recorded this installation and its key in the database");
-            made
-        }
-        KeyVerdict::Other(found) => bail!(
-            "{path} holds key {mine}, but this database's secrets are sealed with key {theirs} (installation {id}). \
-             Every server of an installation must use the same key file: copy it from a running server of this installation \
-             (or from the backup) over {path}, then start again. After `switchboard secrets rotate-key`, use the new key file \
-             (the previous key is kept beside it as .old)",
-            path = key_file.display(),
-            mine = sealer.fingerprint(),
-            theirs = found.key_fingerprint,
-            id = found.id,
-        ),
-    };
+    let installation = require_key(
+        &services,
+        &sealer,
+        key_file,
+        "Every server of an installation must use the same key file: copy it from a running server of this installation \
+         (or from the backup) over the file, then start again. After `switchboard secrets rotate-key`, use the new key file \
+         (the previous key is kept beside it as .old)",
+    )?;
     Ok(InstallationKey {
         sealer,
         key_file: key_file.to_path_buf(),
         installation,
     })
+}
+
+/// The installation's record when the database's secrets are sealed with `sealer`'s key (the
+/// record is made when missing), for a command or server about to use that key.
+///
+/// # Errors
+/// The record names another key: the message names the file, both fingerprints and the
+/// installation, then `advice`; storage.
+pub fn require_key(
+    services: &Switchboard,
+    sealer: &Sealer,
+    key_file: &Path,
+    advice: &str,
+) -> Result<Installation> {
+    match services.check_installation_key(sealer).map_err(domain)? {
+        KeyVerdict::Same(found) => Ok(found),
+        KeyVerdict::First(made) => {
+            tracing::info!(installation = %made.id, key = %made.key_fingerprint, "recorded this installation and its key in the database");
+            Ok(made)
+        }
+        KeyVerdict::Other(found) => bail!(
+            "{} holds key {}, but this database's secrets are sealed with key {} (installation {}). {advice}",
+            key_file.display(),
+            sealer.fingerprint(),
+            found.key_fingerprint,
+            found.id,
+        ),
+    }
 }

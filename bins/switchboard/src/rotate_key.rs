@@ -24,7 +24,6 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use serde_json::json;
 use switchboard_domain::Switchboard;
-use switchboard_domain::identity::installation::KeyVerdict;
 use switchboard_domain::identity::sealing::Sealer;
 
 use crate::cli::DbArgs;
@@ -43,7 +42,7 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 /// A key file missing or refused, a server connected, an interrupted earlier rotation, a
 /// sealed value the current key does not open (nothing changed), storage, or the file system.
 pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
-    let path = secret_key_file.unwrap_or_else(|| db.data_dir.join("secret.key"));
+    let path = crate::installation::key_file(secret_key_file.as_deref(), &db.data_dir);
     let old = secret_key::load(&path)?;
     let old_text = fs::read_to_string(&path)
         .with_context(|| format!("reading the secret key file {}", path.display()))?;
@@ -67,15 +66,12 @@ pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
     }
     let store = Arc::new(store);
     let services = Switchboard::new(store.clone());
-    if let KeyVerdict::Other(record) = services.check_installation_key(&old).map_err(domain)? {
-        bail!(
-            "{} holds key {}, but this database's secrets are sealed with key {} (installation {}): rotate with the installation's key file",
-            path.display(),
-            old.fingerprint(),
-            record.key_fingerprint,
-            record.id
-        );
-    }
+    crate::installation::require_key(
+        &services,
+        &old,
+        &path,
+        "Rotate with the installation's key file (--secret-key-file)",
+    )?;
     let key = Sealer::generate_key();
     let key_id = old.key_id().to_owned();
     let new = Sealer::new(&key).with_key_id(key_id.clone());

@@ -64,6 +64,36 @@ pub struct SandboxRecord {
 }
 
 impl SandboxRecord {
+    /// A new sandbox about to launch (`STARTING`) at `now`: owned by `owner` (organization and
+    /// user; last used now), or unowned for the warm pool (`None`), of spec `spec_id` on
+    /// `runtime`, its session key sealed as `session_key_sealed`.
+    pub fn starting(
+        id: SandboxId,
+        owner: Option<(OrgId, UserId)>,
+        spec_id: String,
+        runtime: String,
+        session_key_sealed: String,
+        now: OffsetDateTime,
+    ) -> Self {
+        SandboxRecord {
+            id,
+            org_id: owner.map(|(org, _)| org),
+            owner_id: owner.map(|(_, user)| user),
+            spec_id,
+            runtime,
+            status: SandboxStatus::Starting,
+            status_message: None,
+            session_key_sealed: Some(session_key_sealed),
+            handle: None,
+            agent_server_url: None,
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            last_used_at: owner.map(|_| now),
+            deleted_at: None,
+        }
+    }
+
     /// Whether Switchboard runs it (not a registered agent server).
     pub fn is_managed(&self) -> bool {
         self.runtime != EXTERNAL_RUNTIME

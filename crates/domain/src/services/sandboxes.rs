@@ -222,23 +222,14 @@ impl SandboxService {
         let user = ctx.principal.user_id;
         let key = SessionKey::generate();
         let id = SandboxId::new_random();
-        let record = SandboxRecord {
+        let record = SandboxRecord::starting(
             id,
-            org_id: Some(ctx.org.id),
-            owner_id: Some(user),
-            spec_id: spec.id.clone(),
-            runtime: runtime.clone(),
-            status: SandboxStatus::Starting,
-            status_message: None,
-            session_key_sealed: Some(m.m.sealer.seal(key.expose(), &id.to_string())),
-            handle: None,
-            agent_server_url: None,
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            last_used_at: Some(now),
-            deleted_at: None,
-        };
+            Some((ctx.org.id, user)),
+            spec.id.clone(),
+            runtime.clone(),
+            m.m.sealer.seal(key.expose(), &id.to_string()),
+            now,
+        );
         let claim_warm = (settings.warm_sandboxes > 0 && spec.id == settings.default_spec().id)
             .then(|| WarmClaim {
                 spec_id: spec.id.clone(),

@@ -64,23 +64,14 @@ impl SandboxService {
         for _ in alive..settings.warm_sandboxes {
             let key = SessionKey::generate();
             let id = SandboxId::new_random();
-            let record = SandboxRecord {
+            let record = SandboxRecord::starting(
                 id,
-                org_id: None,
-                owner_id: None,
-                spec_id: spec.id.clone(),
-                runtime: runtime.clone(),
-                status: SandboxStatus::Starting,
-                status_message: None,
-                session_key_sealed: Some(m.m.sealer.seal(key.expose(), &id.to_string())),
-                handle: None,
-                agent_server_url: None,
-                created_at: now,
-                updated_at: now,
-                started_at: None,
-                last_used_at: None,
-                deleted_at: None,
-            };
+                None,
+                spec.id.clone(),
+                runtime.clone(),
+                m.m.sealer.seal(key.expose(), &id.to_string()),
+                now,
+            );
             self.sandboxes.insert_sandbox(&record, &key.hash())?;
         }
         if removed || alive < settings.warm_sandboxes {
