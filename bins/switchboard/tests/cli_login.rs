@@ -46,7 +46,7 @@ fn cli_login(backend: Backend) {
         db.url(),
         ServeOptions {
             args: vec!["--data-dir", &data_dir],
-            env: vec![("SWITCHBOARD_LOG", "info,switchboard_api=debug")],
+            env: vec![("SWITCHBOARD_LOG", "info")],
         },
     );
     let org = server.bootstrapped.clone().unwrap();
@@ -99,15 +99,15 @@ fn cli_login(backend: Backend) {
         "{backend}: the member's key is not in {text}"
     );
 
-    // What the CLI asked for, in its order, each answered 200 (the requests' `served` lines).
+    // What the CLI asked for, in its order, each answered 200 (the access log's lines).
     let served: Vec<String> = server
         .stderr_lines()
         .into_iter()
-        .filter(|l| l.contains("served"))
+        .filter(|l| l.contains("switchboard::access"))
         .collect();
     let mut from = 0;
     for path in ["/api/v1/users/me", "/api/keys/llm/byor", "/api/v1/settings"] {
-        let needle = format!("path={path}}}");
+        let needle = format!("route={path} ");
         let i = served[from..]
             .iter()
             .position(|l| l.contains(&needle))
