@@ -133,6 +133,14 @@ sandbox-memory n="4":
     cargo build --release -p switchboard
     python3 scripts/sandbox-memory.py {{n}}
 
+# Sandbox grouping benchmark: conversations per GiB of sandbox memory (PSS and RSS of the
+# sandboxes' process trees), NO_GROUPING vs GROUP_BY_NEWEST, N conversations each (default 4),
+# idle and after one turn; the real agent server with the fake LLM; release build. Numbers go in
+# docs/benchmarks.md.
+bench-grouping n="4":
+    cargo build --release -p switchboard
+    SWITCHBOARD_BIN=target/release/switchboard python3 scripts/bench-grouping.py {{n}}
+
 # Fuzz the event parser for a bounded time (seconds; needs `cargo install cargo-fuzz`).
 fuzz seconds="60":
     mkdir -p crates/model/fuzz/corpus/parse_event

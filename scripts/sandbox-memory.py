@@ -18,14 +18,14 @@ JSON.
 
 import json
 import os
-import signal
-import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+import benchkit
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.environ.get("SWITCHBOARD_BIN", os.path.join(ROOT, "target/release/switchboard"))
@@ -39,12 +39,6 @@ SETTLE = float(os.environ.get("SETTLE", "20"))
 MIB = 1024 * 1024
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def mem_available():
@@ -85,7 +79,7 @@ def group_memory(pgid):
 
 def main():
     work = tempfile.mkdtemp(prefix="sandbox-memory-")
-    port = free_port()
+    port = benchkit.free_port()
     llm = subprocess.Popen([sys.executable, os.path.join(ROOT, "scripts/e2e/fake_llm.py"),
                             "--host", "127.0.0.1", "--port", str(port)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -187,22 +181,7 @@ def main():
         server.terminate()
         server.wait(timeout=30)
         llm.terminate()
-        db = os.path.join(data, "switchboard.sqlite")
-        if os.path.exists(db):
-            for (handle,) in sqlite3.connect(db).execute(
-                    "SELECT handle FROM sandboxes WHERE handle IS NOT NULL"):
-                try:
-                    os.killpg(json.loads(handle)["data"]["pid"], signal.SIGKILL)
-                except (OSError, KeyError, ValueError):
-                    pass
-        # Processes that left their sandbox's group (the terminal tool's tmux server) still
-        # run in its directory: ended by pid.
-        for entry in os.listdir("/proc"):
-            try:
-                if entry.isdigit() and os.readlink(f"/proc/{entry}/cwd").startswith(data):
-                    os.kill(int(entry), signal.SIGKILL)
-            except OSError:
-                pass
+        benchkit.end_sandboxes(data, unmount=False)
         subprocess.run(["rm", "-rf", work])
 
 

@@ -452,6 +452,9 @@ pub struct SandboxArgs {
     /// Sandboxes holding resources per organization, for hosts shared between teams [default: unbounded].
     #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
     pub max_sandboxes_per_org: Option<u32>,
+    /// Conversations one sandbox holds before a start grouped by its member's sandbox_grouping_strategy starts another (docs/API.md, Sandbox grouping).
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_MAX_CONVERSATIONS", default_value_t = switchboard_domain::sandboxes::grouping::DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
+    pub sandbox_max_conversations: u32,
     /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
     #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0", help_heading = heading::WARM_POOL)]
     pub warm_sandboxes: u32,

@@ -195,6 +195,7 @@ pub fn configure(
             max_sandboxes_per_user: args.max_sandboxes_per_user,
             max_sandboxes_per_org: args.max_sandboxes_per_org,
             warm_sandboxes: args.warm_sandboxes,
+            max_conversations_per_sandbox: args.sandbox_max_conversations,
             probe_timeout: PROBE_TIMEOUT,
             local_repositories,
             git_provider_urls: args.git_provider_urls.iter().cloned().collect(),

@@ -217,9 +217,17 @@ fn build(
         lease: Duration::from_secs(args.llm.start_claim_lease),
         workers: usize::try_from(args.llm.start_workers).unwrap_or(1),
     };
+    let llm = args.llm.config()?;
+    let allow = switchboard_domain::llm_allow::ModelAllowList::new(args.llm_model_allow.clone());
+    if let Some(why) = llm.model.as_deref().and_then(|m| allow.refusal(m)) {
+        anyhow::bail!(
+            "--llm-model: {why}: the operator's default model must be one members may use"
+        );
+    }
     let mut services = Switchboard::new(store.clone())
         .with_managed_sandboxes(managed)
-        .with_llm(args.llm.config()?)
+        .with_llm(llm)
+        .with_model_allow(allow)
         .with_start_timeouts(timeouts)
         .with_start_claims(claims)
         .with_max_api_keys_per_member(args.max_api_keys_per_member);
@@ -245,6 +253,7 @@ fn build(
     )
     .into_iter()
     .chain(services.conversation_start().jobs())
+    .chain(services.budget_jobs())
     .collect();
     Ok(Built {
         services,

@@ -31,28 +31,6 @@ fn kept_after_pause_and_delete_postgres() {
     kept(Backend::Postgres);
 }
 
-fn get(rig: &Rig, path: &str) -> Value {
-    let (status, body) = send_json(
-        client()
-            .get(rig.server.url(path))
-            .header("X-Access-Token", &rig.key),
-    );
-    assert_eq!(status, 200, "GET {path}: {body}");
-    body
-}
-
-/// The agent server's own `ConversationInfo` of the conversation.
-fn agent_info(agent: &Agent, conversation: &str) -> Value {
-    let url = format!(
-        "{}/api/conversations/{}",
-        agent.url,
-        conversation.replace('-', "")
-    );
-    let (status, body) = send_json(client().get(url).header("X-Session-API-Key", &agent.key));
-    assert_eq!(status, 200, "{body}");
-    body
-}
-
 /// The most prompt tokens the agent server reported for the conversation: in its
 /// `ConversationInfo`'s `stats` and in every `stats` or `full_state` update among its events
 /// (its info may lag the events: Switchboard keeps the largest, since spend only grows).
@@ -95,13 +73,13 @@ fn prompt_tokens(info: &Value) -> u64 {
 /// The conversation through the batch get, checked against the search (plain and by sandbox)
 /// and the count.
 fn answers(rig: &Rig, conversation: &str, sandbox: &str) -> Value {
-    let one = get(rig, &format!("{BASE}?ids={conversation}"))[0].clone();
+    let one = rig.get(&format!("{BASE}?ids={conversation}"))[0].clone();
     for query in ["", &format!("sandbox_id__eq={sandbox}")] {
-        let page = get(rig, &format!("{BASE}/search?{query}"));
+        let page = rig.get(&format!("{BASE}/search?{query}"));
         let items = page["items"].as_array().unwrap();
         let found: Vec<&Value> = items.iter().filter(|c| c["id"] == one["id"]).collect();
         assert_eq!(found, [&one], "search ?{query}");
-        let n = get(rig, &format!("{BASE}/count?{query}"));
+        let n = rig.get(&format!("{BASE}/count?{query}"));
         assert_eq!(n.as_u64(), Some(items.len() as u64), "count ?{query}");
     }
     one
@@ -159,7 +137,7 @@ fn kept(backend: Backend) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut stable_since: Option<(u64, Instant)> = None;
     let info = loop {
-        let info = agent_info(&agent, &conversation);
+        let info = agent.info(&conversation);
         let spend = agent_spend(&agent, &conversation, &info);
         let settled = match stable_since {
             Some((seen, since)) if seen == spend => since.elapsed() >= Duration::from_secs(2),

@@ -82,7 +82,9 @@ pub async fn get_agent_profile(
 /// Saves an agent profile (the SDK's `AgentProfile`: `agent_kind` `openhands`, with
 /// `llm_profile_ref`, or `acp`; each kind's fields only). The path names it; `id` and
 /// `revision` sent are ignored (a namesake keeps its id, its revision bumped). 201. At
-/// the profile limit a new name is a 409.
+/// the profile limit a new name is a 409. A 422 for what a start could not carry out, saying
+/// why: `agent` other than `CodeActAgent`, `verification.critic_enabled: true`, an unknown
+/// `acp_server` (docs/API.md, "Agent profiles").
 #[utoipa::path(tag = "Agent Profiles",
     params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),

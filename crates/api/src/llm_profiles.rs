@@ -108,6 +108,10 @@ pub async fn save_profile(
             let empty = body.bytes().iter().all(u8::is_ascii_whitespace);
             let json = if empty { None } else { Some(body.json()?) };
             let save = parse_save_profile(json.as_ref())?;
+            s.llm_catalog.allow_list().check_field(
+                json.as_ref().and_then(|j| j.pointer("/llm/model")),
+                loc(["body", "llm", "model"]),
+            )?;
             Ok(s.services.user_settings().save_profile(&ctx, &n, save)?)
         })
         .await?;

@@ -4,6 +4,7 @@
 use actix_web::{get, patch, web};
 use serde_json::Value;
 use switchboard_domain::OrgId;
+use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -76,7 +77,12 @@ pub async fn patch_org_defaults(
     let answer = state
         .blocking(move || {
             let org = OrgId(path_uuid(&raw, "org_id")?);
-            Ok(s.services.org_defaults().update(&ctx, org, &body.json()?)?)
+            let json = body.json()?;
+            s.llm_catalog.allow_list().check_field(
+                json.pointer("/agent_settings_diff/llm/model"),
+                loc(["body", "agent_settings_diff", "llm", "model"]),
+            )?;
+            Ok(s.services.org_defaults().update(&ctx, org, &json)?)
         })
         .await?;
     Ok(web::Json(answer))

@@ -126,6 +126,10 @@ pub async fn save_org_profile(
         .blocking(move || {
             let empty = body.bytes().iter().all(u8::is_ascii_whitespace);
             let json = if empty { None } else { Some(body.json()?) };
+            s.llm_catalog.allow_list().check_field(
+                json.as_ref().and_then(|j| j.pointer("/llm/model")),
+                loc(["body", "llm", "model"]),
+            )?;
             Ok(s.services
                 .org_defaults()
                 .save_profile(&ctx, org, &n, json.as_ref())?)

@@ -5,6 +5,7 @@ use actix_web::{get, post, web};
 use serde_json::Value;
 use switchboard_domain::user_settings::patch::parse_settings_patch;
 use switchboard_domain::user_settings::schema::{agent_schema, conversation_schema};
+use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -71,7 +72,12 @@ pub async fn store_settings(
     let s = state.clone();
     state
         .blocking(move || {
-            let patch = parse_settings_patch(&body.json()?)?;
+            let json = body.json()?;
+            let patch = parse_settings_patch(&json)?;
+            s.llm_catalog.allow_list().check_field(
+                json.pointer("/agent_settings_diff/llm/model"),
+                loc(["body", "agent_settings_diff", "llm", "model"]),
+            )?;
             Ok(s.services.user_settings().store_settings(&ctx, patch)?)
         })
         .await?;

@@ -8,11 +8,17 @@
 //! no other (the SDK's `extra="forbid"`): [`OPENHANDS_FIELDS`] and [`ACP_FIELDS`], plus the
 //! common [`COMMON_FIELDS`]. A profile keeps a stable `id` (a UUID, minted on its first save,
 //! kept by saves and renames) and a `revision` that each save of an existing name bumps.
+//! `condenser`, `verification`, `agent` and `acp_server` are read by
+//! [`crate::agent_profile_fields`] (with the values refused there and why); what each field
+//! does at a start is `services::agent_launch`'s table.
 
 use serde_json::{Map, Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
 use uuid::Uuid;
 
+use crate::agent_profile_fields::{
+    AGENT_CLASS, check_acp_server, check_agent_class, parse_condenser, parse_verification,
+};
 use crate::user_settings::refuse_nul_deep;
 use crate::validation::{
     bool_type, field, float_type, list_type, loc, missing, model_type, not_one_of,
@@ -252,10 +258,9 @@ fn openhands_fields(
         }
         Some(other) => return Err(string_type(at("llm_profile_ref"), other)),
     }
-    out.insert(
-        "agent".into(),
-        json!(text_or(obj, "agent", root, "CodeActAgent")?),
-    );
+    let agent = text_or(obj, "agent", root, AGENT_CLASS)?;
+    check_agent_class(&agent, at("agent"))?;
+    out.insert("agent".into(), json!(agent));
     let tools = match obj.get("tools") {
         None | Some(Value::Null) => Value::Null,
         Some(Value::Array(items)) => {
@@ -290,15 +295,14 @@ fn openhands_fields(
         "disabled_skills".into(),
         if skills.is_null() { json!([]) } else { skills },
     );
-    for key in ["condenser", "verification"] {
-        match obj.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::Object(o)) => {
-                out.insert(key.into(), Value::Object(o.clone()));
-            }
-            Some(other) => return Err(model_type(at(key), "Settings", other)),
-        }
-    }
+    out.insert(
+        "condenser".into(),
+        parse_condenser(obj.get("condenser"), &at("condenser"))?,
+    );
+    out.insert(
+        "verification".into(),
+        parse_verification(obj.get("verification"), &at("verification"))?,
+    );
     for (key, default) in [
         ("enable_sub_agents", false),
         ("enable_switch_llm_tool", true),
@@ -336,10 +340,9 @@ fn acp_fields(
     out: &mut Map<String, Value>,
 ) -> Result<(), ValidationError> {
     let at = |k: &str| field(root, k);
-    out.insert(
-        "acp_server".into(),
-        json!(text_or(obj, "acp_server", root, "claude-code")?),
-    );
+    let server = text_or(obj, "acp_server", root, "claude-code")?;
+    check_acp_server(&server, at("acp_server"))?;
+    out.insert("acp_server".into(), json!(server));
     for key in ["acp_model", "acp_session_mode"] {
         let v = match obj.get(key) {
             None | Some(Value::Null) => Value::Null,
@@ -452,6 +455,8 @@ mod tests {
         assert_eq!(p.body["disabled_skills"], json!([]));
         assert_eq!(p.body["enable_switch_llm_tool"], true);
         assert_eq!(p.body["tool_concurrency_limit"], 1);
+        assert_eq!(p.body["condenser"]["condenser_kind"], "llm_summarizing");
+        assert_eq!(p.body["verification"]["critic_enabled"], false);
         assert_eq!(p.body["schema_version"], SCHEMA_VERSION);
         assert!(!p.body.contains_key("id") && !p.body.contains_key("name"));
     }
@@ -482,6 +487,10 @@ mod tests {
             json!({"llm_profile_ref": "a", "mcp_server_refs": [1]}),
             json!({"llm_profile_ref": "a", "surprise": 1}),
             json!({"agent_kind": "acp", "acp_prompt_timeout": 0}),
+            json!({"agent_kind": "acp", "acp_server": "claude"}),
+            json!({"llm_profile_ref": "a", "agent": "PlannerAgent"}),
+            json!({"llm_profile_ref": "a", "condenser": {"max_size": 5}}),
+            json!({"llm_profile_ref": "a", "verification": {"critic_enabled": true}}),
             json!({"llm_profile_ref": "a\u{0}"}),
         ] {
             assert!(parse_agent_profile(&bad).is_err(), "{bad}");

@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use std::sync::OnceLock;
 
 use crate::cursor::Keyset;
+pub use crate::llm_allow::ModelPattern;
 
 const SHIPPED: &str = include_str!("../data/llm_catalog.json");
 
@@ -39,66 +40,6 @@ pub struct CatalogProvider {
     pub name: String,
     /// Whether OpenHands verifies models of it.
     pub verified: bool,
-}
-
-/// An operator's pattern of the models members may pick: `provider/name`, where `*` stands
-/// for any run of characters (`anthropic/*`, `openai/gpt-5*`, `*`). Matching is exact
-/// otherwise (case-sensitive, as LiteLLM's names are).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ModelPattern(String);
-
-impl std::str::FromStr for ModelPattern {
-    type Err = String;
-
-    /// # Errors
-    /// A pattern that is empty, holds whitespace, or (unless it is `*`) has no `/` between a
-    /// provider and a name.
-    fn from_str(s: &str) -> Result<Self, String> {
-        if s.is_empty() || s.chars().any(char::is_whitespace) {
-            return Err(format!(
-                "{s:?}: a model pattern is provider/name, `*` for any run of characters"
-            ));
-        }
-        if s != "*"
-            && !s
-                .split_once('/')
-                .is_some_and(|(p, n)| !p.is_empty() && !n.is_empty())
-        {
-            return Err(format!(
-                "{s:?}: a model pattern is provider/name (e.g. anthropic/*), or `*`"
-            ));
-        }
-        Ok(ModelPattern(s.to_owned()))
-    }
-}
-
-impl ModelPattern {
-    /// Whether `provider/name` matches.
-    pub fn matches(&self, provider: &str, name: &str) -> bool {
-        glob(self.0.as_bytes(), format!("{provider}/{name}").as_bytes())
-    }
-}
-
-/// `*`-only glob matching (iterative, linear backtracking on the last star).
-fn glob(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if p < pattern.len() && pattern[p] == text[t] {
-            p += 1;
-            t += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// A position in a catalog list: the index of the last item of the previous page in the
@@ -154,6 +95,7 @@ pub struct CatalogPage<T> {
 #[derive(Clone, Debug)]
 pub struct LlmCatalog {
     source: String,
+    allow: crate::llm_allow::ModelAllowList,
     models: Vec<CatalogModel>,
     providers: Vec<CatalogProvider>,
 }
@@ -199,6 +141,7 @@ impl LlmCatalog {
         providers.sort_by(|a, b| (!a.verified, &a.name).cmp(&(!b.verified, &b.name)));
         LlmCatalog {
             source: file.source.clone(),
+            allow: crate::llm_allow::ModelAllowList::new(allow.to_vec()),
             models,
             providers,
         }
@@ -207,6 +150,12 @@ impl LlmCatalog {
     /// Where the catalog comes from (the generator's versions).
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The operator's rule on models, enforced where a model is saved or a start chooses one
+    /// (not only in these searches).
+    pub fn allow_list(&self) -> &crate::llm_allow::ModelAllowList {
+        &self.allow
     }
 
     /// How many models members are offered.

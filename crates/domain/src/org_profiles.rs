@@ -12,6 +12,8 @@ use serde_json::{Map, Value, json};
 use switchboard_model::ValidationError;
 use uuid::Uuid;
 
+use crate::user_settings::own_llm::OwnLlm;
+use crate::user_settings::profiles::connection_id;
 use crate::user_settings::refuse_nul_deep;
 use crate::validation::{field, loc, missing, model_type, string_too_short, string_type};
 
@@ -132,20 +134,77 @@ pub fn parse_connection(body: &Value, create: bool) -> Result<ConnectionInput, V
     })
 }
 
-/// The organization's profile list (`ProfileListResponse`): `{profiles: [{name, model,
-/// base_url, api_key_set}], active_profile}`.
+/// The organization's profile list (`ProfileListResponse`): `{profiles: [`[`profile_item`]`],
+/// active_profile}`.
 pub fn org_profile_list(
     profiles: &[crate::user_settings::StoredProfile],
     active: Option<&str>,
+    connections: &[StoredConnection],
 ) -> Value {
     let items: Vec<Value> = profiles
         .iter()
-        .map(|p| {
-            json!({"name": p.name, "model": p.config_str("model"),
-                   "base_url": p.config_str("base_url"), "api_key_set": p.api_key_sealed.is_some()})
-        })
+        .map(|p| profile_item(p, connections))
         .collect();
     json!({"profiles": items, "active_profile": active})
+}
+
+/// One LLM profile as a list answers it (the agent server's `ProfileInfo`), a member's or the
+/// organization's: `{name, model, base_url, provider_connection_id,
+/// provider_connection_broken, api_key_set}`. A profile linked to a provider connection of
+/// `connections` has a key when the connection has one; `provider_connection_broken` is true
+/// when the connection it names no longer exists (a start from it then fails).
+pub fn profile_item(
+    p: &crate::user_settings::StoredProfile,
+    connections: &[StoredConnection],
+) -> Value {
+    let id = connection_id(&p.config);
+    let linked = id.map(|id| connections.iter().find(|c| c.id.to_string() == id));
+    let api_key_set = match linked {
+        Some(Some(c)) => c.api_key_sealed.is_some(),
+        Some(None) => false,
+        None => p.api_key_sealed.is_some(),
+    };
+    json!({"name": p.name, "model": p.config_str("model"), "base_url": p.config_str("base_url"),
+           "provider_connection_id": id, "provider_connection_broken": matches!(linked, Some(None)),
+           "api_key_set": api_key_set})
+}
+
+/// `llm` (read from `config`, whose owner `owner` names, e.g. `LLM profile 'fast'`) through
+/// the provider connection `config` names, as the agent server's `LLMProfileStore` resolves
+/// it at use: the connection's base URL (none included) and key (`open` opens it) replace the
+/// configuration's own. A connection that is not among `connections` (deleted) leaves no base
+/// URL and no key and sets `broken` saying so; no other key stands in for it.
+///
+/// # Errors
+/// `open`'s.
+pub fn through_connection(
+    llm: OwnLlm,
+    config: &Map<String, Value>,
+    connections: &[StoredConnection],
+    owner: &str,
+    open: impl FnOnce(&str) -> Result<Option<String>, crate::error::DomainError>,
+) -> Result<OwnLlm, crate::error::DomainError> {
+    let Some(id) = connection_id(config) else {
+        return Ok(llm);
+    };
+    Ok(match connections.iter().find(|c| c.id.to_string() == id) {
+        Some(c) => OwnLlm {
+            base_url: c.base_url.clone(),
+            api_key: match &c.api_key_sealed {
+                Some(sealed) => open(sealed)?,
+                None => None,
+            },
+            ..llm
+        },
+        None => OwnLlm {
+            base_url: None,
+            api_key: None,
+            broken: Some(format!(
+                "{owner} uses provider connection '{id}', which no longer exists (it was deleted): choose another connection for it in the LLM settings, or recreate the connection"
+            )),
+            ..llm
+        },
+    })
 }
 
 /// A profile's LLM as answered: its configuration with `api_key` null.
@@ -158,6 +217,94 @@ pub fn answered_llm(config: &Map<String, Value>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn conn(key: Option<&str>) -> StoredConnection {
+        StoredConnection {
+            id: Uuid::new_v4(),
+            display_name: "Team".into(),
+            provider: "openai".into(),
+            base_url: Some("https://conn.test/v1".into()),
+            api_key_sealed: key.map(str::to_owned),
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
+
+    #[test]
+    fn a_linked_llm_takes_its_connection_and_a_deleted_one_is_broken() {
+        let c = conn(Some("sealed"));
+        let own = OwnLlm {
+            model: Some("m".into()),
+            base_url: Some("https://own.test".into()),
+            api_key: Some("own-key".into()),
+            broken: None,
+        };
+        // Not linked: unchanged, and `open` is not called.
+        let plain = json!({"model": "m"}).as_object().unwrap().clone();
+        let out = through_connection(own.clone(), &plain, std::slice::from_ref(&c), "P", |_| {
+            panic!("nothing to open")
+        })
+        .unwrap();
+        assert!(out == own);
+        // Linked: the connection's base URL and key win over the profile's own.
+        let linked = json!({"model": "m", "provider_connection_id": c.id.to_string()})
+            .as_object()
+            .unwrap()
+            .clone();
+        let out = through_connection(own.clone(), &linked, std::slice::from_ref(&c), "P", |s| {
+            Ok(Some(format!("opened-{s}")))
+        })
+        .unwrap();
+        assert_eq!(
+            (
+                out.model.as_deref(),
+                out.base_url.as_deref(),
+                out.api_key.as_deref()
+            ),
+            (
+                Some("m"),
+                Some("https://conn.test/v1"),
+                Some("opened-sealed")
+            )
+        );
+        assert_eq!(out.broken, None);
+        // Deleted: no key at all, and why.
+        let out = through_connection(own, &linked, &[], "LLM profile 'p'", |_| {
+            panic!("nothing to open")
+        })
+        .unwrap();
+        assert_eq!((out.base_url, out.api_key), (None, None));
+        let why = out.broken.unwrap();
+        assert!(
+            why.starts_with("LLM profile 'p' uses provider connection")
+                && why.contains("no longer exists"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn list_items_say_whether_the_connection_is_there() {
+        let c = conn(Some("sealed"));
+        let p = crate::user_settings::StoredProfile {
+            name: "p".into(),
+            config: json!({"model": "m", "provider_connection_id": c.id.to_string()})
+                .as_object()
+                .unwrap()
+                .clone(),
+            api_key_sealed: None,
+        };
+        let here = profile_item(&p, std::slice::from_ref(&c));
+        assert_eq!(
+            (&here["provider_connection_broken"], &here["api_key_set"]),
+            (&json!(false), &json!(true))
+        );
+        assert_eq!(here["provider_connection_id"], json!(c.id.to_string()));
+        let gone = profile_item(&p, &[]);
+        assert_eq!(
+            (&gone["provider_connection_broken"], &gone["api_key_set"]),
+            (&json!(true), &json!(false))
+        );
+    }
 
     #[test]
     fn connection_bodies() {

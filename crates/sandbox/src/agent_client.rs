@@ -21,7 +21,8 @@ const CALL_BODY_LIMIT: u64 = 4 << 20;
 const ERROR_BODY_CHARS: usize = 16 * 1024;
 /// The header carrying a sandbox's session key (brief: cross-cutting decisions).
 pub(crate) const SESSION_HEADER: &str = "X-Session-API-Key";
-/// How long a send-message or conversation delete may take.
+/// How long a send-message, conversation pause or delete may take (a pause waits for the
+/// run's current step).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// Time allowed on top of a bash command's own timeout for the HTTP round trip.
 const BASH_MARGIN: Duration = Duration::from_secs(10);
@@ -190,6 +191,22 @@ impl AgentServerClient for HttpAgentServerClient {
             .read_to_string()
             .unwrap_or_default();
         Err(bad_answer(&url, status, &text))
+    }
+
+    fn pause_conversation(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: ConversationId,
+    ) -> Result<(), AgentServerError> {
+        let url = format!("{}/pause", conversation_url(base_url, conversation));
+        let (status, text) = self.post_json(&url, key, &serde_json::json!({}), CALL_TIMEOUT)?;
+        // 404: the agent server does not know it (nothing runs there to pause).
+        if (200..300).contains(&status) || status == 404 {
+            Ok(())
+        } else {
+            Err(bad_answer(&url, status, &text))
+        }
     }
 }
 

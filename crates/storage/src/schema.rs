@@ -34,8 +34,7 @@ diesel::table! {
         current_org_id -> Nullable<Text>,
         /// Creation time, UTC.
         created_at -> Timestamp,
-        /// When the user was disabled (their keys and sessions refused), UTC; `NULL` when
-        /// enabled.
+        /// When the user was disabled (keys and sessions refused), UTC; `NULL` when enabled.
         disabled_at -> Nullable<Timestamp>,
     }
 }
@@ -119,8 +118,7 @@ diesel::table! {
         last_used_at -> Nullable<Timestamp>,
         /// Delete time (tombstone), UTC.
         deleted_at -> Nullable<Timestamp>,
-        /// The port of the sandbox's own listener (`--sandbox-url-ports`); NULL before one
-        /// is assigned and after delete.
+        /// Its own listener's port (`--sandbox-url-ports`); NULL before assignment, after delete.
         url_port -> Nullable<BigInt>,
     }
 }
@@ -170,12 +168,14 @@ diesel::table! {
         metrics -> Nullable<Text>,
         /// How many events it has (the next event's position).
         event_count -> BigInt,
-        /// The tokens `metrics` counts (prompt + completion): later metrics replace them only
-        /// when they count at least as many.
+        /// Tokens `metrics` counts (prompt + completion); later metrics replace it if not fewer.
         metrics_tokens -> Nullable<BigInt>,
-        /// The bytes of its events' canonical JSON (event quotas, migration
-        /// `2026-12-03-000001_event_usage`).
+        /// Bytes of its events' canonical JSON (event quotas, `2026-12-03-000001_event_usage`).
         event_bytes -> BigInt,
+        /// Its budget in USD, fixed at its start (`2026-12-08-000001_conversation_budgets`).
+        max_budget_per_task -> Nullable<Double>,
+        /// When its accumulated cost reached that budget (set once: it was stopped), UTC.
+        budget_reached_at -> Nullable<Timestamp>,
     }
 }
 

@@ -92,6 +92,7 @@ fn started(
         parent_conversation_id: parent.map(|p| p.to_string()),
         public: None,
         tags: "{}".into(),
+        max_budget_per_task: None,
     }
 }
 

@@ -64,7 +64,7 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
         columns!(sandboxes: id, org_id, owner_id, session_key_hash, created_at, spec_id, runtime, status, session_key_sealed, handle, agent_server_url, updated_at, started_at, last_used_at, deleted_at, url_port, status_message),
-        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count, metrics_tokens, event_bytes),
+        columns!(conversations: id, org_id, owner_id, sandbox_id, title, execution_status, metadata, created_at, updated_at, selected_repository, selected_branch, git_provider, conversation_trigger, pr_number, llm_model, agent_kind, parent_conversation_id, public, tags, metrics, event_count, metrics_tokens, event_bytes, max_budget_per_task, budget_reached_at),
         columns!(start_tasks: id, org_id, created_by_user_id, status, detail, conversation_id, sandbox_id, agent_server_url, request, secrets_sealed, created_at, updated_at, claimed_by, claim_expires_at),
         columns!(events: seq, conversation_id, event_id, kind, source, timestamp, ts, payload, position),
         columns!(conversation_counts: org_id, owner_id, sub, n),

@@ -153,7 +153,8 @@ impl Rig {
         )
     }
 
-    fn get(&self, path: &str) -> Value {
+    /// `GET path` with the rig's key, asserting 200: the body.
+    pub fn get(&self, path: &str) -> Value {
         let (status, body) = send_json(
             client()
                 .get(self.server.url(path))
@@ -372,12 +373,26 @@ impl Agent {
         )
     }
 
-    /// The agent server's own event ids of the conversation, oldest first.
+    /// The agent server's own `ConversationInfo` of the conversation (read by the tests that
+    /// share this rig: conversation_kept, budget, agent_profile_fields).
+    #[allow(dead_code)]
+    pub fn info(&self, conversation: &str) -> Value {
+        let (status, body) = send_json(
+            client()
+                .get(self.conversation_url(conversation))
+                .header("X-Session-API-Key", &self.key),
+        );
+        assert_eq!(status, 200, "{body}");
+        body
+    }
+
+    /// The agent server's own event ids of the conversation, in the order Switchboard answers
+    /// them: by timestamp (a stable sort of the agent server's order). The two differ where the
+    /// agent server appends an event stamped before one it appended earlier: the
+    /// `SecurityAnalysisEvent` of OpenHands' LLM security analyzer comes after the `stats`
+    /// update of its action's LLM call but is stamped before it.
     pub fn event_ids(&self, conversation: &str) -> Vec<String> {
-        self.events(conversation)
-            .iter()
-            .map(|e| e["id"].as_str().unwrap().to_owned())
-            .collect()
+        answer_order(self.events(conversation))
     }
 
     /// The agent server's own events of the conversation, oldest first.
@@ -417,7 +432,8 @@ impl Agent {
     }
 
     /// Waits until the conversation's runs have finished `runs` times (its
-    /// `execution_status: finished` updates); its event ids then.
+    /// `execution_status: finished` updates); its event ids then, in the order Switchboard
+    /// answers them.
     #[track_caller]
     pub fn wait_finished(&self, conversation: &str, runs: usize) -> Vec<String> {
         let deadline = Instant::now() + Duration::from_secs(120);
@@ -428,10 +444,7 @@ impl Agent {
                 .filter(|e| e["key"] == "execution_status" && e["value"] == "finished")
                 .count();
             if finished >= runs {
-                return events
-                    .iter()
-                    .map(|e| e["id"].as_str().unwrap().to_owned())
-                    .collect();
+                return answer_order(events);
             }
             assert!(
                 Instant::now() < deadline,
@@ -440,4 +453,17 @@ impl Agent {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+}
+
+/// The ids of the agent server's `events` in the order Switchboard answers them (see
+/// [`Agent::event_ids`]): by timestamp, ties in the agent server's order.
+fn answer_order(mut events: Vec<Value>) -> Vec<String> {
+    events.sort_by(|a, b| {
+        let t = |e: &Value| e["timestamp"].as_str().unwrap_or_default().to_owned();
+        t(a).cmp(&t(b))
+    });
+    events
+        .iter()
+        .map(|e| e["id"].as_str().unwrap().to_owned())
+        .collect()
 }

@@ -149,8 +149,9 @@ fn start(r: &Rig, key: &str, sandbox: &str, extra: Value) -> Value {
 }
 
 /// Checks the workspace of `task`'s conversation: the repository at `branch`, no token in its
-/// configuration, remote URL or the environment, the credential directory gone.
-fn check_workspace(url: &str, session: &str, task: &Value, branch: &str, origin: &str) {
+/// configuration, remote URL or the environment, the credential directory gone. Returns the
+/// working directory.
+fn check_workspace(url: &str, session: &str, task: &Value, branch: &str, origin: &str) -> String {
     let conv = task["app_conversation_id"]
         .as_str()
         .unwrap()
@@ -215,6 +216,7 @@ fn check_workspace(url: &str, session: &str, task: &Value, branch: &str, origin:
         .trim(),
         "gone"
     );
+    ws
 }
 
 pub fn clones_with_the_users_token(
@@ -224,6 +226,13 @@ pub fn clones_with_the_users_token(
 ) {
     let git = &r.git;
     let base = format!("http://127.0.0.1:{}", git.port);
+    // The owner's git identity (issue 36); clones are shallow by default.
+    let (code, b) = r.post(
+        "/api/v1/settings",
+        &r.owner,
+        json!({"git_user_name": "Ada O'Neil", "git_user_email": "ada@example.com"}),
+    );
+    assert_eq!(code, 200, "{b}");
     // GitHub through the operator's URL for the provider, with the owner's token.
     let task = start(
         r,
@@ -232,13 +241,49 @@ pub fn clones_with_the_users_token(
         json!({"selected_repository": "team/private", "git_provider": "github", "selected_branch": "work"}),
     );
     assert_eq!(task["status"], "READY", "{backend}: {task}");
-    check_workspace(
+    let ws = check_workspace(
         url,
         session,
         &task,
         "work",
         &format!("{base}/team/private.git"),
     );
+    let in_ws = |c: &str| sh(url, session, &format!("cd '{ws}' && {c}"));
+    assert_eq!(
+        in_ws("git rev-parse --is-shallow-repository").trim(),
+        "true",
+        "{backend}: git_full_clone is false by default"
+    );
+    assert_eq!(
+        (
+            in_ws("git config user.name").trim(),
+            in_ws("git config user.email").trim()
+        ),
+        ("Ada O'Neil", "ada@example.com"),
+        "{backend}"
+    );
+    // The agent is told the history is shallow.
+    let creates: Value = client()
+        .get(format!("{}/standin/creates", direct_agent_url(url)))
+        .send()
+        .unwrap()
+        .json()
+        .unwrap();
+    let suffix = creates.as_array().unwrap().last().unwrap()["agent"]["agent_context"]
+        ["system_message_suffix"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        suffix.contains("git fetch --unshallow"),
+        "{backend}: {suffix:?}"
+    );
+    let (code, b) = r.post(
+        "/api/v1/settings",
+        &r.owner,
+        json!({"git_full_clone": true}),
+    );
+    assert_eq!(code, 200, "{b}");
     let users: Vec<Value> = git.requests().iter().map(|q| q["user"].clone()).collect();
     assert!(
         users.contains(&json!("x-access-token")),
@@ -258,12 +303,22 @@ pub fn clones_with_the_users_token(
         json!({"selected_repository": "team/private", "git_provider": "gitlab"}),
     );
     assert_eq!(task["status"], "READY", "{backend}: {task}");
-    check_workspace(
+    let ws = check_workspace(
         url,
         session,
         &task,
         "main",
         &format!("{base}/team/private.git"),
+    );
+    assert_eq!(
+        sh(
+            url,
+            session,
+            &format!("cd '{ws}' && git rev-parse --is-shallow-repository")
+        )
+        .trim(),
+        "false",
+        "{backend}: git_full_clone"
     );
     assert!(
         git.requests()

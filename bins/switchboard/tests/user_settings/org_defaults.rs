@@ -46,6 +46,8 @@ pub fn org_defaults_reach_members(r: &Rig, backend: Backend) {
             "llm": {"model": "openai/org-model", "base_url": ORG_URL, "api_key": ORG_KEY},
             "mcp_config": {"sse_servers": [{"url": "http://127.0.0.1:6/sse", "api_key": ORG_MCP_KEY}]},
         },
+        "conversation_settings_diff": {"confirmation_mode": true, "security_analyzer": "none",
+            "max_iterations": 42},
         "search_api_key": ORG_SEARCH_KEY,
     });
     let (code, e) = patch(r, &r.member, &r.org, full.clone());
@@ -111,6 +113,17 @@ fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
         c["agent"]["mcp_config"]["sse_servers"][0]["api_key"],
         ORG_MCP_KEY
     );
+    // The organization's conversation settings (issue 36): confirmation without the analyzer
+    // asks for every action; its max_iterations.
+    assert_eq!(
+        (
+            &c["confirmation_policy"],
+            c.get("security_analyzer"),
+            &c["max_iterations"]
+        ),
+        (&json!({"kind": "AlwaysConfirm"}), None, &json!(42)),
+        "{backend}: {c}"
+    );
     let c = start(
         r,
         &r.member,
@@ -174,6 +187,27 @@ fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
         c["agent"]["mcp_config"],
         json!({"stdio_servers": []}),
         "{c}"
+    );
+    // Their own conversation settings win, key by key, over the organization's.
+    let (code, e) = r.post(
+        "/api/v1/settings",
+        &r.member,
+        json!({"conversation_settings_diff": {"security_analyzer": "llm"}}),
+    );
+    assert_eq!(code, 200, "{e}");
+    let c = start(r, &r.member, &sandbox, &url, json!({}));
+    assert_eq!(
+        (
+            &c["confirmation_policy"],
+            &c["security_analyzer"],
+            &c["max_iterations"]
+        ),
+        (
+            &json!({"kind": "ConfirmRisky"}),
+            &json!({"kind": "LLMSecurityAnalyzer"}),
+            &json!(42)
+        ),
+        "{backend}: {c}"
     );
     own_key_then_org_model_only(r, backend, (&sandbox, &url));
 }

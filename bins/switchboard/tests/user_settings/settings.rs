@@ -155,7 +155,8 @@ pub fn settings_profiles_and_validation(r: &Rig, backend: Backend) {
     assert_eq!(list["profiles"].as_array().unwrap().len(), 2, "{list}");
     assert_eq!(
         list["profiles"][0],
-        json!({"name": "fast", "model": "openai/profile-model", "base_url": null, "api_key_set": true})
+        json!({"name": "fast", "model": "openai/profile-model", "base_url": null,
+               "provider_connection_id": null, "provider_connection_broken": false, "api_key_set": true})
     );
     assert_eq!(list["profiles"][1]["model"], "openai/user-model");
     let (code, one) = r.get("/api/v1/settings/profiles/fast", &r.owner);

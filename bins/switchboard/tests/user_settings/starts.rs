@@ -68,7 +68,13 @@ pub fn starts_take_the_users_settings(r: &Rig, backend: Backend, (mine, url): (&
         c["agent"]["mcp_config"]["sse_servers"][0]["api_key"],
         MCP_KEY
     );
-    assert_eq!(c["confirmation_policy"], json!({"kind": "AlwaysConfirm"}));
+    // Confirmation on with OpenHands' default analyzer (`llm`): the risky actions only, rated
+    // by the LLM analyzer (issue 36).
+    assert_eq!(c["confirmation_policy"], json!({"kind": "ConfirmRisky"}));
+    assert_eq!(
+        c["security_analyzer"],
+        json!({"kind": "LLMSecurityAnalyzer"})
+    );
     // The request's model replaces the model, not the key.
     let c = start(
         r,
@@ -81,6 +87,52 @@ pub fn starts_take_the_users_settings(r: &Rig, backend: Backend, (mine, url): (&
         (&c["agent"]["llm"]["model"], &c["agent"]["llm"]["api_key"]),
         (&json!("openai/request-model"), &json!(PROFILE_KEY))
     );
+    // The member's disabled skills and marketplaces, then the organization's marketplaces under
+    // names the member's do not take, reach the agent's context (issue 36).
+    let (code, e) = r.post(
+        "/api/v1/settings",
+        &r.owner,
+        json!({"disabled_skills": ["noisy"], "registered_marketplaces": [
+            {"name": "mine", "source": "github:me/plugins", "auto_load": true},
+            {"name": "shared", "source": "github:me/shared", "auto_load": false}]}),
+    );
+    assert_eq!(code, 200, "{e}");
+    let (code, e) = r.post(
+        "/api/organizations/app",
+        &r.owner,
+        json!({"registered_marketplaces": [
+            {"name": "shared", "source": "github:team/shared", "auto_load": true},
+            {"name": "team", "source": "github:team/plugins", "ref": "v2", "auto_load": true}]}),
+    );
+    assert_eq!(code, 200, "{e}");
+    let c = start(r, &r.owner, mine, url, json!({}));
+    let context = &c["agent"]["agent_context"];
+    assert_eq!(
+        context["disabled_skills"],
+        json!(["noisy"]),
+        "{backend}: {c}"
+    );
+    assert_eq!(
+        context["registered_marketplaces"],
+        json!([
+            {"name": "mine", "source": "github:me/plugins", "ref": null, "repo_path": null, "auto_load": true},
+            {"name": "shared", "source": "github:me/shared", "ref": null, "repo_path": null, "auto_load": false},
+            {"name": "team", "source": "github:team/plugins", "ref": "v2", "repo_path": null, "auto_load": true},
+        ]),
+        "{backend}: {c}"
+    );
+    let (code, e) = r.post(
+        "/api/v1/settings",
+        &r.owner,
+        json!({"disabled_skills": null, "registered_marketplaces": null}),
+    );
+    assert_eq!(code, 200, "{e}");
+    let (code, e) = r.post(
+        "/api/organizations/app",
+        &r.owner,
+        json!({"registered_marketplaces": []}),
+    );
+    assert_eq!(code, 200, "{e}");
     // No active profile: the settings' LLM.
     r.post("/api/v1/settings", &r.owner, json!({"agent_settings_diff": {"llm": {"model": "openai/user-model", "api_key": LLM_KEY, "base_url": "http://127.0.0.1:8/v1"}}}));
     let c = start(r, &r.owner, mine, url, json!({}));
@@ -106,6 +158,11 @@ pub fn starts_take_the_users_settings(r: &Rig, backend: Backend, (mine, url): (&
     assert!(
         c.get("secrets").is_none() && c.get("confirmation_policy").is_none(),
         "{backend}: {c}"
+    );
+    assert_eq!(
+        c["security_analyzer"],
+        json!({"kind": "LLMSecurityAnalyzer"}),
+        "OpenHands' default analyzer: {c}"
     );
     assert!(c["agent"].get("mcp_config").is_none());
 }

@@ -381,7 +381,7 @@ pub async fn delete_app_conversation(
         (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
         (status = 413, description = "Body over 1 MiB", body = ErrorDetail),
         (status = 502, description = "The agent server failed", body = ErrorDetail),
-        (status = 409, description = "The sandbox is not run by Switchboard (registered: no agent server URL or key)", body = ErrorDetail),
+        (status = 409, description = "The sandbox is not run by Switchboard (registered: no agent server URL or key), or `run: true` for a conversation over its budget (`max_budget_per_task`)", body = ErrorDetail),
         (status = 503, description = "The sandbox is ERROR or did not become RUNNING in time", body = ErrorDetail),
         ApiKeyErrors,
     ))]

@@ -4,6 +4,7 @@
 //! agent server's `switch_llm` with its key.
 
 use actix_web::{post, web};
+use switchboard_domain::DomainError;
 use switchboard_domain::user_settings::profiles::parse_switch_profile;
 
 use crate::AppState;
@@ -24,7 +25,7 @@ use crate::responses::ApiKeyErrors;
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = Success),
-        (status = 400, description = "The profile names no model", body = ErrorDetail),
+        (status = 400, description = "The profile names no model, or a model `--llm-model-allow` does not allow", body = ErrorDetail),
         (status = 404, description = "No such profile of the caller's; or the conversation is unknown, another organization's, or another member's seen by a member", body = ErrorDetail),
         (status = 409, description = "The sandbox is not run by Switchboard", body = ErrorDetail),
         (status = 410, description = "The sandbox is MISSING or deleted", body = ErrorDetail),
@@ -51,6 +52,13 @@ pub async fn switch_profile(
             // An unknown conversation is its 404 before the profile's.
             conversations.require_visible(&ctx, id)?;
             let llm = s.services.user_settings().profile_llm(&ctx, &name)?;
+            if let Some(why) = llm
+                .model
+                .as_deref()
+                .and_then(|m| s.llm_catalog.allow_list().refusal(m))
+            {
+                return Err(DomainError::BadRequest(why).into());
+            }
             conversations.switch_llm(&ctx, id, llm.into_spec(&name)?)?;
             Ok(())
         })

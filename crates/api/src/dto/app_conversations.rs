@@ -43,7 +43,8 @@ pub struct AppConversationOut {
     pub llm_model: Option<String>,
     /// `openhands` (or `acp`).
     pub agent_kind: String,
-    /// OpenHands' `MetricsSnapshot`, as last reported.
+    /// OpenHands' `MetricsSnapshot`, as last reported, its `max_budget_per_task` the
+    /// conversation's budget (USD, fixed at its start) when it has one.
     #[schema(value_type = Option<Object>)]
     pub metrics: Option<Value>,
     /// The conversation it is a sub-conversation of (32 hex digits).
@@ -70,8 +71,8 @@ pub struct AppConversationOut {
     /// Its sandbox's status from the last reconciliation (`MISSING` when gone).
     pub sandbox_status: SandboxStatusName,
     /// The run state its agent server last reported by webhook (`idle`, `running`,
-    /// `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`); `null` unless the
-    /// sandbox is `RUNNING`. No agent server is called.
+    /// `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`); `error` once its
+    /// budget stopped it. No agent server is called.
     pub execution_status: Option<String>,
     /// `{agent server}/api/conversations/{id}` while the sandbox is `RUNNING`, the agent
     /// server as Switchboard shows it: on the sandbox's own port, a host of its own, or

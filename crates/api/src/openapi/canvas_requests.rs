@@ -5,10 +5,11 @@
 //! it cannot state (a name already taken, the limits) is in the descriptions and API.md.
 
 use serde_json::{Map, Value, json};
+use switchboard_domain::agent_profile_fields::{ACP_SERVERS, AGENT_CLASS};
 use switchboard_domain::agent_profiles::SCHEMA_VERSION;
 use switchboard_domain::validation::NO_NUL_PATTERN;
 
-use super::settings_requests::BASE_URL_PATTERN;
+use super::settings_requests::{BASE_URL_PATTERN, condenser, verification};
 
 fn component(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
@@ -47,10 +48,12 @@ fn common(kind: &str) -> Map<String, Value> {
 
 fn openhands_profile() -> Value {
     let mut p = common("openhands");
-    let free = json!({"anyOf": [{"type": "object", "additionalProperties": component("JsonValueWithoutNul"), "propertyNames": {"pattern": NO_NUL_PATTERN}}, {"type": "null"}]});
     for (k, v) in [
         ("llm_profile_ref", text()),
-        ("agent", text()),
+        (
+            "agent",
+            json!({"enum": [AGENT_CLASS], "description": "The one agent class the agent server builds (the SDK's `Agent`)."}),
+        ),
         (
             "tools",
             json!({"type": ["array", "null"], "items": {
@@ -62,8 +65,8 @@ fn openhands_profile() -> Value {
         ),
         ("system_message_suffix", nullable_text()),
         ("disabled_skills", names()),
-        ("condenser", free.clone()),
-        ("verification", free),
+        ("condenser", condenser()),
+        ("verification", verification()),
         ("enable_sub_agents", json!({"type": "boolean"})),
         ("enable_switch_llm_tool", json!({"type": "boolean"})),
         (
@@ -86,7 +89,7 @@ fn acp_profile() -> Value {
     let mut p = common("acp");
     let timeout = json!({"type": "number", "exclusiveMinimum": 0, "maximum": f64::MAX});
     for (k, v) in [
-        ("acp_server", text()),
+        ("acp_server", json!({"enum": ACP_SERVERS})),
         ("acp_model", nullable_text()),
         ("acp_session_mode", nullable_text()),
         ("acp_prompt_timeout", timeout.clone()),

@@ -8,6 +8,7 @@
 //! already taken, the profile and secret limits) is in the descriptions and API.md.
 
 use serde_json::{Value, json};
+use switchboard_domain::agent_profile_fields::{AGENT_CLASS, CONDENSER_KINDS, CRITIC_MODES};
 use switchboard_domain::user_secrets::{
     MAX_DESCRIPTION_CHARS, MAX_SECRET_VALUE_BYTES, PROVIDER_TYPES, SECRET_NAME_PATTERN,
 };
@@ -109,6 +110,86 @@ fn settings_schema() -> Value {
     )
 }
 
+/// An object of the known `fields` (each its schema), other fields of any value (ignored), or
+/// `null` (the defaults).
+fn settings_object(title: &str, description: &str, fields: Value) -> Value {
+    json!({"anyOf": [{
+        "type": "object", "title": title, "description": description, "properties": fields,
+        "propertyNames": {"pattern": NO_NUL_PATTERN},
+        "additionalProperties": component("JsonValueWithoutNul"),
+    }, {"type": "null"}]})
+}
+
+/// The SDK's `CondenserSettingsConfig`, its bounds (every field checked whatever the kind).
+pub(super) fn condenser() -> Value {
+    let fraction = json!({"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1});
+    settings_object(
+        "CondenserSettings",
+        "How the agent condenses its history; absent or `null`: an enabled LLM summarizing condenser (240 events, the first 2 kept). `enabled: false`: none.",
+        json!({
+            "condenser_kind": {"enum": CONDENSER_KINDS},
+            "enabled": {"type": "boolean"},
+            "max_size": {"type": "integer", "minimum": 20, "maximum": i64::MAX},
+            "max_tokens": {"type": ["integer", "null"], "minimum": 1, "maximum": i64::MAX},
+            "keep_first": {"type": "integer", "minimum": 0, "maximum": i64::MAX},
+            "minimum_progress": fraction,
+            "hard_context_reset_max_retries": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
+            "hard_context_reset_context_scaling": fraction,
+        }),
+    )
+}
+
+/// The SDK's `ProfileVerificationSettings`, the critic off (`critic_enabled: true` is refused:
+/// the critic would take the agent's LLM key to its critic service).
+pub(super) fn verification() -> Value {
+    settings_object(
+        "ProfileVerificationSettings",
+        "The critic's settings. `critic_enabled` must be false: Switchboard does not start the critic, which authenticates to its critic service with the agent's LLM key.",
+        json!({
+            "critic_enabled": {"enum": [false]},
+            "critic_mode": {"enum": CRITIC_MODES},
+            "enable_iterative_refinement": {"type": "boolean"},
+            "critic_threshold": {"type": "number", "minimum": 0, "maximum": 1},
+            "max_refinement_iterations": {"type": "integer", "minimum": 1, "maximum": i64::MAX},
+            "critic_server_url": nullable_text(),
+            "critic_model_name": nullable_text(),
+        }),
+    )
+}
+
+/// The fields of a member's `agent_settings_diff` a start acts on or refuses beyond `llm` and
+/// `mcp_config` (`switchboard_domain::user_settings::agent_fields`; issue 36).
+fn member_agent_fields() -> Value {
+    json!({
+        "condenser": condenser(),
+        "verification": verification(),
+        "agent": {"enum": [AGENT_CLASS, null], "description": "The one agent class the agent server builds."},
+        "agent_kind": {"enum": ["openhands", null], "description": "An ACP agent starts from an agent profile."},
+        "tool_concurrency_limit": {"type": ["integer", "null"], "minimum": 1, "maximum": i64::MAX},
+        "tools": {"type": ["array", "null"], "items": {
+            "type": "object", "required": ["name"],
+            "properties": {"name": {"type": "string", "pattern": NO_NUL_PATTERN}, "params": component("JsonValueWithoutNul")},
+            "propertyNames": {"pattern": NO_NUL_PATTERN},
+            "additionalProperties": component("JsonValueWithoutNul"),
+        }},
+    })
+}
+
+/// `POST /api/v1/settings`' body with the member's agent fields stated
+/// ([`member_agent_fields`]); the organization's defaults take the agent diff without them.
+fn member_settings_schema() -> Value {
+    let mut s = settings_schema();
+    if let Some(props) = s
+        .pointer_mut("/properties/agent_settings_diff/anyOf/0/properties")
+        .and_then(Value::as_object_mut)
+    {
+        for (k, v) in member_agent_fields().as_object().into_iter().flatten() {
+            props.insert(k.clone(), v.clone());
+        }
+    }
+    s
+}
+
 /// `PATCH /api/organizations/{org_id}/settings`' body: OpenHands' four fields, each as a
 /// member's settings take it; any other field refused.
 fn org_defaults_schema() -> Value {
@@ -154,15 +235,16 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
         (
             "LLMSettingsInput",
             nul_free_object(
-                "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`.",
+                "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`; `provider_connection_id` names one of the organization's provider connections, whose base URL and key the LLM then uses (a profile naming one stores no key or base URL of its own).",
                 json!({
                     "api_key": nullable_text(),
                     "model": nullable_text(),
                     "base_url": {"type": ["string", "null"], "pattern": BASE_URL_PATTERN},
+                    "provider_connection_id": nullable_text(),
                 }),
             ),
         ),
-        ("Settings", settings_schema()),
+        ("Settings", member_settings_schema()),
         (
             "SaveProfileRequest",
             json!({

@@ -162,7 +162,8 @@ async fn organization_profiles(backend: Backend) {
     has_reads(request(&f, "list"), &list, "list");
     assert_eq!(
         list["profiles"][0],
-        json!({"name": "team", "model": "openai/gpt-4o-mini", "base_url": "https://llm.example.test/v1", "api_key_set": true})
+        json!({"name": "team", "model": "openai/gpt-4o-mini", "base_url": "https://llm.example.test/v1",
+               "provider_connection_id": null, "provider_connection_broken": false, "api_key_set": true})
     );
     let (code, one) = ocall(&app, &f, &member, "get", &team, None).await;
     assert_eq!(code, 200);

@@ -272,6 +272,27 @@ async fn agent_profile_errors(backend: Backend) {
             json!(["body", "acp_prompt_timeout"]),
         ),
         ("a", json!([1]), json!(["body"])),
+        // What a start could not carry out is refused at save, saying why.
+        (
+            "a",
+            json!({"llm_profile_ref": "x", "agent": "PlannerAgent"}),
+            json!(["body", "agent"]),
+        ),
+        (
+            "a",
+            json!({"llm_profile_ref": "x", "verification": {"critic_enabled": true}}),
+            json!(["body", "verification", "critic_enabled"]),
+        ),
+        (
+            "a",
+            json!({"llm_profile_ref": "x", "condenser": {"max_size": 10}}),
+            json!(["body", "condenser", "max_size"]),
+        ),
+        (
+            "a",
+            json!({"agent_kind": "acp", "acp_server": "claude"}),
+            json!(["body", "acp_server"]),
+        ),
         (
             "bad%20name",
             json!({"llm_profile_ref": "x"}),
@@ -289,6 +310,14 @@ async fn agent_profile_errors(backend: Backend) {
             (422, &loc),
             "{backend}: {body}: {e}"
         );
+        // The reason is in the answer.
+        let msg = e["detail"][0]["msg"].as_str().unwrap_or_default();
+        if body.get("verification").is_some() {
+            assert!(msg.contains("LLM key"), "{backend}: {msg}");
+        }
+        if body.get("agent").is_some() {
+            assert!(msg.contains("one agent class"), "{backend}: {msg}");
+        }
     }
     let r = app
         .req(Method::POST, "/api/agent-profiles/a", Some(&key))

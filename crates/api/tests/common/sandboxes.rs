@@ -179,6 +179,8 @@ pub async fn spawn_sandbox_app_with(
             max_sandboxes_per_user: options.max_per_user,
             max_sandboxes_per_org: options.max_per_org,
             warm_sandboxes: options.warm,
+            max_conversations_per_sandbox:
+                switchboard_domain::sandboxes::grouping::DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX,
             probe_timeout: Duration::from_secs(2),
             local_repositories: options.local_repositories.clone(),
             git_provider_urls: options.git_provider_urls.clone(),

@@ -146,6 +146,10 @@ pub struct AppConversationInfo {
     /// The run state the webhooks last reported (not an OpenHands field of the info; the
     /// source of [`AppConversation::execution_status`], reference §9).
     pub execution_status: Option<ExecutionStatus>,
+    /// Its budget in USD, fixed at its start (API.md, "Budgets"); `None`: none.
+    pub max_budget_per_task: Option<f64>,
+    /// Whether its cost reached the budget and Switchboard stopped it.
+    pub budget_reached: bool,
     /// Creation time.
     pub created_at: OffsetDateTime,
     /// Last change.
@@ -161,7 +165,8 @@ pub struct AppConversation {
     /// Its sandbox's status (`MISSING` when there is none).
     pub sandbox_status: SandboxStatus,
     /// The run state Switchboard stores (no call to the agent server; issue 10), the last
-    /// one reported also while the sandbox is paused, deleted or lost (issue 31).
+    /// one reported also while the sandbox is paused, deleted or lost (issue 31); `error`
+    /// once its budget stopped it ([`crate::conversations::budget::answered_status`]).
     pub execution_status: Option<ExecutionStatus>,
     /// `{agent server url}/api/conversations/{id.hex}` while the sandbox runs.
     pub conversation_url: Option<String>,

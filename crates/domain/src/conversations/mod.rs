@@ -5,14 +5,17 @@
 //! send-message values), [`bodies`] their body rules, [`start_tasks`] the start tasks,
 //! [`start_request`] the start body's rules, [`sealed_start`] what a start keeps sealed and
 //! [`repository`] the repository sources a start may clone; [`run_details`] the LLM model and
-//! metrics an agent server reports.
+//! metrics an agent server reports; [`budget`] the budget a conversation stops at.
 
 pub mod app;
 pub mod bodies;
+pub mod budget;
 pub mod provider_remote;
 pub mod repository;
 pub mod run_details;
 pub mod sealed_start;
+pub mod skill_sources;
+pub mod start_preferences;
 pub mod start_request;
 pub mod start_tasks;
 pub mod workspace;

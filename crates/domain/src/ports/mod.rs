@@ -19,9 +19,10 @@ pub mod user_settings;
 pub use agent_profiles::{AgentProfileEdit, AgentProfileStore};
 pub use conversations::ConversationStore;
 pub use conversations::app::{AppConversationStore, DeletedConversation};
+pub use conversations::budgets::BudgetStore;
 pub use conversations::pending::PendingMessageStore;
 pub use conversations::start_tasks::{
-    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+    JoinSandbox, StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
@@ -49,6 +50,7 @@ pub trait Store:
     + OrgSettingsStore
     + SandboxStore
     + ConversationStore
+    + BudgetStore
     + EventStore
     + StartTaskStore
     + AppConversationStore

@@ -39,6 +39,10 @@ pub struct StartSandbox {
     pub limit: RunningLimit,
     /// The quotas checked first, in the same transaction (issue 18, Quotas).
     pub quota: SandboxQuota,
+    /// The start task the sandbox is for, bound to it (its `sandbox_id`) in the same
+    /// transaction, so a concurrent grouped start counts it at once
+    /// ([`crate::sandboxes::grouping`]).
+    pub bind_task: Option<crate::conversations::start_tasks::StartTaskId>,
 }
 
 /// What a start did: started, or refused by a quota (nothing written).

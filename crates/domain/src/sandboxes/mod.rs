@@ -10,6 +10,7 @@ pub mod changes;
 pub mod egress;
 pub mod event_streams;
 pub mod failures;
+pub mod grouping;
 pub mod handles;
 pub mod limits;
 pub mod listeners;

@@ -316,6 +316,19 @@ pub trait AgentServerClient:
         key: &SessionKey,
         conversation: crate::ids::ConversationId,
     ) -> Result<(), AgentServerError>;
+
+    /// `POST {base_url}/api/conversations/{conversation}/pause` with `X-Session-API-Key`: the
+    /// run stops after its current step (the answer waits for it). 2xx, and 404 (unknown
+    /// there: nothing runs), are success.
+    ///
+    /// # Errors
+    /// As [`AgentServerClient::send_message`].
+    fn pause_conversation(
+        &self,
+        base_url: &str,
+        key: &SessionKey,
+        conversation: crate::ids::ConversationId,
+    ) -> Result<(), AgentServerError>;
 }
 
 /// A shell command for an agent server's bash endpoint: the body of the call, its

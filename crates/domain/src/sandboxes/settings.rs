@@ -72,6 +72,11 @@ pub struct SandboxSettings {
     pub max_sandboxes_per_org: Option<u32>,
     /// Unowned sandboxes of the default spec kept started (`--warm-sandboxes`, default 0).
     pub warm_sandboxes: u32,
+    /// The conversations a sandbox holds before a grouped start leaves it for another
+    /// (`--sandbox-max-conversations`, default
+    /// [`DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX`](crate::sandboxes::grouping::DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX);
+    /// [`crate::sandboxes::grouping`]). A start naming `sandbox_id` is not held to it.
+    pub max_conversations_per_sandbox: u32,
     /// The timeout of one `/alive` probe.
     pub probe_timeout: Duration,
     /// The directories under which a start may clone a local path or `file://` URL

@@ -41,6 +41,8 @@ impl EffectiveLlm {
     }
 
     /// What [`choose_llm`] picks from `levels`, and whose key (else base URL, else model) it is.
+    /// An endpoint lost with its provider connection ([`broken_endpoint`]) shows as none,
+    /// its level's: a start would fail, not use a later level's.
     pub(crate) fn of(levels: &[(OwnLlm, &'static str)], stream: bool) -> Self {
         let (llm, _) = choose_llm(levels, stream);
         let whose = |s: &str| match s {
@@ -48,6 +50,15 @@ impl EffectiveLlm {
             "org" => "organization",
             _ => "operator",
         };
+        if broken_endpoint(levels).is_some() {
+            let at = levels.iter().find(|(l, _)| l.broken.is_some());
+            return EffectiveLlm {
+                model: llm.model,
+                base_url: None,
+                api_key_set: false,
+                source: at.map(|(_, s)| whose(s)),
+            };
+        }
         // Whose key goes, else whose base URL, else whose model.
         let source = levels
             .iter()
@@ -62,6 +73,17 @@ impl EffectiveLlm {
             source,
         }
     }
+}
+
+/// Why the start's endpoint cannot be chosen: the first level that sets a base URL or key is
+/// one whose provider connection no longer exists (its `broken` text), so the endpoint would
+/// otherwise fall to a later level's key. `None` when the endpoint is sound.
+pub(crate) fn broken_endpoint(levels: &[(OwnLlm, &'static str)]) -> Option<String> {
+    levels
+        .iter()
+        .map(|(l, _)| l)
+        .find(|l| l.broken.is_some() || l.base_url.is_some() || l.api_key.is_some())
+        .and_then(|l| l.broken.clone())
 }
 
 /// The LLM from the levels, first to last (the rule in `start_settings`' text): the model of the first level
@@ -115,7 +137,53 @@ mod tests {
             model: model.map(str::to_owned),
             base_url: base_url.map(str::to_owned),
             api_key: key.map(str::to_owned),
+            broken: None,
         }
+    }
+
+    /// A level whose provider connection was deleted stops the choice there: no later key.
+    #[test]
+    fn a_lost_connection_is_not_replaced_by_another_key() {
+        let server = l(Some("srv-m"), Some("http://srv"), Some("srv-k"));
+        let lost = OwnLlm {
+            broken: Some(
+                "LLM profile 'p' uses provider connection 'c', which no longer exists".into(),
+            ),
+            ..l(Some("u-m"), None, None)
+        };
+        let levels = [
+            (lost.clone(), "profile"),
+            (l(None, None, Some("org-k")), "org"),
+            (server.clone(), "server"),
+        ];
+        assert!(
+            broken_endpoint(&levels)
+                .unwrap()
+                .contains("no longer exists")
+        );
+        let shown = EffectiveLlm::of(&levels, false);
+        assert_eq!(
+            (
+                shown.model.as_deref(),
+                shown.base_url,
+                shown.api_key_set,
+                shown.source
+            ),
+            (Some("u-m"), None, false, Some("user"))
+        );
+        // A sound level before it sets the endpoint: the lost one is never reached.
+        let levels = [
+            (l(Some("u-m"), None, Some("u-k")), "settings"),
+            (
+                OwnLlm {
+                    broken: Some("gone".into()),
+                    ..OwnLlm::default()
+                },
+                "org",
+            ),
+            (server, "server"),
+        ];
+        assert_eq!(broken_endpoint(&levels), None);
     }
 
     /// Whose LLM a member's settings show: the endpoint's level, else the model's.

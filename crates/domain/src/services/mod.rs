@@ -2,9 +2,11 @@
 //! them over one store and hands each out (`switchboard.events()`, …), so a handler or a
 //! command calls the service of its resource. Every method blocks on storage.
 
+mod agent_launch;
 mod agent_profiles;
 mod api_keys;
 mod auth;
+mod budgets;
 mod conversations;
 mod device_auth;
 mod event_catch_up;
@@ -18,6 +20,7 @@ mod membership;
 mod operator;
 mod org_defaults;
 mod org_settings;
+mod provider_links;
 mod sandbox_access;
 mod sandbox_catch_up;
 mod sandbox_proxy;
@@ -35,9 +38,11 @@ mod users;
 use std::sync::Arc;
 
 pub use crate::identity::redaction::redact;
+pub use agent_launch::{LaunchProfile, SUB_AGENT_TOOL};
 pub use agent_profiles::AgentProfileService;
 pub use api_keys::{ApiKeyService, DEFAULT_MAX_API_KEYS_PER_MEMBER};
 pub use auth::AuthService;
+pub use budgets::BudgetWatch;
 pub use conversations::ConversationService;
 pub use conversations::app::{AppConversationService, MessageSent};
 pub use conversations::pending::{PendingMessageService, Queued};
@@ -104,6 +109,7 @@ pub struct Switchboard {
     workspaces: WorkspaceService,
     pending_messages: PendingMessageService,
     agent_profiles: AgentProfileService,
+    budgets: BudgetWatch,
 }
 
 impl Switchboard {
@@ -117,19 +123,22 @@ impl Switchboard {
         let sandboxes: Arc<dyn SandboxStore> = store.clone();
         let user_settings_store: Arc<dyn UserSettingsStore> = store.clone();
         let user_secret_store: Arc<dyn UserSecretStore> = store.clone();
+        let org_defaults_store: Arc<dyn OrgDefaultsStore> = store.clone();
         let user_settings = UserSettingsService::new(
             user_settings_store,
             user_secret_store.clone(),
             identity.clone(),
             settings.clone(),
+            org_defaults_store.clone(),
         );
         let user_secrets = UserSecretService::new(user_secret_store, sandboxes.clone());
-        let org_defaults_store: Arc<dyn OrgDefaultsStore> = store.clone();
         let org_defaults = OrgDefaultsService::new(org_defaults_store, identity.clone());
         let agent_profile_store: Arc<dyn AgentProfileStore> = store.clone();
         let agent_profiles = AgentProfileService::new(agent_profile_store);
         let conversations: Arc<dyn ConversationStore> = store.clone();
-        let events: Arc<dyn EventStore> = store.clone();
+        // Every path that stores events goes through the budget watch (API.md, "Budgets").
+        let budgets = BudgetWatch::new(store.clone(), store.clone());
+        let events: Arc<dyn EventStore> = Arc::new(budgets.clone());
         let api_keys = ApiKeyService::new(identity.clone());
         let start_store: Arc<dyn StartTaskStore> = store.clone();
         let app_store: Arc<dyn AppConversationStore> = store.clone();
@@ -189,6 +198,7 @@ impl Switchboard {
             user_secrets,
             org_defaults,
             agent_profiles,
+            budgets,
         }
     }
 
@@ -235,6 +245,14 @@ impl Switchboard {
     #[must_use]
     pub fn with_llm(mut self, llm: LlmConfig) -> Self {
         self.conversation_start = self.conversation_start.with_llm(llm);
+        self
+    }
+
+    /// The same services refusing starts whose LLM model `allow` does not allow
+    /// (`--llm-model-allow`; issue 36).
+    #[must_use]
+    pub fn with_model_allow(mut self, allow: crate::llm_allow::ModelAllowList) -> Self {
+        self.conversation_start = self.conversation_start.with_model_allow(allow);
         self
     }
 
@@ -480,5 +498,11 @@ impl Switchboard {
     /// Messages queued while a conversation starts (issue 22).
     pub fn pending_messages(&self) -> &PendingMessageService {
         &self.pending_messages
+    }
+
+    /// The jobs of budgets (API.md, "Budgets"): `budget-stops`, which pauses the runs of
+    /// conversations stopped by their budget through the sandbox service's agent servers.
+    pub fn budget_jobs(&self) -> Vec<crate::jobs::Job> {
+        vec![self.budgets.job(self.sandboxes.clone())]
     }
 }

@@ -42,6 +42,11 @@ pub struct OrgStartDefaults {
     pub api_key: Option<String>,
     /// The MCP configuration, unmasked.
     pub mcp_config: Option<Value>,
+    /// The organization's `conversation_settings` (what its members' own override; issue 36).
+    pub conversation_settings: serde_json::Map<String, Value>,
+    /// Why the default LLM cannot be used: it names a provider connection that no longer
+    /// exists (`base_url` and `api_key` are then none; issue 25).
+    pub llm_broken: Option<String>,
 }
 
 impl std::fmt::Debug for OrgStartDefaults {
@@ -229,9 +234,13 @@ impl OrgDefaultsService {
             return Ok(OrgStartDefaults::default());
         };
         if self.sealer.is_none() {
-            return Ok(OrgStartDefaults::default());
+            return Ok(OrgStartDefaults {
+                conversation_settings: rec.conversation_settings,
+                ..OrgStartDefaults::default()
+            });
         }
-        Ok(OrgStartDefaults {
+        let mut out = OrgStartDefaults {
+            conversation_settings: rec.conversation_settings.clone(),
             model: rec.llm_str("model").map(str::to_owned),
             base_url: rec.llm_str("base_url").map(str::to_owned),
             api_key: rec
@@ -247,7 +256,10 @@ impl OrgDefaultsService {
                 })
                 .transpose()?
                 .filter(|v| !v.is_null()),
-        })
+            llm_broken: None,
+        };
+        self.link_default_llm(&rec, org, &mut out)?;
+        Ok(out)
     }
 }
 

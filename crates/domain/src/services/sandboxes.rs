@@ -208,6 +208,21 @@ impl SandboxService {
         ctx: &OrgContext,
         spec_id: Option<&str>,
     ) -> Result<SandboxView, DomainError> {
+        self.start_sandbox_for(ctx, spec_id, None)
+    }
+
+    /// As [`start_sandbox`](Self::start_sandbox), for a conversation start: the new sandbox
+    /// is bound to start task `task` in the transaction that creates or claims it (sandbox
+    /// grouping counts the task at once, [`crate::sandboxes::grouping`]).
+    ///
+    /// # Errors
+    /// As [`start_sandbox`](Self::start_sandbox).
+    pub fn start_sandbox_for(
+        &self,
+        ctx: &OrgContext,
+        spec_id: Option<&str>,
+        task: Option<crate::conversations::start_tasks::StartTaskId>,
+    ) -> Result<SandboxView, DomainError> {
         let began = Instant::now();
         let m = self.managed()?;
         let settings = &m.m.settings;
@@ -249,6 +264,7 @@ impl SandboxService {
                 org: ctx.org.id,
                 per_org: settings.max_sandboxes_per_org,
             },
+            bind_task: task,
         })?;
         let started = match outcome {
             StartOutcome::Started(s) => s,

@@ -16,28 +16,35 @@
 //!
 //! A start naming `agent_profile_id` (issue 25) launches from that agent profile of the user's:
 //! its `llm_profile_ref` (an LLM profile of the user's, else of the organization's) is the
-//! user's level instead of the active profile or settings, its `system_message_suffix` comes
-//! before the request's, its
-//! `tools` (when not null) replace the standard ones, its `mcp_server_refs` (when not null)
-//! keep only the named MCP servers, its `secret_refs` (when not null) only the named
-//! secrets, and the conversation is tagged with the profile's id and revision (read back as
-//! `launched_agent_profile`). The profile's condenser, verification, skills and sub-agent
-//! fields are stored and answered but not acted on.
+//! user's level instead of the active profile or settings, its `mcp_server_refs` (when not
+//! null) keep only the named MCP servers, its `secret_refs` (when not null) only the named
+//! secrets, its other fields reach the agent as [`super::agent_launch`] says (an `acp`
+//! profile launches the agent server's ACP agent, with no LLM of Switchboard's), and the
+//! conversation is tagged with the profile's id and revision (read back as
+//! `launched_agent_profile`).
+//!
+//! An LLM profile (or settings LLM) naming a provider connection (`provider_connection_id`)
+//! takes the connection's base URL and key ([`crate::org_profiles::through_connection`]).
+//! When that connection no longer exists and the level would set the start's endpoint, the
+//! start fails saying so: no later level's key stands in for it.
 
 use serde_json::{Map, Value, json};
 
 use crate::agent_profiles::StoredAgentProfile;
+use crate::conversations::skill_sources;
 use crate::error::DomainError;
 use crate::identity::redaction::MASK;
 use crate::ids::{OrgId, UserId};
-use crate::sandboxes::agent_requests::{AgentContext, StartConversationRequest, ToolSpec};
+use crate::sandboxes::agent_requests::StartConversationRequest;
+use crate::sandboxes::grouping::SandboxGrouping;
 use crate::services::conversations::start::LlmConfig;
 use crate::services::user_secrets::UserSecretService;
 use crate::services::user_settings::{OwnLlm, UserSettingsService};
 use crate::services::{AgentProfileService, OrgDefaultsService};
-use crate::user_settings::view::conversation_settings;
+use crate::user_settings::view::conversation_defaults;
 
-use super::llm_choice::{EffectiveLlm, choose_llm};
+use super::agent_launch::LaunchProfile;
+use super::llm_choice::{EffectiveLlm, broken_endpoint, choose_llm};
 
 /// The user's settings and secrets, as a start reads them.
 #[derive(Clone)]
@@ -46,41 +53,6 @@ pub struct PersonalSettings {
     secrets: UserSecretService,
     org: OrgDefaultsService,
     agent_profiles: AgentProfileService,
-}
-
-/// What a start takes from the agent profile it names.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct LaunchProfile {
-    /// The profile's id (tag `agentprofileid`).
-    pub id: String,
-    /// Its revision at launch (tag `agentprofilerevision`).
-    pub revision: i64,
-    /// Its `system_message_suffix`.
-    pub system_message_suffix: Option<String>,
-    /// Its `tools` (`{name, params}` objects); `None`: the standard tools.
-    pub tools: Option<Vec<Value>>,
-}
-
-impl LaunchProfile {
-    fn of(p: &StoredAgentProfile) -> Self {
-        LaunchProfile {
-            id: p.id.to_string(),
-            revision: p.revision,
-            system_message_suffix: p
-                .text("system_message_suffix")
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned),
-            tools: p.body.get("tools").and_then(Value::as_array).cloned(),
-        }
-    }
-
-    /// The conversation's tags naming the profile.
-    pub fn tags(&self) -> [(&'static str, String); 2] {
-        [
-            ("agentprofileid", self.id.clone()),
-            ("agentprofilerevision", self.revision.to_string()),
-        ]
-    }
 }
 
 /// What one start takes from its user. Holds keys and secrets: `Debug` shows none.
@@ -92,14 +64,29 @@ pub struct StartSettings {
     pub llm_source: &'static str,
     /// The user's MCP configuration, else the organization's, if any.
     pub mcp_config: Option<Value>,
-    /// `conversation_settings.confirmation_mode`.
+    /// `conversation_settings.confirmation_mode` (the member's, else the organization's,
+    /// else `false`).
     pub confirmation_mode: bool,
-    /// `conversation_settings.max_iterations`, when the user set one.
+    /// `conversation_settings.security_analyzer` (the member's, else the organization's, else
+    /// OpenHands' default `llm`); `None` for `none` or `null`.
+    pub security_analyzer: Option<String>,
+    /// `conversation_settings.max_iterations`, when the member or the organization set one.
     pub max_iterations: Option<u64>,
     /// The user's secrets, name → value (provider tokens as `<provider>_token`).
     pub secrets: Map<String, Value>,
     /// The agent profile launched from, when the request named one.
     pub launch: Option<LaunchProfile>,
+    /// The member's own agent settings as the agent, when no agent profile is launched
+    /// ([`crate::user_settings::agent_fields`]; issue 36).
+    pub member_agent: Option<crate::user_settings::agent_fields::MemberAgent>,
+    /// The member's `disabled_skills`, joined to the launched profile's (issue 36).
+    pub disabled_skills: Vec<String>,
+    /// The plugin marketplaces to register: the member's, then the organization's
+    /// ([`crate::conversations::skill_sources::marketplaces`]).
+    pub registered_marketplaces: Vec<Value>,
+    /// The conversation's budget in USD: the member's `max_budget_per_task` under the
+    /// organization's ([`crate::conversations::budget::effective_budget`]; API.md, "Budgets").
+    pub max_budget_per_task: Option<f64>,
 }
 
 impl std::fmt::Debug for StartSettings {
@@ -109,9 +96,17 @@ impl std::fmt::Debug for StartSettings {
             .field("llm_source", &self.llm_source)
             .field("mcp_config", &self.mcp_config.as_ref().map(|_| MASK))
             .field("confirmation_mode", &self.confirmation_mode)
+            .field("security_analyzer", &self.security_analyzer)
             .field("max_iterations", &self.max_iterations)
             .field("secrets", &self.secrets.keys().collect::<Vec<_>>())
             .field("launch", &self.launch)
+            .field("max_budget_per_task", &self.max_budget_per_task)
+            .field("member_agent", &self.member_agent)
+            .field("disabled_skills", &self.disabled_skills)
+            .field(
+                "registered_marketplaces",
+                &self.registered_marketplaces.len(),
+            )
             .finish()
     }
 }
@@ -133,12 +128,13 @@ impl PersonalSettings {
     }
 
     /// The user's agent profile with id `id`, and the user's level of the LLM it launches
-    /// with (its `llm_profile_ref`).
+    /// with (its `llm_profile_ref`; none for an `acp` profile, whose ACP server makes its own
+    /// model calls).
     ///
     /// # Errors
     /// [`DomainError::NotFound`] for an unknown profile or LLM profile;
-    /// [`DomainError::BadRequest`] for an `acp` profile (this server starts OpenHands agents
-    /// only); a key that does not open; storage.
+    /// [`DomainError::BadRequest`] for a profile that cannot be launched
+    /// ([`LaunchProfile::of`]); a key that does not open; storage.
     fn launch_profile(
         &self,
         org: OrgId,
@@ -150,11 +146,8 @@ impl PersonalSettings {
         let p = set.by_id(id).ok_or_else(|| {
             DomainError::NotFound(format!("Agent profile with id '{id}' not found"))
         })?;
-        if p.agent_kind != "openhands" {
-            return Err(DomainError::BadRequest(format!(
-                "Agent profile '{}' is an {} profile; this server starts OpenHands agents only",
-                p.name, p.agent_kind
-            )));
+        if LaunchProfile::of(p)?.is_acp() {
+            return Ok((p.clone(), OwnLlm::default()));
         }
         let reference = p.text("llm_profile_ref").unwrap_or_default();
         let llm = match rec.profile(reference) {
@@ -164,7 +157,7 @@ impl PersonalSettings {
             Some(mine) => OwnLlm {
                 model: mine.config_str("model").map(str::to_owned),
                 base_url: mine.config_str("base_url").map(str::to_owned),
-                api_key: None,
+                ..OwnLlm::default()
             },
             // Agent Canvas lists the organization's LLM profiles when an organization is
             // picked, so a reference may name one of those.
@@ -196,7 +189,8 @@ impl PersonalSettings {
         let launched = agent_profile_id
             .map(|id| self.launch_profile(org, user, id, &rec))
             .transpose()?;
-        let org_defaults = self.org.for_start(org)?;
+        let mut org_defaults = self.org.for_start(org)?;
+        let org_app = self.settings.orgs.org_settings(org)?;
         let levels = self.levels(
             org,
             user,
@@ -205,12 +199,23 @@ impl PersonalSettings {
             &org_defaults,
             server,
         )?;
+        // An ACP agent takes no LLM of Switchboard's; any other start refuses an endpoint lost
+        // with its provider connection rather than fall back to another party's key.
+        let acp = launched
+            .as_ref()
+            .is_some_and(|(p, _)| p.agent_kind == "acp");
+        if let Some(why) = broken_endpoint(&levels).filter(|_| !acp) {
+            return Err(DomainError::BadRequest(why));
+        }
         let (mut llm, mut source) = choose_llm(&levels, server.stream);
         if let Some(m) = request_model.filter(|m| !m.is_empty()) {
             llm.model = Some(m.to_owned());
             source = "request";
         }
-        let conv = conversation_settings(&rec);
+        let (confirmation_mode, security_analyzer, max_iterations) = conversation_parts(
+            &std::mem::take(&mut org_defaults.conversation_settings),
+            &rec.conversation_settings,
+        );
         let mut secrets = if has_sealer {
             self.secrets.start_secrets(org, user)?
         } else {
@@ -235,13 +240,28 @@ impl PersonalSettings {
             llm,
             llm_source: source,
             mcp_config,
-            confirmation_mode: conv.get("confirmation_mode") == Some(&Value::Bool(true)),
-            max_iterations: rec
-                .conversation_settings
-                .get("max_iterations")
-                .and_then(Value::as_u64),
+            confirmation_mode,
+            security_analyzer,
+            max_iterations,
             secrets,
-            launch: launched.as_ref().map(|(p, _)| LaunchProfile::of(p)),
+            launch: launched
+                .as_ref()
+                .map(|(p, _)| LaunchProfile::of(p))
+                .transpose()?,
+            max_budget_per_task: crate::conversations::budget::effective_budget(
+                crate::conversations::budget::member_budget(&rec.preferences),
+                org_app.as_ref().and_then(|s| s.max_budget_per_task),
+            ),
+            member_agent: launched
+                .is_none()
+                .then(|| crate::user_settings::agent_fields::member_agent(&rec.agent_settings)),
+            disabled_skills: skill_sources::disabled_skills(&rec.preferences),
+            registered_marketplaces: skill_sources::marketplaces(
+                &rec.preferences,
+                org_app
+                    .as_ref()
+                    .map_or(&[][..], |s| &s.registered_marketplaces[..]),
+            ),
         })
     }
 }
@@ -280,11 +300,13 @@ impl PersonalSettings {
             model: org_defaults.model.clone(),
             base_url: org_defaults.base_url.clone(),
             api_key: org_defaults.api_key.clone(),
+            broken: org_defaults.llm_broken.clone(),
         };
         let server_llm = OwnLlm {
             model: server.model.clone(),
             base_url: server.base_url.clone(),
             api_key: server.api_key.clone(),
+            broken: None,
         };
         let user_source = if from_profile { "profile" } else { "settings" };
         Ok([
@@ -362,40 +384,89 @@ impl StartSettings {
 
     /// Adds to the agent server's create body what the body builder does not know: the MCP
     /// configuration (`agent.mcp_config`), the confirmation policy (`AlwaysConfirm` when the
-    /// user turned confirmation on) and the user's `max_iterations` when the request set none.
+    /// user turned confirmation on), the user's `max_iterations` when the request set none,
+    /// and the launched agent profile ([`LaunchProfile::apply`]).
     pub fn apply(&self, body: &mut StartConversationRequest) {
         if let Some(mcp) = &self.mcp_config {
             body.agent.mcp_config = Some(mcp.clone());
         }
+        // OpenHands' `ConversationSettings`: confirmation on asks for risky actions only when
+        // the LLM analyzer rates them, else for every action; the analyzer whenever it is `llm`.
         if self.confirmation_mode {
-            body.confirmation_policy = Some(json!({"kind": "AlwaysConfirm"}));
+            let kind = if self.security_analyzer.as_deref() == Some("llm") {
+                "ConfirmRisky"
+            } else {
+                "AlwaysConfirm"
+            };
+            body.confirmation_policy = Some(json!({ "kind": kind }));
+        }
+        if self.security_analyzer.as_deref() == Some("llm") {
+            body.security_analyzer = Some(json!({"kind": "LLMSecurityAnalyzer"}));
         }
         if body.max_iterations.is_none() {
             body.max_iterations = self.max_iterations;
         }
         if let Some(launch) = &self.launch {
-            if let Some(suffix) = &launch.system_message_suffix {
-                let joined = match body.agent.agent_context.take() {
-                    Some(c) => format!("{suffix}\n\n{}", c.system_message_suffix),
-                    None => suffix.clone(),
-                };
-                body.agent.agent_context = Some(AgentContext {
-                    system_message_suffix: joined,
-                });
-            }
-            if let Some(tools) = &launch.tools {
-                body.agent.tools = tools
-                    .iter()
-                    .filter_map(|t| {
-                        Some(ToolSpec {
-                            name: t.get("name")?.as_str()?.to_owned().into(),
-                            params: t.get("params").filter(|p| !p.is_null()).cloned(),
-                        })
-                    })
-                    .collect();
+            launch.apply(&mut body.agent);
+        } else if let Some(own) = &self.member_agent {
+            apply_member_agent(own, &mut body.agent);
+        }
+        let skills = &mut body.agent.profile.disabled_skills;
+        for name in &self.disabled_skills {
+            if !skills.contains(name) {
+                skills.push(name.clone());
             }
         }
+        body.agent
+            .profile
+            .registered_marketplaces
+            .clone_from(&self.registered_marketplaces);
     }
+}
+
+/// The conversation settings a start acts on, OpenHands' defaults under the organization's
+/// (`org`) under the member's (`member`), key by key (issue 36): `confirmation_mode`,
+/// `security_analyzer` (`None` for `none` or `null`), and `max_iterations` when the member or
+/// the organization set one (the default is the agent server's own).
+fn conversation_parts(
+    org: &Map<String, Value>,
+    member: &Map<String, Value>,
+) -> (bool, Option<String>, Option<u64>) {
+    let mut conv = conversation_defaults();
+    conv.extend(org.clone());
+    conv.extend(member.clone());
+    let analyzer = conv
+        .get("security_analyzer")
+        .and_then(Value::as_str)
+        .filter(|a| !a.eq_ignore_ascii_case("none") && !a.is_empty())
+        .map(str::to_owned);
+    let max_iterations = member
+        .get("max_iterations")
+        .or_else(|| org.get("max_iterations"))
+        .and_then(Value::as_u64);
+    (
+        conv.get("confirmation_mode") == Some(&Value::Bool(true)),
+        analyzer,
+        max_iterations,
+    )
+}
+
+/// The member's own agent settings on `agent` (a start without an agent profile; issue 36),
+/// by the rules of an agent profile's same fields ([`LaunchProfile::apply`]): their suffix
+/// before the request's, their tools for the standard ones, the condenser on the agent's LLM,
+/// the tool concurrency.
+fn apply_member_agent(
+    own: &crate::user_settings::agent_fields::MemberAgent,
+    agent: &mut crate::sandboxes::agent_requests::AgentSpec,
+) {
+    LaunchProfile {
+        system_message_suffix: own.system_message_suffix.clone(),
+        tools: own.tools.clone(),
+        condenser: own.condenser.clone(),
+        tool_concurrency_limit: own.tool_concurrency_limit,
+        ..LaunchProfile::default()
+    }
+    .apply(agent);
 }
 
 /// `mcp_config` keeping only the servers named in `keep`: the keys of `mcpServers` (the
@@ -419,4 +490,40 @@ fn only_servers(mut mcp: Value, keep: &[String]) -> Option<Value> {
         }
     }
     (left > 0).then_some(mcp)
+}
+
+impl PersonalSettings {
+    /// The app preferences of `user` in `org` as a start reads them (OpenHands' defaults
+    /// overlaid with the stored ones; [`crate::user_settings::view::preferences`]): the git
+    /// identity and clone depth, the default sandbox spec (issue 36).
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn preferences(&self, org: OrgId, user: UserId) -> Result<Map<String, Value>, DomainError> {
+        let rec = self
+            .settings
+            .settings
+            .user_settings(org, user)?
+            .unwrap_or_default();
+        Ok(crate::user_settings::view::preferences(&rec))
+    }
+}
+
+impl PersonalSettings {
+    /// The sandbox grouping strategy of `user` in `org` (their `sandbox_grouping_strategy`
+    /// preference; `NO_GROUPING` when unset: [`SandboxGrouping::of_preferences`]), read before
+    /// the start's sandbox is chosen.
+    ///
+    /// # Errors
+    /// Storage.
+    pub fn sandbox_grouping(
+        &self,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<SandboxGrouping, DomainError> {
+        let rec = self.settings.settings.user_settings(org, user)?;
+        Ok(rec.map_or_else(SandboxGrouping::default, |r| {
+            SandboxGrouping::of_preferences(&r.preferences)
+        }))
+    }
 }

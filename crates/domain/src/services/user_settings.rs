@@ -8,11 +8,15 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use super::provider_links::ProviderLinks;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
-use crate::ports::{IdentityStore, OrgSettingsStore, UserSecretStore, UserSettingsStore};
+use crate::org_profiles::profile_item;
+use crate::ports::{
+    IdentityStore, OrgDefaultsStore, OrgSettingsStore, UserSecretStore, UserSettingsStore,
+};
 use crate::time_input::now_micros;
 pub use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::patch::SettingsPatch;
@@ -28,7 +32,9 @@ pub struct UserSettingsService {
     pub(crate) settings: Arc<dyn UserSettingsStore>,
     pub(crate) secrets: Arc<dyn UserSecretStore>,
     identity: Arc<dyn IdentityStore>,
-    orgs: Arc<dyn OrgSettingsStore>,
+    pub(crate) orgs: Arc<dyn OrgSettingsStore>,
+    /// The provider connections LLM profiles name.
+    links: ProviderLinks,
     pub(crate) sealer: Option<Sealer>,
 }
 
@@ -65,12 +71,14 @@ impl UserSettingsService {
         secrets: Arc<dyn UserSecretStore>,
         identity: Arc<dyn IdentityStore>,
         orgs: Arc<dyn OrgSettingsStore>,
+        org_defaults: Arc<dyn OrgDefaultsStore>,
     ) -> Self {
         UserSettingsService {
             settings,
             secrets,
             identity,
             orgs,
+            links: ProviderLinks::new(org_defaults),
             sealer: None,
         }
     }
@@ -224,10 +232,12 @@ impl UserSettingsService {
     pub fn profiles(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
         Ok(profile_list(
             &self.record(ctx.org.id, ctx.principal.user_id)?,
+            &self.links.connections(ctx.org.id)?,
         ))
     }
 
-    /// `GET /api/v1/settings/profiles/{name}`: `{name, config (api_key null), api_key_set}`.
+    /// `GET /api/v1/settings/profiles/{name}`: `{name, config (api_key null), api_key_set}`
+    /// (a profile linked to a provider connection has a key when the connection has one).
     ///
     /// # Errors
     /// [`DomainError::NotFound`] for an unknown profile; storage.
@@ -236,7 +246,8 @@ impl UserSettingsService {
         let p = rec.profile(name).ok_or_else(|| profile_not_found(name))?;
         let mut config = p.config.clone();
         config.insert("api_key".into(), Value::Null);
-        Ok(json!({"name": name, "config": config, "api_key_set": p.api_key_sealed.is_some()}))
+        let item = profile_item(p, &self.links.connections(ctx.org.id)?);
+        Ok(json!({"name": name, "config": config, "api_key_set": item["api_key_set"]}))
     }
 
     /// `POST /api/v1/settings/profiles/{name}` (OpenHands' rules): the LLM sent, else the
@@ -365,17 +376,34 @@ impl UserSettingsService {
         let active = rec.active_profile.as_deref().and_then(|n| rec.profile(n));
         let llm = match active {
             Some(p) => self.profile_own_llm(p, org, user)?,
-            None => OwnLlm {
-                model: rec.llm_str("model").map(str::to_owned),
-                base_url: rec.llm_str("base_url").map(str::to_owned),
-                api_key: rec
-                    .llm_api_key_sealed
-                    .as_deref()
-                    .map(|s| self.open(s, Binding::LlmApiKey, org, user))
-                    .transpose()?,
-            },
+            None => {
+                let own = OwnLlm {
+                    model: rec.llm_str("model").map(str::to_owned),
+                    base_url: rec.llm_str("base_url").map(str::to_owned),
+                    api_key: rec
+                        .llm_api_key_sealed
+                        .as_deref()
+                        .map(|s| self.open(s, Binding::LlmApiKey, org, user))
+                        .transpose()?,
+                    broken: None,
+                };
+                match rec.agent_settings.get("llm").and_then(Value::as_object) {
+                    Some(config) => self.links.linked(
+                        own,
+                        config,
+                        org,
+                        "Your LLM settings",
+                        self.sealer.as_ref(),
+                    )?,
+                    None => own,
+                }
+            }
         };
-        Ok((llm.model.is_some() || llm.api_key.is_some() || llm.base_url.is_some()).then_some(llm))
+        Ok((llm.model.is_some()
+            || llm.api_key.is_some()
+            || llm.base_url.is_some()
+            || llm.broken.is_some())
+        .then_some(llm))
     }
 
     /// The LLM of the caller's profile `name`, key opened.
@@ -389,14 +417,15 @@ impl UserSettingsService {
         self.profile_own_llm(p, org, user)
     }
 
-    /// A profile's LLM, its key opened.
+    /// A profile's LLM, its key opened; through the provider connection it names, if any
+    /// (the connection's base URL and key; `broken` when the connection was deleted).
     pub(crate) fn profile_own_llm(
         &self,
         p: &StoredProfile,
         org: OrgId,
         user: UserId,
     ) -> Result<OwnLlm, DomainError> {
-        Ok(OwnLlm {
+        let own = OwnLlm {
             model: p.config_str("model").map(str::to_owned),
             base_url: p.config_str("base_url").map(str::to_owned),
             api_key: p
@@ -404,7 +433,11 @@ impl UserSettingsService {
                 .as_deref()
                 .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
                 .transpose()?,
-        })
+            broken: None,
+        };
+        let owner = format!("LLM profile '{}'", p.name);
+        self.links
+            .linked(own, &p.config, org, &owner, self.sealer.as_ref())
     }
 
     /// `GET /api/keys/llm/byor`: the key of the user's own LLM (the active profile's, else the
@@ -455,12 +488,11 @@ impl UserSettingsService {
         let mut profiles = Map::new();
         for p in &rec.profiles {
             let mut c = p.config.clone();
-            let key = p
-                .api_key_sealed
-                .as_deref()
-                .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
-                .transpose()?;
-            c.insert("api_key".into(), json!(key));
+            let llm = self.profile_own_llm(p, org, user)?;
+            if crate::user_settings::profiles::connection_id(&p.config).is_some() {
+                c.insert("base_url".into(), json!(llm.base_url));
+            }
+            c.insert("api_key".into(), json!(llm.api_key));
             profiles.insert(p.name.clone(), Value::Object(c));
         }
         Ok(ExposedSettings {

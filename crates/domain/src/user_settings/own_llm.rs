@@ -14,6 +14,10 @@ pub struct OwnLlm {
     pub base_url: Option<String>,
     /// Key, in the clear.
     pub api_key: Option<String>,
+    /// Why this LLM cannot be used: it names a provider connection that no longer exists
+    /// (its base URL and key are then none; a start or a switch to it fails with this text,
+    /// never falling back to another party's key).
+    pub broken: Option<String>,
 }
 
 impl OwnLlm {
@@ -21,8 +25,12 @@ impl OwnLlm {
     /// running conversation gets it from its owner's profile `name`.
     ///
     /// # Errors
-    /// [`DomainError::BadRequest`] (400) when the profile names no model.
+    /// [`DomainError::BadRequest`] (400) when the profile names no model, or a provider
+    /// connection that no longer exists (`broken`).
     pub fn into_spec(self, name: &str) -> Result<LlmSpec, DomainError> {
+        if let Some(why) = self.broken {
+            return Err(DomainError::BadRequest(why));
+        }
         let Some(model) = self.model else {
             return Err(DomainError::BadRequest(format!(
                 "Profile '{name}' has no model"

@@ -161,11 +161,12 @@ fn agent_diff(patch: &mut SettingsPatch, v: &Value, at: &[LocItem]) -> Result<()
             other => return Err(model_type(l, "LLM", other)),
         }
     }
+    super::agent_fields::check_agent_diff(&diff, at)?;
     patch.agent_diff = Some(diff);
     Ok(())
 }
 
-/// `model` and `base_url` of an LLM object: strings or `null`; a base URL `http://` or
+/// `model`, `base_url` and `provider_connection_id` of an LLM object: strings or `null`; a base URL `http://` or
 /// `https://` (an empty one unsets it).
 ///
 /// # Errors
@@ -188,6 +189,11 @@ pub fn check_llm_fields(m: &mut Map<String, Value>, at: &[LocItem]) -> Result<()
             }
             Some(other) => return Err(string_type(field(at, key), other)),
         }
+    }
+    // The provider connection whose base URL and key the LLM takes (issue 25).
+    match m.get("provider_connection_id") {
+        None | Some(Value::Null | Value::String(_)) => {}
+        Some(other) => return Err(string_type(field(at, "provider_connection_id"), other)),
     }
     Ok(())
 }

@@ -37,6 +37,15 @@ impl StoredProfile {
     }
 }
 
+/// The provider connection an LLM configuration names (`provider_connection_id`, non-empty
+/// text), if any: its key and base URL are the configuration's ([`crate::org_profiles`]).
+pub fn connection_id(config: &Map<String, Value>) -> Option<&str> {
+    config
+        .get("provider_connection_id")?
+        .as_str()
+        .filter(|s| !s.is_empty())
+}
+
 /// Whether `name` is a valid profile name.
 pub fn is_profile_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -88,7 +97,9 @@ impl std::fmt::Debug for SaveProfile {
 /// the profile) or else the stored profile's key; with no LLM sent, `current()`'s LLM and key
 /// (the settings' or the organization defaults' LLM now, its key sealed again for the
 /// profile); `preserve_existing_api_key` keeps the stored profile's key whatever else was
-/// sent; `include_secrets: false` stores none.
+/// sent; `include_secrets: false` stores none. A profile linked to a provider connection
+/// (`provider_connection_id`) keeps no key or base URL of its own: the connection's are used
+/// (the agent server's `LLMProfileStore.save`, its rule 5c).
 ///
 /// # Errors
 /// [`crate::error::DomainError::AlreadyExists`] (409) for a new name when `profiles` holds
@@ -122,6 +133,11 @@ pub fn save_into(
         key = stored;
     }
     if !save.include_secrets {
+        key = None;
+    }
+    let mut config = config;
+    if connection_id(&config).is_some() {
+        config.remove("base_url");
         key = None;
     }
     profiles.retain(|p| p.name != name);
@@ -366,6 +382,18 @@ mod tests {
         save_into(&mut ps, "a", &bare, Some("ka"), unused).unwrap();
         assert_eq!(ps[0].api_key_sealed, None);
         assert_eq!(ps.len(), 3);
+    }
+
+    #[test]
+    fn a_profile_linked_to_a_provider_connection_keeps_no_key_or_base_url() {
+        let mut ps = Vec::new();
+        let linked = save(json!({"llm": {"model": "m", "base_url": "https://own.test",
+            "provider_connection_id": "c-1"}}));
+        save_into(&mut ps, "p", &linked, Some("sealed"), unused).unwrap();
+        assert_eq!(ps[0].api_key_sealed, None);
+        assert_eq!(ps[0].config_str("base_url"), None);
+        assert_eq!(connection_id(&ps[0].config), Some("c-1"));
+        assert!(parse_save_profile(Some(&json!({"llm": {"provider_connection_id": 3}}))).is_err());
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub fn conversation_schema() -> Value {
             "max_iterations": {"type": "integer", "minimum": 1, "default": 500,
                                "description": "Used by a start whose request sets none"},
             "confirmation_mode": {"type": "boolean", "default": false,
-                                  "description": "A start asks the agent server to confirm every action (AlwaysConfirm)"},
-            "security_analyzer": {"enum": [SECURITY_ANALYZERS[0], SECURITY_ANALYZERS[1], null], "default": "llm"}
+                                  "description": "A start asks the agent server to confirm actions: the risky ones when security_analyzer is llm (ConfirmRisky), else every one (AlwaysConfirm)"},
+            "security_analyzer": {"enum": [SECURITY_ANALYZERS[0], SECURITY_ANALYZERS[1], null], "default": "llm",
+                                  "description": "llm: a start gives the agent OpenHands' LLMSecurityAnalyzer; none or null: no analyzer"}
         },
         "x-sandbox-grouping-strategies": SANDBOX_GROUPING_STRATEGIES,
     })

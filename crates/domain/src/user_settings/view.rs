@@ -16,7 +16,7 @@ pub fn conversation_defaults() -> Map<String, Value> {
 }
 
 /// The app preferences' defaults (OpenHands' `Settings`).
-fn preference_defaults() -> Map<String, Value> {
+pub fn preference_defaults() -> Map<String, Value> {
     json!({
         "language": null, "user_version": null, "remote_runtime_resource_factor": null,
         "enable_sound_notifications": false, "enable_proactive_conversation_starters": true,
@@ -41,6 +41,15 @@ pub struct ViewParts<'a> {
     pub provider_tokens_set: Map<String, Value>,
     /// The organization's marketplaces (each with `scope: "org"`).
     pub inherited_marketplaces: Vec<Value>,
+}
+
+/// The effective app preferences: the defaults overlaid with the stored ones.
+pub fn preferences(rec: &UserSettingsRecord) -> Map<String, Value> {
+    let mut p = preference_defaults();
+    for (k, v) in &rec.preferences {
+        p.insert(k.clone(), v.clone());
+    }
+    p
 }
 
 /// The effective conversation settings: the defaults overlaid with the stored ones.
@@ -114,16 +123,17 @@ pub fn profiles_object(rec: &UserSettingsRecord) -> Value {
     json!({"profiles": profiles, "active": rec.active_profile})
 }
 
-/// `ProfileListResponse`: `{"profiles": [{name, model, base_url, api_key_set}],
-/// "active_profile"}`.
-pub fn profile_list(rec: &UserSettingsRecord) -> Value {
+/// `ProfileListResponse`: `{"profiles": [{name, model, base_url, provider_connection_id,
+/// provider_connection_broken, api_key_set}], "active_profile"}`
+/// ([`crate::org_profiles::profile_item`], over the organization's provider `connections`).
+pub fn profile_list(
+    rec: &UserSettingsRecord,
+    connections: &[crate::org_profiles::StoredConnection],
+) -> Value {
     let items: Vec<Value> = rec
         .profiles
         .iter()
-        .map(|p| {
-            json!({"name": p.name, "model": p.config_str("model"),
-                   "base_url": p.config_str("base_url"), "api_key_set": p.api_key_sealed.is_some()})
-        })
+        .map(|p| crate::org_profiles::profile_item(p, connections))
         .collect();
     json!({"profiles": items, "active_profile": rec.active_profile})
 }

@@ -22,6 +22,7 @@ use super::rows::{db_err, optional_row, to_db};
 use crate::connection::DbConnection;
 use crate::schema::sandboxes;
 
+pub(super) mod grouping;
 mod row;
 mod starts;
 
@@ -146,6 +147,9 @@ impl SandboxStore for DieselStore {
                     (start.record.clone(), false)
                 }
             };
+            if let Some(task) = start.bind_task {
+                grouping::bind_task(c, task, record.id)?;
+            }
             let displaced = enforce_limit(c, start.limit, record.id, start.record.created_at)?;
             Ok(StartOutcome::Started(Box::new(StartedSandbox {
                 record,

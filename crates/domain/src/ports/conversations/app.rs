@@ -57,6 +57,7 @@ pub trait AppConversationStore: Send + Sync {
         id: ConversationId,
     ) -> Result<Option<DeletedConversation>, StorageError>;
 
-    /// How many conversations run in `sandbox`.
+    /// How many conversations hold `sandbox`: those in it, and those whose unfinished start
+    /// task is bound to it (being started there), each once.
     fn conversations_in_sandbox(&self, sandbox: SandboxId) -> Result<u64, StorageError>;
 }

@@ -1,8 +1,9 @@
 //! Conversations, one room (issue 20 item 2): the conversation record ([`ConversationStore`]),
-//! app conversations ([`app`]), their start tasks ([`start_tasks`]) and the messages queued
-//! while a conversation starts ([`pending`]).
+//! app conversations ([`app`]), their start tasks ([`start_tasks`]), the messages queued
+//! while a conversation starts ([`pending`]) and their budgets ([`budgets`]).
 
 pub mod app;
+pub mod budgets;
 pub mod pending;
 pub mod start_tasks;
 

@@ -6,7 +6,9 @@ use crate::conversations::Conversation;
 use crate::conversations::app::{OrderedCursor, SortOrder};
 use crate::conversations::start_tasks::{StartTask, StartTaskFilter, StartTaskId};
 use crate::error::StorageError;
-use crate::ids::{OrgId, UserId};
+use crate::ids::{ConversationId, OrgId, SandboxId, UserId};
+use crate::sandboxes::grouping::SandboxGrouping;
+use crate::sandboxes::records::SandboxRecord;
 
 /// Which start tasks a search or count sees: one organization, and one creator unless the
 /// caller sees the organization's conversations (spec §4.3 visibility).
@@ -49,6 +51,9 @@ pub struct StartedConversation {
     pub public: Option<bool>,
     /// `tags`, JSON object text.
     pub tags: String,
+    /// Its budget in USD (API.md, "Budgets": the member's, under the organization's
+    /// ceiling), fixed now; `None`: none.
+    pub max_budget_per_task: Option<f64>,
 }
 
 /// A replica's claim on start tasks: who runs them, and until when the claim holds unless
@@ -68,6 +73,26 @@ pub struct StaleStarts {
     pub now: OffsetDateTime,
     /// Every claim of this replica (at its start: its previous run's), when given.
     pub owner: Option<String>,
+}
+
+/// A start without `sandbox_id` looking for one of its member's sandboxes to join (sandbox
+/// grouping, [`crate::sandboxes::grouping`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JoinSandbox {
+    /// The start task, bound to the sandbox chosen.
+    pub task: StartTaskId,
+    /// The organization of the start.
+    pub org: OrgId,
+    /// The member starting: only their own sandboxes in `org` are candidates.
+    pub owner: UserId,
+    /// Only sandboxes of this spec, when the request names one (any spec otherwise).
+    pub spec_id: Option<String>,
+    /// The member's strategy (never `NO_GROUPING`).
+    pub strategy: SandboxGrouping,
+    /// The per-sandbox conversation cap (`--sandbox-max-conversations`).
+    pub max_conversations: u32,
+    /// The join's time: the chosen sandbox's `last_used_at`.
+    pub now: OffsetDateTime,
 }
 
 /// Start tasks.
@@ -118,4 +143,19 @@ pub trait StartTaskStore: Send + Sync {
         &self,
         id: crate::ids::ConversationId,
     ) -> Result<bool, StorageError>;
+    /// Chooses the sandbox `join.task` joins ([`crate::sandboxes::grouping::choose`] over
+    /// the owner's managed `STARTING`, `RUNNING` and `PAUSED` sandboxes in the organization,
+    /// of the spec when given, each with the conversations holding it) and, in the same
+    /// transaction, binds the task to it (its `sandbox_id`, while the task is unfinished) and
+    /// records the use (`last_used_at`). Serialized with the owner's other joins and sandbox
+    /// starts (PostgreSQL: the owner's advisory lock; SQLite: its single writer), so
+    /// concurrent starts never fill a sandbox past the cap. `None` when none qualifies.
+    fn join_sandbox(&self, join: &JoinSandbox) -> Result<Option<SandboxRecord>, StorageError>;
+    /// How many conversations other than `except` hold `sandbox`: the conversations in it
+    /// and those whose unfinished start task is bound to it, each once.
+    fn others_in_sandbox(
+        &self,
+        sandbox: SandboxId,
+        except: ConversationId,
+    ) -> Result<u64, StorageError>;
 }

@@ -14,6 +14,7 @@ use crate::conversations::app::{
     AppConversation, AppConversationFilter, AppConversationInfo, AppConversationPatch,
     AppConversationQuery, OrderedCursor, SendMessage, SortOrder,
 };
+use crate::conversations::budget;
 use crate::cursor::Keyset;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -235,13 +236,26 @@ impl AppConversationService {
     /// [`DomainError::ConversationSandboxUnavailable`] (503) when it is `ERROR` or did not
     /// become `RUNNING` in time; [`DomainError::ConversationSandboxNotManaged`] (409) when it
     /// is not one Switchboard runs (no URL or key);
-    /// [`DomainError::AgentServerFailed`] (502) when the agent server fails.
+    /// [`DomainError::AgentServerFailed`] (502) when the agent server fails;
+    /// [`DomainError::Conflict`] (409) for `run: true` when the conversation is over its
+    /// budget ([`budget::run_refusal`]; API.md, "Budgets"), before its sandbox is touched.
     pub fn send_message(
         &self,
         ctx: &OrgContext,
         id: ConversationId,
         message: &SendMessage,
     ) -> Result<MessageSent, DomainError> {
+        if message.run {
+            let info = self.visible(ctx, id)?;
+            let why = budget::run_refusal(
+                info.max_budget_per_task,
+                info.budget_reached,
+                info.metrics.as_ref(),
+            );
+            if let Some(why) = why {
+                return Err(DomainError::Conflict(why));
+            }
+        }
         let (url, key, resumed) = self.running_agent(ctx, id)?;
         let body = json!({
             "role": "user",
@@ -437,9 +451,15 @@ impl AppConversationService {
                     .filter(|_| running && may_see_key(&info))
                     .and_then(|s| self.sandboxes.session_key(s));
                 // The last run state reported, whatever the sandbox's state (API.md, "What a
-                // conversation keeps after its sandbox").
+                // conversation keeps after its sandbox"), or `error` once its budget stopped
+                // it; its metrics with its budget (API.md, "Budgets").
+                let mut info = info;
+                info.metrics = budget::answered_metrics(info.metrics, info.max_budget_per_task);
                 AppConversation {
-                    execution_status: info.execution_status,
+                    execution_status: budget::answered_status(
+                        info.execution_status,
+                        info.budget_reached,
+                    ),
                     sandbox_status: status,
                     conversation_url,
                     session_api_key,

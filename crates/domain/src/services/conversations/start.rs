@@ -18,12 +18,14 @@ use serde_json::{Value, json};
 use crate::conversations::Conversation;
 use crate::conversations::repository;
 use crate::conversations::sealed_start::{SealedStart, mask_credentials};
+use crate::conversations::start_preferences::StartPreferences;
 use crate::conversations::start_request::{StartRequest, parse_start_request};
 use crate::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::redaction::{redact, shorten};
 use crate::ids::SandboxId;
+use crate::llm_allow::ModelAllowList;
 use crate::permissions::Permission;
 use crate::ports::{ConversationStore, IdentityStore, StartTaskStore};
 use crate::services::sandboxes::SandboxService;
@@ -35,7 +37,9 @@ mod body;
 mod claims;
 mod clone;
 mod feed;
+mod grouping;
 mod ids;
+mod preferences;
 mod secrets;
 mod steps;
 
@@ -126,6 +130,8 @@ pub struct ConversationStartService {
     personal: Option<crate::services::PersonalSettings>,
     /// The messages queued while a conversation starts, delivered at `READY` (issue 22).
     pending: Option<super::pending::PendingMessageService>,
+    /// The operator's rule on models (`--llm-model-allow`; issue 36).
+    allow: ModelAllowList,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
@@ -152,7 +158,22 @@ impl ConversationStartService {
             feed: Arc::default(),
             personal: None,
             pending: None,
+            allow: ModelAllowList::default(),
         }
+    }
+
+    /// The same service refusing a start whose model `allow` does not allow (a request's
+    /// `llm_model` with a 422, one chosen by precedence with a 400 before the task is written,
+    /// or the task's `ERROR` when only the pipeline knows it: an agent profile's).
+    #[must_use]
+    pub fn with_model_allow(mut self, allow: ModelAllowList) -> Self {
+        self.allow = allow;
+        self
+    }
+
+    /// Why the start may not use `model` (`--llm-model-allow`), or `None`.
+    fn model_refusal(&self, model: &str) -> Option<String> {
+        self.allow.refusal(model)
     }
 
     /// The same service claiming tasks as `claims` says (the replica's id, the lease, the
@@ -262,6 +283,9 @@ impl ConversationStartService {
         watched: bool,
     ) -> Result<StartTask, DomainError> {
         let request = parse_start_request(body)?.map_err(|e| DomainError::BadStartRequest(e.0))?;
+        self.allow
+            .check_field(body.get("llm_model"), loc(["body", "llm_model"]))
+            .map_err(|e| DomainError::Invalid(Box::new(e)))?;
         let m = self.sandboxes.managed_config()?;
         check_sources(&request, &m.settings.local_repositories)?;
         self.refuse_without_model(ctx, &request)?;
@@ -333,8 +357,16 @@ impl ConversationStartService {
             return Ok(());
         }
         match self.effective_llm(ctx.org.id, ctx.principal.user_id) {
-            Ok(llm) if llm.model.is_none() => Err(DomainError::BadStartRequest(NO_MODEL.into())),
-            _ => Ok(()),
+            Ok(llm) => match llm.model.as_deref() {
+                None => Err(DomainError::BadStartRequest(NO_MODEL.into())),
+                Some(m) => match self.model_refusal(m) {
+                    Some(why) => Err(DomainError::BadStartRequest(format!(
+                        "{why}: choose an allowed model in your settings or in the request's llm_model"
+                    ))),
+                    None => Ok(()),
+                },
+            },
+            Err(_) => Ok(()),
         }
     }
 
@@ -349,6 +381,8 @@ impl ConversationStartService {
             created_sandbox: None,
             recorded_conversation: None,
             secrets: Vec::new(),
+            prefs: StartPreferences::default(),
+            grouped: false,
         };
         match run.steps() {
             Ok(()) => {
@@ -361,7 +395,10 @@ impl ConversationStartService {
             Err(Failure(detail)) => {
                 let detail = shorten(&run.redact(&detail), DETAIL_MAX_CHARS);
                 tracing::info!(task = %run.task.id, detail = %detail, "conversation start failed");
+                // A sandbox this start created goes, unless another start joined it meanwhile
+                // (sandbox grouping): then it is theirs to keep.
                 if let Some(sandbox) = run.created_sandbox.take()
+                    && self.alone_in(sandbox, run.task.conversation_id)
                     && let Err(e) = self.sandboxes.delete_sandbox_internal(sandbox)
                 {
                     tracing::warn!(task = %run.task.id, sandbox = %sandbox, error = %e, "deleting the sandbox of a failed start failed");
@@ -383,6 +420,20 @@ impl ConversationStartService {
     }
 }
 
+impl ConversationStartService {
+    /// Whether no conversation but `conversation` holds `sandbox` (in it, or being started
+    /// there); `false` when that cannot be read (the sandbox is kept).
+    fn alone_in(&self, sandbox: SandboxId, conversation: crate::ids::ConversationId) -> bool {
+        match self.tasks.others_in_sandbox(sandbox, conversation) {
+            Ok(n) => n == 0,
+            Err(e) => {
+                tracing::warn!(sandbox = %sandbox, error = %e, "reading what holds a sandbox failed: it is kept");
+                false
+            }
+        }
+    }
+}
+
 /// One pipeline run.
 struct Run<'a> {
     svc: &'a ConversationStartService,
@@ -395,6 +446,11 @@ struct Run<'a> {
     recorded_conversation: Option<crate::ids::ConversationId>,
     /// Values to mask in a detail.
     secrets: Vec<String>,
+    /// The starting member's preferences (read at the first step).
+    prefs: StartPreferences,
+    /// Whether the member's sandbox grouping strategy groups (`grouping.rs`): the start
+    /// works in a folder of its own, in a joined sandbox or a new one.
+    grouped: bool,
 }
 
 impl Run<'_> {

@@ -19,6 +19,7 @@ use crate::ids::OrgId;
 use crate::org_defaults::{OrgBinding, OrgDefaultsRecord};
 use crate::org_profiles::{
     MAX_CONNECTIONS, StoredConnection, answered_llm, org_profile_list, parse_connection,
+    profile_item, through_connection,
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
@@ -60,7 +61,7 @@ fn apply_profile(
         .cloned()
         .ok_or_else(|| profile_not_found(name))?;
     let mut llm = Map::new();
-    for k in ["model", "base_url"] {
+    for k in ["model", "base_url", "provider_connection_id"] {
         if let Some(v) = p.config_str(k) {
             llm.insert(k.into(), json!(v));
         }
@@ -105,6 +106,7 @@ impl OrgDefaultsService {
         Ok(org_profile_list(
             &rec.profiles,
             rec.active_profile.as_deref(),
+            &rec.provider_connections,
         ))
     }
 
@@ -120,8 +122,9 @@ impl OrgDefaultsService {
             .iter()
             .find(|p| p.name == name)
             .ok_or_else(|| profile_not_found(name))?;
+        let item = profile_item(p, &rec.provider_connections);
         Ok(json!({"name": name, "llm": answered_llm(&p.config),
-                  "api_key_set": p.api_key_sealed.is_some()}))
+                  "api_key_set": item["api_key_set"]}))
     }
 
     /// `POST /api/organizations/{org_id}/profiles/{name}` (`edit_org_settings`), with the
@@ -235,9 +238,10 @@ impl OrgDefaultsService {
     }
 
     /// The LLM of the organization's profile `name`, its key opened (for a start from an
-    /// agent profile whose `llm_profile_ref` names no LLM profile of the member's own); `None`
-    /// when there is no such profile. On a server without the installation key the key is
-    /// left out.
+    /// agent profile whose `llm_profile_ref` names no LLM profile of the member's own), through
+    /// the provider connection it names ([`through_connection`]: `broken` when deleted);
+    /// `None` when there is no such profile. On a server without the installation key the key
+    /// is left out.
     ///
     /// # Errors
     /// A key that does not open (another installation key); storage.
@@ -256,11 +260,67 @@ impl OrgDefaultsService {
             (Some(s), Some(_)) => Some(self.open(s, OrgBinding::ProfileApiKey, org)?),
             _ => None,
         };
-        Ok(Some(crate::user_settings::own_llm::OwnLlm {
+        let own = crate::user_settings::own_llm::OwnLlm {
             model: p.config_str("model").map(str::to_owned),
             base_url: p.config_str("base_url").map(str::to_owned),
             api_key,
-        }))
+            broken: None,
+        };
+        let owner = format!("The organization's LLM profile '{name}'");
+        through_connection(own, &p.config, &rec.provider_connections, &owner, |s| {
+            self.open_connection_key(s, org)
+        })
+        .map(Some)
+    }
+
+    /// The default LLM of `rec` (in `out`) through the provider connection it names (an
+    /// activated profile's, [`through_connection`]).
+    ///
+    /// # Errors
+    /// A key that does not open.
+    pub(super) fn link_default_llm(
+        &self,
+        rec: &OrgDefaultsRecord,
+        org: OrgId,
+        out: &mut super::OrgStartDefaults,
+    ) -> Result<(), DomainError> {
+        let Some(config) = rec.agent_settings.get("llm").and_then(Value::as_object) else {
+            return Ok(());
+        };
+        let llm = crate::user_settings::own_llm::OwnLlm {
+            model: out.model.clone(),
+            base_url: out.base_url.take(),
+            api_key: out.api_key.take(),
+            broken: None,
+        };
+        let llm = through_connection(
+            llm,
+            config,
+            &rec.provider_connections,
+            "The organization's default LLM",
+            |s| self.open_connection_key(s, org),
+        )?;
+        out.base_url = llm.base_url;
+        out.api_key = llm.api_key;
+        out.llm_broken = llm.broken;
+        Ok(())
+    }
+
+    /// A provider connection's sealed key of `org`, opened; `None` on a server without the
+    /// installation key.
+    ///
+    /// # Errors
+    /// A key that does not open (another installation key).
+    pub(crate) fn open_connection_key(
+        &self,
+        sealed: &str,
+        org: OrgId,
+    ) -> Result<Option<String>, DomainError> {
+        if self.sealer.is_none() {
+            return Ok(None);
+        }
+        self.open(sealed, OrgBinding::ConnectionApiKey, org)
+            .map(Some)
     }
 
     /// `GET /api/organizations/{org_id}/provider-connections`: `{connections: [...]}`, each

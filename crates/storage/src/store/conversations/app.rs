@@ -175,14 +175,7 @@ impl AppConversationStore for DieselStore {
     }
 
     fn conversations_in_sandbox(&self, sandbox: SandboxId) -> Result<u64, StorageError> {
-        let sandbox = sandbox.to_string();
-        let mut conn = self.conn()?;
-        let n: i64 = native!(&mut *conn, |c| conversations::table
-            .filter(conversations::sandbox_id.eq(&sandbox))
-            .count()
-            .get_result(c))
-        .map_err(db_err)?;
-        Ok(n.max(0) as u64)
+        crate::store::sandboxes::grouping::others_in(&mut *self.conn()?, sandbox, None)
     }
 }
 

@@ -32,6 +32,8 @@ pub(super) struct AppConversationRow {
     public: Option<bool>,
     tags: String,
     metrics: Option<String>,
+    max_budget_per_task: Option<f64>,
+    budget_reached_at: Option<PrimitiveDateTime>,
 }
 
 impl AppConversationRow {
@@ -74,6 +76,8 @@ impl AppConversationRow {
                 .execution_status
                 .as_deref()
                 .and_then(ExecutionStatus::parse),
+            max_budget_per_task: self.max_budget_per_task,
+            budget_reached: self.budget_reached_at.is_some(),
             created_at: from_db(self.created_at),
             updated_at: from_db(self.updated_at),
         })

@@ -3,11 +3,12 @@
 //! conversation upsert every event append makes ([`touch_conversation`]); `app.rs` app
 //! conversations (`app_search.rs` their lists, `app_row.rs` the row both select), `start_tasks.rs` start tasks and the
 //! conversation row a start creates, `pending.rs` the messages queued while a conversation
-//! starts.
+//! starts, `budgets.rs` their budgets.
 
 mod app;
 mod app_row;
 mod app_search;
+mod budgets;
 mod pending;
 mod start_tasks;
 pub(super) mod tombstones;

@@ -5,15 +5,17 @@ use switchboard_domain::conversations::ExecutionStatus;
 use switchboard_domain::conversations::app::SortOrder;
 use switchboard_domain::conversations::start_tasks::{StartTask, StartTaskId, StartTaskStatus};
 use switchboard_domain::ports::{
-    StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
+    JoinSandbox, StaleStarts, StartClaim, StartTaskQuery, StartTaskStore, StartedConversation,
 };
-use switchboard_domain::{ConversationId, StorageError};
+use switchboard_domain::sandboxes::records::SandboxRecord;
+use switchboard_domain::{ConversationId, SandboxId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use crate::connection::DbConnection;
 use crate::schema::{conversations, start_task_counts, start_tasks};
 use crate::store::DieselStore;
 use crate::store::rows::{db_err, from_db, parse_id, parse_opt_id, to_db};
+use crate::store::sandboxes::grouping;
 
 /// The statuses after which a task moves no more.
 const FINAL: [&str; 2] = ["READY", "ERROR"];
@@ -364,6 +366,18 @@ impl StartTaskStore for DieselStore {
         self.write(|conn| super::app::remove_conversation(conn, &id, false))
             .map(|removed| removed.is_some())
     }
+
+    fn join_sandbox(&self, join: &JoinSandbox) -> Result<Option<SandboxRecord>, StorageError> {
+        self.write(|conn| grouping::join(conn, join))
+    }
+
+    fn others_in_sandbox(
+        &self,
+        sandbox: SandboxId,
+        except: ConversationId,
+    ) -> Result<u64, StorageError> {
+        grouping::others_in(&mut *self.conn()?, sandbox, Some(except))
+    }
 }
 
 fn set_app_fields(
@@ -382,6 +396,7 @@ fn set_app_fields(
             conversations::parent_conversation_id.eq(&s.parent_conversation_id),
             conversations::public.eq(s.public),
             conversations::tags.eq(&s.tags),
+            conversations::max_budget_per_task.eq(s.max_budget_per_task),
         ))
         .execute(conn)
         .map_err(db_err)?;

@@ -7,8 +7,8 @@ use crate::conversations::start_request::StartRequest;
 use crate::identity::redaction::MASK;
 use crate::ids::ConversationId;
 use crate::sandboxes::agent_requests::{
-    AgentContext, AgentSpec, LlmSpec, SecretSource, StartConversationRequest, ToolSpec,
-    WorkspaceSpec,
+    AgentContext, AgentSpec, LlmSpec, ProfileParts, SecretSource, StartConversationRequest,
+    ToolSpec, WorkspaceSpec,
 };
 
 /// The LLM every conversation gets unless the request names a model (issue 10: `--llm-model`,
@@ -86,6 +86,7 @@ pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
                     system_message_suffix: suffix,
                 }),
             mcp_config: None,
+            profile: ProfileParts::default(),
         },
         workspace: WorkspaceSpec {
             working_dir: b.workdir.to_owned(),
@@ -106,5 +107,6 @@ pub(super) fn create_body(b: &CreateBody<'_>) -> StartConversationRequest {
             })
             .collect(),
         confirmation_policy: None,
+        security_analyzer: None,
     }
 }

@@ -173,7 +173,9 @@ impl ConversationStartService {
     }
 
     /// Fails one abandoned task (unless it became final meanwhile) and deletes the sandbox
-    /// the start created itself (the request named none). Whether it was closed here.
+    /// the start created itself (the request named none), unless another conversation holds
+    /// it (one the start joined by sandbox grouping, or another start joined). Whether it was
+    /// closed here.
     fn close_stale(&self, mut task: StartTask, why: &str) -> Result<bool, DomainError> {
         let was = task.status;
         task.status = StartTaskStatus::Error;
@@ -187,7 +189,12 @@ impl ConversationStartService {
         }
         self.feed.publish(&task);
         let named = task.request.get("sandbox_id").is_some_and(|v| !v.is_null());
-        if let Some(sandbox) = task.sandbox_id.filter(|_| !named) {
+        if let Some(sandbox) = task.sandbox_id.filter(|_| !named)
+            && self
+                .tasks
+                .others_in_sandbox(sandbox, task.conversation_id)?
+                == 0
+        {
             self.sandboxes.delete_sandbox_internal(sandbox)?;
         }
         tracing::info!(task = %task.id, was = was.as_str(), why, "unfinished start task closed");

@@ -74,6 +74,10 @@ impl Run<'_> {
             ),
         };
         let mut cmd = String::from("git clone --quiet");
+        if let Some(depth) = self.prefs.depth_flag() {
+            cmd.push(' ');
+            cmd.push_str(depth);
+        }
         if let Some(branch) = &request.selected_branch {
             cmd.push_str(" --branch ");
             cmd.push_str(&quote(branch));

@@ -60,6 +60,7 @@ impl Run<'_> {
     /// The whole pipeline after `WORKING`: each step in turn, the first failure ends it.
     pub(super) fn steps(&mut self) -> Result<(), Failure> {
         let (request, secrets) = self.unsealed()?;
+        self.prefs = self.start_preferences()?;
         let svc = self.svc;
         let m = svc
             .sandboxes
@@ -71,20 +72,32 @@ impl Run<'_> {
         self.set(StartTaskStatus::WaitingForSandbox)?;
         let record = self.wait_for_sandbox(sandbox_id)?;
         let agent = self.agent(m, &record, sandbox_id)?;
-        let joined = request.sandbox_id.is_some();
+        let joined = request.sandbox_id.is_some() || self.grouped;
         let workdir = self.workdir(&agent, &record, joined)?;
         match &request.selected_repository {
-            Some(repo) => self.clone_repository(&agent, m, &request, repo, &workdir)?,
-            None => self.make_workdir(&agent, &workdir)?,
+            Some(repo) => {
+                self.configure_git_identity(&agent, &self.prefs, None);
+                self.clone_repository(&agent, m, &request, repo, &workdir)?;
+            }
+            None => {
+                self.make_workdir(&agent, &workdir)?;
+                self.configure_git_identity(&agent, &self.prefs, Some(&workdir));
+            }
         }
         self.run_setup_script(&agent, &workdir)?;
         self.set(StartTaskStatus::StartingConversation)?;
         self.start_conversation(&agent, &request, &secrets, sandbox_id, &workdir)
     }
 
-    /// `WAITING_FOR_SANDBOX`: the sandbox the request names (resumed when paused), else a
-    /// new one of its spec (deleted again if the start fails).
+    /// `WAITING_FOR_SANDBOX`: the sandbox the request names (resumed when paused), else one
+    /// of the member's own that their grouping strategy joins (`grouping.rs`), else a new one
+    /// of its spec, bound to the task as it is created (deleted again if the start fails).
     fn sandbox(&mut self, request: &StartRequest) -> Result<SandboxId, Failure> {
+        if request.sandbox_id.is_none()
+            && let Some(id) = self.grouped_sandbox(request)?
+        {
+            return Ok(id);
+        }
         let sandboxes = &self.svc.sandboxes;
         if let Some(id) = request.sandbox_id {
             let record = sandboxes
@@ -97,9 +110,19 @@ impl Run<'_> {
             }
             return Ok(id);
         }
+        // The request's spec, else the member's default (`default_sandbox_spec_id`).
+        let spec = request
+            .sandbox_spec_id
+            .as_deref()
+            .or(self.prefs.default_spec.as_deref());
         let view = sandboxes
-            .start_sandbox(self.ctx, request.sandbox_spec_id.as_deref())
-            .map_err(|e| Failure(format!("starting a sandbox failed: {e}")))?;
+            .start_sandbox_for(self.ctx, spec, Some(self.task.id))
+            .map_err(|e| match (&e, &request.sandbox_spec_id) {
+                (DomainError::SandboxSpecNotFound(id), None) => Failure(format!(
+                    "starting a sandbox failed: the default sandbox spec '{id}' of your settings (default_sandbox_spec_id) is not one of this server's; choose another in your settings or name sandbox_spec_id"
+                )),
+                _ => Failure(format!("starting a sandbox failed: {e}")),
+            })?;
         self.created_sandbox = Some(view.id);
         Ok(view.id)
     }
@@ -176,7 +199,8 @@ impl Run<'_> {
     /// directory"): the sandbox's project directory as its runtime names it
     /// ([`RuntimeHandle::project_dir`]: `/workspace/project`, as OpenHands' sandboxes), with
     /// one folder per conversation below it when the conversation `joined` a sandbox that
-    /// already ran (OpenHands' grouped sandboxes: conversations sharing one stay apart). A
+    /// already ran, or its member's sandbox grouping strategy groups (OpenHands' grouped
+    /// sandboxes: conversations sharing one stay apart). A
     /// sandbox whose handle names none (started before, or registered) keeps what Switchboard
     /// did before: the agent server's own directory, one folder per conversation.
     fn workdir(
@@ -312,10 +336,17 @@ impl Run<'_> {
             },
         };
         self.secrets.extend(personal.secret_values());
-        let model = request
-            .llm_model
-            .clone()
-            .or_else(|| personal.llm.model.clone());
+        // An ACP agent's model is its profile's `acp_model`, the ACP server's own (none: the
+        // server's default), which `--llm-model-allow` does not judge: no LLM of Switchboard's
+        // is sent to it (docs/API.md, "Agent profiles").
+        let acp = personal.launch.as_ref().filter(|l| l.is_acp());
+        let model = match acp {
+            Some(l) => l.acp_model(),
+            None => request
+                .llm_model
+                .clone()
+                .or_else(|| personal.llm.model.clone()),
+        };
         let mut started = self.started_conversation(request, id, sandbox_id, model.clone(), now);
         // Switchboard's own tags: the working directory (shown as `workspace.working_dir`) and
         // the agent profile launched, over any the request gave under the same names.
@@ -330,10 +361,16 @@ impl Run<'_> {
             }
         }
         started.tags = Value::Object(tags).to_string();
+        started.max_budget_per_task = personal.max_budget_per_task;
         // Checked before the row is written: a start without a model leaves no conversation.
-        let Some(model) = model else {
+        let Some(model) = model.or_else(|| acp.map(|_| String::new())) else {
             return Err(Failure(super::NO_MODEL.into()));
         };
+        if acp.is_none()
+            && let Some(why) = svc.model_refusal(&model)
+        {
+            return Err(Failure(why));
+        }
         let id = self.record_conversation(started, now)?;
         self.recorded_conversation = Some(id);
         let mut body = create_body(&CreateBody {
@@ -345,6 +382,9 @@ impl Run<'_> {
             secrets: &personal.secrets_under(secrets),
         });
         personal.apply(&mut body);
+        if request.selected_repository.is_some() && !self.prefs.full_clone {
+            crate::conversations::start_preferences::tell_shallow(&mut body);
+        }
         agent
             .client
             .create_conversation(&agent.url, &agent.key, &body, svc.timeouts.create)
@@ -389,6 +429,7 @@ impl Run<'_> {
             parent_conversation_id: request.parent_conversation_id.map(|p| p.to_string()),
             public: request.public,
             tags: Value::Object(request.tags.clone()).to_string(),
+            max_budget_per_task: None,
         }
     }
 }
