@@ -120,14 +120,7 @@ def run_strategy(strategy, work, llm_port):
         stdout=out, stderr=err, stdin=subprocess.DEVNULL,
         env=dict(os.environ, LLM_API_KEY="fake-key"))
     try:
-        for _ in range(300):
-            out.seek(0)
-            lines = [json.loads(l) for l in out.read().splitlines() if l.strip()]
-            if any(l.get("event") == "listening" for l in lines):
-                break
-            time.sleep(0.1)
-        addr = [l for l in lines if l.get("event") == "listening"][0]["address"]
-        key = [l for l in lines if l.get("event") == "bootstrapped"][0]["api_key"]
+        addr, key = benchkit.listening(out)
 
         def call(path, body=None, method=None):
             req = urllib.request.Request(

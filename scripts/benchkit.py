@@ -11,6 +11,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import time
 
 
 def free_port():
@@ -20,6 +21,21 @@ def free_port():
     port = s.getsockname()[1]
     s.close()
     return port
+
+
+def listening(out, tries=300):
+    """The address and the bootstrapped API key a server printed on its stdout file `out`
+    (opened for reading and writing), waiting for its `listening` line (`tries` × 0.1 s)."""
+    lines = []
+    for _ in range(tries):
+        out.seek(0)
+        lines = [json.loads(line) for line in out.read().splitlines() if line.strip()]
+        if any(line.get("event") == "listening" for line in lines):
+            break
+        time.sleep(0.1)
+    addr = [line for line in lines if line.get("event") == "listening"][0]["address"]
+    key = [line for line in lines if line.get("event") == "bootstrapped"][0]["api_key"]
+    return addr, key
 
 
 def end_sandboxes(data, unmount=True):

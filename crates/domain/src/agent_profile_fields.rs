@@ -62,18 +62,7 @@ pub const CRITIC_REFUSED: &str = "the critic is not started by this server: the 
 /// # Errors
 /// A 422 entry under `at`: not an object, a field of the wrong type or out of its bounds.
 pub fn parse_condenser(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let empty = Map::new();
-    let obj = match v {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(o)) => o,
-        Some(other) => {
-            return Err(model_type(
-                at.to_vec(),
-                "LLMSummarizingCondenserSettings",
-                other,
-            ));
-        }
-    };
+    let obj = &settings_object(v, at, "LLMSummarizingCondenserSettings")?;
     let kind = match obj.get("condenser_kind") {
         None => "llm_summarizing",
         Some(Value::String(k)) if CONDENSER_KINDS.contains(&k.as_str()) => k.as_str(),
@@ -131,18 +120,7 @@ pub fn parse_condenser(v: Option<&Value>, at: &[LocItem]) -> Result<Value, Valid
 /// A 422 entry under `at`: not an object, a field of the wrong type or out of its bounds,
 /// `critic_enabled: true` ([`CRITIC_REFUSED`]).
 pub fn parse_verification(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let empty = Map::new();
-    let obj = match v {
-        None | Some(Value::Null) => &empty,
-        Some(Value::Object(o)) => o,
-        Some(other) => {
-            return Err(model_type(
-                at.to_vec(),
-                "ProfileVerificationSettings",
-                other,
-            ));
-        }
-    };
+    let obj = &settings_object(v, at, "ProfileVerificationSettings")?;
     if boolean(obj, "critic_enabled", at, false)? {
         return Err(value_error(
             field(at, "critic_enabled"),
@@ -192,6 +170,22 @@ pub fn parse_verification(v: Option<&Value>, at: &[LocItem]) -> Result<Value, Va
         out.insert(key.into(), v);
     }
     Ok(Value::Object(out))
+}
+
+/// The settings object at `v` (absent or `null`: an empty one, the defaults).
+///
+/// # Errors
+/// `model_type` at `at` naming `title` for anything but an object or `null`.
+fn settings_object(
+    v: Option<&Value>,
+    at: &[LocItem],
+    title: &str,
+) -> Result<Map<String, Value>, ValidationError> {
+    match v {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(o)) => Ok(o.clone()),
+        Some(other) => Err(model_type(at.to_vec(), title, other)),
+    }
 }
 
 /// Checks `agent` (already text): only [`AGENT_CLASS`].
