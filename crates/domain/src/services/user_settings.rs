@@ -376,28 +376,13 @@ impl UserSettingsService {
         let active = rec.active_profile.as_deref().and_then(|n| rec.profile(n));
         let llm = match active {
             Some(p) => self.profile_own_llm(p, org, user)?,
-            None => {
-                let own = OwnLlm {
-                    model: rec.llm_str("model").map(str::to_owned),
-                    base_url: rec.llm_str("base_url").map(str::to_owned),
-                    api_key: rec
-                        .llm_api_key_sealed
-                        .as_deref()
-                        .map(|s| self.open(s, Binding::LlmApiKey, org, user))
-                        .transpose()?,
-                    broken: None,
-                };
-                match rec.agent_settings.get("llm").and_then(Value::as_object) {
-                    Some(config) => self.links.linked(
-                        own,
-                        config,
-                        org,
-                        "Your LLM settings",
-                        self.sealer.as_ref(),
-                    )?,
-                    None => own,
-                }
-            }
+            None => self.llm_of(
+                rec.llm().unwrap_or(&Map::new()),
+                rec.llm_api_key_sealed.as_deref(),
+                Binding::LlmApiKey,
+                (org, user),
+                "Your LLM settings",
+            )?,
         };
         Ok((llm.model.is_some()
             || llm.api_key.is_some()
@@ -425,19 +410,43 @@ impl UserSettingsService {
         org: OrgId,
         user: UserId,
     ) -> Result<OwnLlm, DomainError> {
+        self.llm_of(
+            &p.config,
+            p.api_key_sealed.as_deref(),
+            Binding::ProfileApiKey,
+            (org, user),
+            &format!("LLM profile '{}'", p.name),
+        )
+    }
+
+    /// The LLM an LLM configuration (`model`, `base_url`, `provider_connection_id`) and its
+    /// sealed key (bound as `binding`) make: the key opened, then through the provider
+    /// connection the configuration names, if any (`owner` names it in a broken link's words).
+    fn llm_of(
+        &self,
+        config: &Map<String, Value>,
+        sealed_key: Option<&str>,
+        binding: Binding,
+        (org, user): (OrgId, UserId),
+        owner: &str,
+    ) -> Result<OwnLlm, DomainError> {
+        let text = |k: &str| {
+            config
+                .get(k)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
         let own = OwnLlm {
-            model: p.config_str("model").map(str::to_owned),
-            base_url: p.config_str("base_url").map(str::to_owned),
-            api_key: p
-                .api_key_sealed
-                .as_deref()
-                .map(|s| self.open(s, Binding::ProfileApiKey, org, user))
+            model: text("model"),
+            base_url: text("base_url"),
+            api_key: sealed_key
+                .map(|s| self.open(s, binding, org, user))
                 .transpose()?,
             broken: None,
         };
-        let owner = format!("LLM profile '{}'", p.name);
         self.links
-            .linked(own, &p.config, org, &owner, self.sealer.as_ref())
+            .linked(own, config, org, owner, self.sealer.as_ref())
     }
 
     /// `GET /api/keys/llm/byor`: the key of the user's own LLM (the active profile's, else the
