@@ -123,22 +123,10 @@ fn save_agent_profile(rig: &Rig, name: &str, body: &Value) -> String {
 
 /// The fake LLM's chat completions whose prompt holds `marker`: `(model, Authorization)`.
 fn completions(rig: &Rig, marker: &str) -> Vec<(String, String)> {
-    std::fs::read_to_string(&rig.llm_log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| {
-            r["path"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("/chat/completions"))
-                && r["body"]["messages"].to_string().contains(marker)
-        })
-        .map(|r| {
-            (
-                r["body"]["model"].as_str().unwrap_or("").to_owned(),
-                r["auth"].as_str().unwrap_or("").to_owned(),
-            )
-        })
+    rig.completions()
+        .into_iter()
+        .filter(|(_, _, text)| text.contains(marker))
+        .map(|(model, auth, _)| (model, auth))
         .collect()
 }
 

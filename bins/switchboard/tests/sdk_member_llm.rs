@@ -84,23 +84,7 @@ fn post(rig: &Rig, key: &str, path: &str, body: &Value) {
 
 /// The fake LLM's chat completions: `(model, Authorization header, the request's text)`.
 fn completions(rig: &Rig) -> Vec<(String, String, String)> {
-    std::fs::read_to_string(&rig.llm_log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| {
-            r["path"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("/chat/completions"))
-        })
-        .map(|r| {
-            (
-                r["body"]["model"].as_str().unwrap_or("").to_owned(),
-                r["auth"].as_str().unwrap_or("").to_owned(),
-                r["body"]["messages"].to_string(),
-            )
-        })
-        .collect()
+    rig.completions()
 }
 
 fn sdk_member_llm(backend: Backend) {

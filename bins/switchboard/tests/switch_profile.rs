@@ -43,22 +43,9 @@ fn post(rig: &Rig, key: &str, path: &str, body: &Value) -> (u16, Value) {
 /// The fake LLM's chat completions, oldest first: `(model, Authorization header, whether the
 /// prompt holds `marker`)`.
 fn completions(rig: &Rig, marker: &str) -> Vec<(String, String, bool)> {
-    std::fs::read_to_string(&rig.llm_log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|r| {
-            r["path"]
-                .as_str()
-                .is_some_and(|p| p.ends_with("/chat/completions"))
-        })
-        .map(|r| {
-            (
-                r["body"]["model"].as_str().unwrap_or("").to_owned(),
-                r["auth"].as_str().unwrap_or("").to_owned(),
-                r["body"]["messages"].to_string().contains(marker),
-            )
-        })
+    rig.completions()
+        .into_iter()
+        .map(|(model, auth, text)| (model, auth, text.contains(marker)))
         .collect()
 }
 

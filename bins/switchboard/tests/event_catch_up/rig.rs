@@ -153,6 +153,29 @@ impl Rig {
         )
     }
 
+    /// The fake LLM's chat completions, oldest first: `(model, Authorization header, the
+    /// request's messages as JSON text)` (read by the tests that share this rig).
+    #[allow(dead_code)]
+    pub fn completions(&self) -> Vec<(String, String, String)> {
+        std::fs::read_to_string(&self.llm_log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|r| {
+                r["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("/chat/completions"))
+            })
+            .map(|r| {
+                (
+                    r["body"]["model"].as_str().unwrap_or("").to_owned(),
+                    r["auth"].as_str().unwrap_or("").to_owned(),
+                    r["body"]["messages"].to_string(),
+                )
+            })
+            .collect()
+    }
+
     /// `GET path` with the rig's key, asserting 200: the body.
     pub fn get(&self, path: &str) -> Value {
         let (status, body) = send_json(
