@@ -36,6 +36,11 @@ bench-members:
 bench-backup events="1000000":
     python3 scripts/bench-backup.py --events {{events}}
 
+# The LLM pass-through on loopback (issue 38): first-byte and whole-answer times direct and
+# through /api/v1/llm-proxy (JSON and SSE), and 16-client throughput (docs/benchmarks.md).
+bench-llm-relay:
+    cargo bench -p switchboard-api --bench llm_relay
+
 # HTTP load benchmark of the settings endpoints on SQLite and PostgreSQL (needs wrk).
 bench-http seconds="10":
     scripts/bench-http.sh {{seconds}}

@@ -381,6 +381,7 @@ impl LlmArgs {
         Ok(switchboard_domain::services::LlmConfig {
             model: self.llm_model.clone().filter(|m| !m.is_empty()),
             base_url: self.llm_base_url.clone().filter(|b| !b.is_empty()),
+            key_owner: api_key.is_some().then_some("operator"),
             api_key,
             stream: self.llm_stream,
         })
@@ -434,6 +435,9 @@ pub struct SandboxArgs {
     /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
     #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL", help_heading = heading::SERVER)]
     pub webhook_url: Option<String>,
+    /// Switchboard's URL as process sandboxes reach its LLM pass-through, when it differs from --webhook-url's (the pass-through is at it + /api/v1/llm-proxy; Docker and Kubernetes sandboxes use the address they post webhooks to). Default: --webhook-url, else --public-url.
+    #[arg(long, env = "SWITCHBOARD_LLM_PROXY_URL", help_heading = heading::SERVER)]
+    pub llm_proxy_url: Option<String>,
     /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
     #[arg(long = "sandbox-env", value_name = "NAME", env = "SWITCHBOARD_SANDBOX_ENV", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub sandbox_env: Vec<String>,

@@ -186,6 +186,10 @@ pub fn configure(
             specs,
             default_runtime: args.specs.sandbox_runtime.clone(),
             webhook_base_url: format!("{public_url}/api/v1/webhooks"),
+            llm_proxy_url: args
+                .llm_proxy_url
+                .as_deref()
+                .map(|u| u.trim_end_matches('/').to_owned()),
             passthrough_env,
             policy: StatusPolicy {
                 start_timeout: Duration::from_secs(args.sandbox_start_timeout),

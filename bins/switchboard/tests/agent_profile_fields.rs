@@ -7,7 +7,7 @@
 //!   server's own view of the conversation shows the profile's condenser, tools (with the
 //!   sub-agent tool set), tool concurrency, skills deny-list and suffix, and every completion
 //!   reaches the fake LLM with the connection's key (its `Authorization` header), never the
-//!   operator's;
+//!   operator's, through the LLM pass-through (issue 38: the agent server never holds it);
 //! - an ACP profile starts the agent server's ACP agent in the same sandbox: a tiny ACP server
 //!   (Python, the agent server's own `acp` package) answers the prompt;
 //! - the connection deleted, the LLM profile's list entry says `provider_connection_broken`
@@ -225,7 +225,16 @@ fn agent_profile_fields(backend: Backend) {
         a["agent_context"]["system_message_suffix"],
         "Profile suffix."
     );
-    assert_eq!(a["llm"]["base_url"], json!(rig.llm_base), "{backend}");
+    // The connection's key is the organization's: the agent server has the LLM pass-through's
+    // address (issue 38), neither the key nor the connection's base URL, and every completion
+    // reaches the fake LLM through it with the connection's key.
+    let relay = format!("http://{}/api/v1/llm-proxy", rig.bind);
+    assert_eq!(a["llm"]["base_url"], json!(relay), "{backend}");
+    let seen = a.to_string();
+    assert!(
+        !seen.contains(CONN_KEY) && !seen.contains(&rig.llm_base),
+        "{backend}: {a}"
+    );
     let calls = completions(&rig, "from-the-profile");
     assert!(!calls.is_empty(), "{backend}: no completion of the run");
     for (model, auth) in &calls {

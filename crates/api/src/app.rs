@@ -8,7 +8,7 @@ use actix_web::{App, web};
 use utoipa_actix_web::AppExt;
 
 use crate::state::AppState;
-use crate::{cors, health, metrics, openapi, rate_limit, routes, sandbox_proxy};
+use crate::{cors, health, llm_relay, metrics, openapi, rate_limit, routes, sandbox_proxy};
 
 /// The app: every route of the route table ([`routes::configure`]), 405 (with `Allow`) and 404
 /// answers in FastAPI's shape, and the middleware (request id and metrics, CORS, rate limits,
@@ -52,7 +52,7 @@ pub fn create_app(
         .paths
         .iter()
         .map(|(path, item)| (path.clone(), routes::allowed_methods(item)));
-    routes::fallbacks(sandbox_proxy::register(app), paths)
+    routes::fallbacks(llm_relay::register(sandbox_proxy::register(app)), paths)
         .wrap(from_fn(sandbox_proxy::route_by_host))
         .wrap(from_fn(rate_limit::limit))
         .wrap(from_fn(cors::cors))

@@ -25,6 +25,7 @@ pub mod keys;
 pub mod live;
 pub mod llm_catalog;
 pub mod llm_profiles;
+pub mod llm_relay;
 pub mod member_sockets;
 pub mod members;
 pub mod metrics;

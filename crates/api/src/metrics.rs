@@ -24,6 +24,7 @@ mod activity;
 pub mod exposition;
 mod families;
 mod jobs;
+pub mod llm_relay;
 
 pub use activity::{Activity, OpenGauge, ProxyOutcome, WebhookKind};
 pub use jobs::{JobMetrics, Jobs, StepResult};
@@ -84,6 +85,8 @@ pub struct Metrics {
     sandbox_start_failures: IntCounterVec,
     /// Webhooks, proxy, live, background jobs, conversation starts ([`Activity`]).
     activity: Activity,
+    /// The LLM pass-through (issue 38).
+    llm_relay: llm_relay::LlmRelayMetrics,
 }
 
 impl Default for Metrics {
@@ -196,6 +199,7 @@ impl Metrics {
             .expect("unique metric");
         let activity = Activity::new(&registry);
         Metrics {
+            llm_relay: llm_relay::LlmRelayMetrics::new(&registry),
             activity,
             registry,
             requests,
@@ -213,6 +217,11 @@ impl Metrics {
     /// The activity metrics: webhooks, the proxy, live, background jobs, conversation starts.
     pub fn activity(&self) -> &Activity {
         &self.activity
+    }
+
+    /// The LLM pass-through's metrics.
+    pub fn llm_relay(&self) -> &llm_relay::LlmRelayMetrics {
+        &self.llm_relay
     }
 
     /// Records one finished request.

@@ -14,7 +14,7 @@ use crate::dto::ErrorDetail;
 use crate::web_client::WebClient;
 use crate::{
     agent_profiles, app_conversations, events, health, keys, live, llm_catalog, llm_profiles,
-    members, org_defaults, org_profiles, org_settings, organizations, sandbox_secrets,
+    llm_relay, members, org_defaults, org_profiles, org_settings, organizations, sandbox_secrets,
     sandbox_specs, sandboxes, server_details, service_keys, sign_in, skills, user_secrets,
     user_settings, users, webhooks,
 };
@@ -35,6 +35,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
     llm_profiles::configure(cfg);
     llm_catalog::configure(cfg);
     skills::configure(cfg);
+    llm_relay::configure(cfg);
     agent_profiles::configure(cfg);
     user_secrets::configure(cfg);
     events::configure(cfg);

@@ -37,6 +37,7 @@ async fn app(backend: Backend) -> SandboxApp {
             base_url: Some("http://127.0.0.1:9/v1".into()),
             api_key: Some("sk-test-llm-key-4242".into()),
             stream: false,
+            key_owner: Some("operator"),
         })
     })
     .await

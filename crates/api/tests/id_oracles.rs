@@ -39,6 +39,7 @@ async fn app(backend: Backend) -> SandboxApp {
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 api_key: None,
                 stream: false,
+                key_owner: None,
             })
         },
     )

@@ -94,6 +94,7 @@ async fn conversation_start_at_the_quota(backend: Backend) {
             base_url: Some("http://127.0.0.1:9/v1".into()),
             api_key: Some("sk-test-llm-key-4242".into()),
             stream: false,
+            key_owner: Some("operator"),
         })
     })
     .await;

@@ -28,6 +28,7 @@ async fn app(backend: Backend, operator: bool) -> SandboxApp {
                 base_url: Some("http://operator.example.test/v1".into()),
                 api_key: Some(OPERATOR_KEY.into()),
                 stream: false,
+                key_owner: Some("operator"),
             })
         } else {
             s

@@ -28,6 +28,7 @@ pub mod jobs;
 pub mod live_frames;
 pub mod llm_allow;
 pub mod llm_catalog;
+pub mod llm_relay;
 pub mod org_defaults;
 pub mod org_profiles;
 mod permissions;

@@ -194,6 +194,7 @@ pub fn through_connection(
                 Some(sealed) => open(sealed)?,
                 None => None,
             },
+            key_owner: Some("organization"),
             ..llm
         },
         None => OwnLlm {
@@ -238,6 +239,7 @@ mod tests {
             base_url: Some("https://own.test".into()),
             api_key: Some("own-key".into()),
             broken: None,
+            key_owner: None,
         };
         // Not linked: unchanged, and `open` is not called.
         let plain = json!({"model": "m"}).as_object().unwrap().clone();

@@ -57,6 +57,10 @@ pub struct OrgAppSettings {
     pub enable_proactive_conversation_starters: bool,
     /// Per-task budget (finite, > 0), or none.
     pub max_budget_per_task: Option<f64>,
+    /// The organization's LLM budget in USD per calendar month (UTC), finite and > 0, or none:
+    /// the LLM pass-through refuses the organization's requests once its recorded cost in the
+    /// current month reaches it.
+    pub llm_monthly_budget: Option<f64>,
     /// Marketplaces, in the order given.
     pub registered_marketplaces: Vec<Marketplace>,
     /// The version for optimistic locking: the time of the last change, UTC, microseconds.
@@ -71,6 +75,8 @@ pub struct SettingsChange {
     pub enable_proactive_conversation_starters: Option<bool>,
     /// New budget; `Some(None)` clears it (explicit `null`).
     pub max_budget_per_task: Option<Option<f64>>,
+    /// New monthly LLM budget (USD); `Some(None)` clears it (explicit `null`).
+    pub llm_monthly_budget: Option<Option<f64>>,
     /// New marketplace list, already validated and stamped `scope: org`.
     pub registered_marketplaces: Option<Vec<Marketplace>>,
 }
@@ -80,6 +86,7 @@ impl SettingsChange {
     pub fn is_empty(&self) -> bool {
         self.enable_proactive_conversation_starters.is_none()
             && self.max_budget_per_task.is_none()
+            && self.llm_monthly_budget.is_none()
             && self.registered_marketplaces.is_none()
     }
 }
@@ -225,12 +232,30 @@ pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, Val
     })
 }
 
+/// An amount of USD at `root`.`key`: a finite number > 0 (`Some`), or `null` (`None`, which
+/// clears it).
+fn positive_amount(v: &Value, root: &[LocItem], key: &str) -> Result<Option<f64>, ValidationError> {
+    let l = field(root, key);
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if !x.is_finite() || x <= 0.0 {
+                return Err(value_error(l, &format!("{key} must be greater than 0"), v));
+            }
+            Ok(Some(x))
+        }
+        other => Err(float_type(l, other)),
+    }
+}
+
 /// Validates a `POST /api/organizations/app` body (already parsed as JSON). Locations start
 /// with `"body"`. Rules (reference §1.2 with API.md's fixes): every field optional; unknown
 /// keys ignored; `enable_proactive_conversation_starters` a boolean (explicit `null` refused);
-/// `max_budget_per_task` a finite number > 0 or `null` (clears it); `registered_marketplaces`
-/// a list of valid entries (explicit `null` refused); `last_known_updated_at` a date-time or
-/// `null`. Strings are not coerced to booleans or numbers.
+/// `max_budget_per_task` and `llm_monthly_budget` each a finite number > 0 or `null` (clears
+/// it); `registered_marketplaces` a list of valid entries (explicit `null` refused);
+/// `last_known_updated_at` a date-time or `null`. Strings are not coerced to booleans or
+/// numbers.
 ///
 /// # Errors
 /// The first rule broken, as a FastAPI 422 entry.
@@ -252,23 +277,16 @@ pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationE
             }
         }
     }
-    if let Some(v) = obj.get("max_budget_per_task") {
-        update.has_any_field = true;
-        let l = field(&root, "max_budget_per_task");
-        match v {
-            Value::Null => update.change.max_budget_per_task = Some(None),
-            Value::Number(n) => {
-                let x = n.as_f64().unwrap_or(f64::NAN);
-                if !x.is_finite() || x <= 0.0 {
-                    return Err(value_error(
-                        l,
-                        "max_budget_per_task must be greater than 0",
-                        v,
-                    ));
-                }
-                update.change.max_budget_per_task = Some(Some(x));
-            }
-            other => return Err(float_type(l, other)),
+    for (key, slot) in [
+        (
+            "max_budget_per_task",
+            &mut update.change.max_budget_per_task,
+        ),
+        ("llm_monthly_budget", &mut update.change.llm_monthly_budget),
+    ] {
+        if let Some(v) = obj.get(key) {
+            update.has_any_field = true;
+            *slot = Some(positive_amount(v, &root, key)?);
         }
     }
     if let Some(v) = obj.get("registered_marketplaces") {
@@ -353,12 +371,23 @@ mod tests {
     fn body_rules() {
         let ok = parse_settings_update(&json!({
             "max_budget_per_task": 2.5,
+            "llm_monthly_budget": 1e3,
             "registered_marketplaces": [{"name": " a ", "source": "github:o/r", "scope": "personal", "extra": 1}],
             "last_known_updated_at": "2026-11-21T09:08:18.014821Z",
             "unknown": true
         }))
         .unwrap();
         assert_eq!(ok.change.max_budget_per_task, Some(Some(2.5)));
+        assert_eq!(ok.change.llm_monthly_budget, Some(Some(1000.0)));
+        let cleared = parse_settings_update(&json!({"llm_monthly_budget": null})).unwrap();
+        assert!(cleared.has_any_field && !cleared.change.is_empty());
+        assert_eq!(
+            (
+                cleared.change.llm_monthly_budget,
+                cleared.change.max_budget_per_task
+            ),
+            (Some(None), None)
+        );
         let m = &ok.change.registered_marketplaces.as_ref().unwrap()[0];
         assert_eq!((m.name.as_str(), m.scope), ("a", MarketplaceScope::Org));
         assert!(ok.last_known_updated_at.is_some());
@@ -378,6 +407,26 @@ mod tests {
             (
                 json!({"max_budget_per_task": "5"}),
                 vec!["body", "max_budget_per_task"],
+                "float_type",
+            ),
+            (
+                json!({"llm_monthly_budget": 0}),
+                vec!["body", "llm_monthly_budget"],
+                "value_error",
+            ),
+            (
+                json!({"llm_monthly_budget": -0.5}),
+                vec!["body", "llm_monthly_budget"],
+                "value_error",
+            ),
+            (
+                json!({"llm_monthly_budget": "NaN"}),
+                vec!["body", "llm_monthly_budget"],
+                "float_type",
+            ),
+            (
+                json!({"llm_monthly_budget": false}),
+                vec!["body", "llm_monthly_budget"],
                 "float_type",
             ),
             (
@@ -401,6 +450,11 @@ mod tests {
             let l: Vec<LocItem> = want_loc.into_iter().map(LocItem::from).collect();
             assert_eq!((e.loc, e.error_type.as_str()), (l, want_type), "{body}");
         }
+        let e = parse_settings_update(&json!({"llm_monthly_budget": -1})).unwrap_err();
+        assert_eq!(
+            e.msg,
+            "Value error, llm_monthly_budget must be greater than 0"
+        );
     }
 
     #[test]

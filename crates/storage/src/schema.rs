@@ -1,5 +1,5 @@
-//! The logical schema, the same on both backends (`migrations/sqlite`, `migrations/postgres`);
-//! `tests/migrations.rs` checks that each backend's migrations produce exactly this.
+//! The logical schema of `migrations/{sqlite,postgres}`, which `tests/migrations.rs` checks.
+pub mod llm_relay;
 
 diesel::table! {
     /// Organizations and their app settings.
@@ -18,6 +18,8 @@ diesel::table! {
         created_at -> Timestamp,
         /// Settings version, UTC microseconds; strictly increases.
         updated_at -> Timestamp,
+        /// App setting: the LLM budget, USD per calendar month (UTC); finite, > 0, or NULL.
+        llm_monthly_budget -> Nullable<Double>,
     }
 }
 
@@ -193,8 +195,7 @@ diesel::table! {
         status -> Text,
         /// What went wrong (no secret in it), for `ERROR`.
         detail -> Nullable<Text>,
-        /// The conversation it starts (chosen up front; shown as `app_conversation_id` once
-        /// `READY`).
+        /// The conversation it starts (chosen up front; `app_conversation_id` once `READY`).
         conversation_id -> Text,
         /// The sandbox it runs in, once chosen.
         sandbox_id -> Nullable<Text>,
@@ -549,8 +550,7 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// The installation's record (one row, `singleton` = 1): its id and the fingerprint of
-    /// the key sealing the database's secrets.
+    /// The installation's record (one row, `singleton` = 1): its id, its sealing key's fingerprint.
     installation (singleton) {
         /// Always 1.
         singleton -> BigInt,

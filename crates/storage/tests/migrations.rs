@@ -2,7 +2,8 @@
 //! produces is exactly `schema.rs` (column names, types, nullability).
 
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Bool, Double, Integer, Nullable, Text, Timestamp};
+use diesel::sql_types::{BigInt, Bool, Date, Double, Integer, Nullable, Text, Timestamp};
+use switchboard_storage::schema::llm_relay::{llm_routes, llm_usage};
 use switchboard_storage::schema::{
     agent_profiles, api_keys, audit_log, conversation_counts, conversation_moves,
     conversation_tombstones, conversations, device_grants, events, git_provider_tokens,
@@ -32,6 +33,9 @@ impl Describe for Double {
 impl Describe for Timestamp {
     const NAME: &'static str = "timestamp";
 }
+impl Describe for Date {
+    const NAME: &'static str = "date";
+}
 impl Describe for BigInt {
     const NAME: &'static str = "bigint";
 }
@@ -59,7 +63,7 @@ macro_rules! columns {
 
 fn expected() -> Vec<(&'static str, Vec<Col>)> {
     vec![
-        columns!(orgs: id, name, enable_proactive_conversation_starters, max_budget_per_task, registered_marketplaces, created_at, updated_at),
+        columns!(orgs: id, name, enable_proactive_conversation_starters, max_budget_per_task, registered_marketplaces, created_at, updated_at, llm_monthly_budget),
         columns!(users: id, email, name, current_org_id, created_at, disabled_at),
         columns!(org_members: org_id, user_id, role, created_at),
         columns!(api_keys: id, user_id, org_id, name, key_hash, display_prefix, created_at, last_used_at, expires_at, revoked_at),
@@ -84,6 +88,8 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(device_grants: device_code_hash, user_code, status, user_id, remote_addr, interval_secs, last_polled_at, created_at, expires_at),
         columns!(audit_log: id, org_id, actor_user_id, actor_email, action, target_user_id, target_email, detail, remote_addr, created_at),
         columns!(installation: singleton, id, key_fingerprint, created_at, restored_from, restored_at),
+        columns!(llm_routes: token_hash, sandbox_id, conversation_id, org_id, user_id, upstream, api_key_sealed, key_owner, model, created_at),
+        columns!(llm_usage: org_id, user_id, conversation_id, day, model, requests, input_tokens, output_tokens, cost_usd),
     ]
 }
 
@@ -103,6 +109,7 @@ fn normalize(kind: &str) -> &'static str {
         "boolean" => "bool",
         "double" | "double precision" | "real" => "double",
         "timestamp" | "timestamp without time zone" => "timestamp",
+        "date" => "date",
         "bigint" => "bigint",
         "integer" => "integer",
         other => panic!("unexpected column type {other}"),

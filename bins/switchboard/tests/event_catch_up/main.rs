@@ -161,6 +161,7 @@ fn catch_up(backend: Backend, webhooks_lost: bool, outage: Duration) {
     let db = Db::new(backend);
     // With the webhooks lost, the stream path is off too: only the pull path can store.
     let mut rig = Rig::start(&db.url(), &agent_server, webhooks_lost, !webhooks_lost);
+    rig.use_own_llm();
     let sdk = webhooks_lost.then(|| sdk_flow(&rig)).flatten();
 
     // Run 1, then a pause at once: the pause answers once every event is stored.

@@ -176,6 +176,21 @@ impl Rig {
             .collect()
     }
 
+    /// Gives the rig's owner their own LLM key (the operator's model, base URL and key as
+    /// their settings): their conversations' LLM calls then go from the sandbox to the fake
+    /// LLM directly, not through Switchboard's LLM pass-through, so runs go on while the
+    /// server is stopped or its connections are reset (the event catch-up tests).
+    pub fn use_own_llm(&self) {
+        let (status, body) = send_json(
+            client()
+                .post(self.server.url("/api/v1/settings"))
+                .header("X-Access-Token", &self.key)
+                .json(&json!({"agent_settings_diff": {"llm": {
+                    "model": "openai/fake-model", "base_url": self.llm_base, "api_key": "fake-key"}}})),
+        );
+        assert_eq!(status, 200, "{body}");
+    }
+
     /// `GET path` with the rig's key, asserting 200: the body.
     pub fn get(&self, path: &str) -> Value {
         let (status, body) = send_json(
@@ -358,8 +373,10 @@ fn serve(
         "--min-free-disk",
         "0",
     ];
+    let proxy_url = format!("http://{bind}");
     if let Some(url) = webhook_url {
-        args.extend(["--webhook-url", url]);
+        // The webhooks go nowhere; the LLM pass-through is still Switchboard.
+        args.extend(["--webhook-url", url, "--llm-proxy-url", &proxy_url]);
     }
     if !streams {
         args.push("--no-event-streams");

@@ -38,6 +38,7 @@ fn stream_alone(backend: Backend) {
     };
     let db = TestDatabase::new(backend);
     let rig = Rig::start(db.url(), &agent_server, true, true);
+    rig.use_own_llm();
     let (conv, agent) = rig.start_conversation("say hello");
     let watcher = Subscriber::start(&rig.server.socket_addr().to_string(), &rig.key, &conv);
     agent.wait_finished(&conv, 1);

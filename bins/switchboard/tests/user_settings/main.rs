@@ -12,13 +12,15 @@
 //! matrix, the sandbox's reads, the SDK's reads), `starts.rs` (what a start takes),
 //! `clone.rs` (the clone with the user's provider token, from a git server that requires it),
 //! `org_defaults.rs` (the organization's defaults and the start's precedence over them),
-//! `sealed.rs` (no value anywhere else), `rotation.rs` (`switchboard secrets rotate-key`).
+//! `sealed.rs` (no value anywhere else), `rotation.rs` (`switchboard secrets rotate-key`),
+//! `relayed.rs` (a start with a key not the member's own: the LLM pass-through, issue 38).
 
 mod access;
 mod clone;
 #[path = "../common/mod.rs"]
 mod common;
 mod org_defaults;
+mod relayed;
 mod rig;
 mod rotation;
 mod sealed;

@@ -5,13 +5,14 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
+use crate::relayed::{Chosen, assert_relayed};
 use crate::rig::{
     CONNECTION_KEY, LLM_KEY, OPERATOR_KEY, ORG_KEY, ORG_MCP_KEY, ORG_PROFILE_KEY, ORG_SEARCH_KEY,
     Rig, detail,
 };
 use crate::starts::start;
 
-const ORG_URL: &str = "http://127.0.0.1:7/v1";
+pub const ORG_URL: &str = "http://127.0.0.1:7/v1";
 
 fn patch(r: &Rig, key: &str, org: &str, body: Value) -> (u16, Value) {
     r.call(
@@ -20,6 +21,17 @@ fn patch(r: &Rig, key: &str, org: &str, body: Value) -> (u16, Value) {
         Some(key),
         Some(body),
     )
+}
+
+/// The organization's key and endpoint with `model`, as a start chose them: sent through the
+/// LLM pass-through (issue 38).
+fn org_llm(model: &str) -> Chosen<'_> {
+    Chosen {
+        model,
+        upstream: ORG_URL,
+        owner: "organization",
+        key: ORG_KEY,
+    }
 }
 
 fn llm(c: &Value) -> (Value, Value, Value) {
@@ -101,14 +113,11 @@ pub fn org_defaults_reach_members(r: &Rig, backend: Backend) {
 /// The precedence at a start, as the agent server received it, the organization's full
 /// defaults set.
 fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
-    // A member with nothing of their own: the organization's LLM and MCP servers.
+    // A member with nothing of their own: the organization's LLM (its key and endpoint behind
+    // the LLM pass-through, issue 38) and MCP servers.
     let (sandbox, session, url) = r.sandbox(&r.member);
     let c = start(r, &r.member, &sandbox, &url, json!({}));
-    assert_eq!(
-        llm(&c),
-        (json!("openai/org-model"), json!(ORG_URL), json!(ORG_KEY)),
-        "{backend}: {c}"
-    );
+    assert_relayed(r, backend, &c, &org_llm("openai/org-model"));
     assert_eq!(
         c["agent"]["mcp_config"]["sse_servers"][0]["api_key"],
         ORG_MCP_KEY
@@ -131,10 +140,7 @@ fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
         &url,
         json!({"llm_model": "openai/req"}),
     );
-    assert_eq!(
-        llm(&c),
-        (json!("openai/req"), json!(ORG_URL), json!(ORG_KEY))
-    );
+    assert_relayed(r, backend, &c, &org_llm("openai/req"));
     // The SDK's read of the member's own LLM never holds the organization's.
     let (code, text) = r.with_session(
         "/api/v1/users/me?expose_secrets=true",
@@ -163,11 +169,7 @@ fn starts_take_the_org_defaults(r: &Rig, backend: Backend) {
     };
     own(json!({"llm": {"model": "openai/member-model"}}));
     let c = start(r, &r.member, &sandbox, &url, json!({}));
-    assert_eq!(
-        llm(&c),
-        (json!("openai/member-model"), json!(ORG_URL), json!(ORG_KEY)),
-        "{backend}"
-    );
+    assert_relayed(r, backend, &c, &org_llm("openai/member-model"));
     // Their own base URL without a key: no key goes there, the organization's model.
     own(json!({"llm": {"model": null, "base_url": "http://127.0.0.1:5/v1"}}));
     let c = start(r, &r.member, &sandbox, &url, json!({}));
@@ -247,15 +249,13 @@ fn own_key_then_org_model_only(r: &Rig, backend: Backend, (sandbox, url): (&str,
     );
     assert_eq!((code, &d["llm_api_key_set"]), (200, &json!(false)), "{d}");
     let c = start(r, &r.member, sandbox, url, json!({}));
-    assert_eq!(
-        llm(&c),
-        (
-            json!("openai/org-model"),
-            json!("http://127.0.0.1:9/v1"),
-            json!(OPERATOR_KEY)
-        ),
-        "{backend}: {c}"
-    );
+    let operator = Chosen {
+        model: "openai/org-model",
+        upstream: "http://127.0.0.1:9/v1",
+        owner: "operator",
+        key: OPERATOR_KEY,
+    };
+    assert_relayed(r, backend, &c, &operator);
     // The organization's key again, for the checks that follow (sealed at rest, rotation).
     let (code, e) = patch(
         r,

@@ -1,9 +1,10 @@
 //! `switchboard secrets rotate-key` over every kind of sealed value the other steps stored
 //! (sandboxes' session keys, start tasks' sealed requests, users' settings, profiles, secrets,
-//! provider tokens, the organization's defaults): refused while a server is connected
-//! (PostgreSQL), changes nothing when one value does not open, then re-seals everything; the
-//! old key opens nothing, the new one everything, and a server started with the new key file
-//! reads every value, its sandboxes still running under the same installation id.
+//! provider tokens, the organization's defaults, the LLM pass-through's routes): refused
+//! while a server is connected (PostgreSQL), changes nothing when one value does not open,
+//! then re-seals everything; the old key opens nothing, the new one everything, and a server
+//! started with the new key file reads every value, its sandboxes still running under the
+//! same installation id.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -16,6 +17,8 @@ use switchboard_storage::DieselStore;
 use switchboard_testkit::Backend;
 
 use crate::common::{cli, expect_error, expect_json, str_of, wait_sandbox_status};
+use crate::org_defaults::ORG_URL;
+use crate::relayed::{Chosen, assert_relayed};
 use crate::rig::{
     GITHUB_TOKEN, LLM_KEY, MCP_KEY, ORG_KEY, ORG_MCP_KEY, PROFILE_KEY, Rig, SECRET_VALUE, serve,
 };
@@ -58,7 +61,7 @@ fn opened_by(url: &str, yes: &Sealer, no: &Sealer) -> u64 {
         .unwrap()
 }
 
-fn sealer_of(text: &str) -> Sealer {
+pub fn sealer_of(text: &str) -> Sealer {
     let bytes = from_hex(text.lines().next().unwrap()).unwrap();
     Sealer::new(&bytes.try_into().unwrap())
 }
@@ -115,6 +118,7 @@ pub fn rotation(r: &mut Rig, backend: Backend, (mine, my_session): (&str, &str))
         "Org(SearchApiKey",
         "Org(ProfileApiKey",
         "Org(ConnectionApiKey",
+        "LlmRoute",
     ] {
         assert!(kinds(&before, k) > 0, "{backend}: no {k} in {before:?}");
     }
@@ -232,7 +236,13 @@ fn rotated(
     );
     let (sandbox, _, agent) = r.sandbox(&r.member);
     let c = start(r, &r.member, &sandbox, &agent, json!({}));
-    assert_eq!(c["agent"]["llm"]["api_key"], ORG_KEY, "{backend}: {c}");
+    let org = Chosen {
+        model: "openai/org-model",
+        upstream: ORG_URL,
+        owner: "organization",
+        key: ORG_KEY,
+    };
+    assert_relayed(r, backend, &c, &org);
     assert_eq!(
         c["agent"]["mcp_config"]["sse_servers"][0]["api_key"],
         ORG_MCP_KEY

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{client, direct_agent_url};
+use crate::relayed::{Chosen, assert_relayed};
 use crate::rig::{GITHUB_TOKEN, LLM_KEY, MCP_KEY, OPERATOR_KEY, PROFILE_KEY, Rig, SECRET_VALUE};
 
 /// Starts a conversation in `sandbox` and waits for READY; the create body the stand-in got.
@@ -146,15 +147,17 @@ pub fn starts_take_the_users_settings(r: &Rig, backend: Backend, (mine, url): (&
         ),
         "{backend}: {c}"
     );
-    // A member with nothing set: the operator's LLM, none of the owner's secrets.
+    // A member with nothing set: the operator's LLM, its key through the pass-through (issue
+    // 38); none of the owner's secrets.
     let (theirs, _, their_url) = r.sandbox(&r.member);
     let c = start(r, &r.member, &theirs, &their_url, json!({}));
-    let llm = &c["agent"]["llm"];
-    assert_eq!(
-        (&llm["model"], &llm["api_key"]),
-        (&json!("openai/operator-model"), &json!(OPERATOR_KEY)),
-        "{backend}: {c}"
-    );
+    let operator = Chosen {
+        model: "openai/operator-model",
+        upstream: "http://127.0.0.1:9/v1",
+        owner: "operator",
+        key: OPERATOR_KEY,
+    };
+    assert_relayed(r, backend, &c, &operator);
     assert!(
         c.get("secrets").is_none() && c.get("confirmation_policy").is_none(),
         "{backend}: {c}"

@@ -59,7 +59,7 @@ pub async fn switch_profile(
             {
                 return Err(DomainError::BadRequest(why).into());
             }
-            conversations.switch_llm(&ctx, id, llm.into_spec(&name)?)?;
+            conversations.switch_profile(&ctx, id, llm, &name, s.services.llm_relay())?;
             Ok(())
         })
         .await?;

@@ -48,6 +48,9 @@ pub struct OrgAppSettingsResponse {
     pub enable_proactive_conversation_starters: bool,
     /// Per-task budget, or null.
     pub max_budget_per_task: Option<f64>,
+    /// The organization's LLM budget in USD per calendar month (UTC), or null: the LLM
+    /// pass-through refuses its requests once this month's recorded cost reaches it.
+    pub llm_monthly_budget: Option<f64>,
     /// The organization's marketplaces, in the order given.
     pub registered_marketplaces: Vec<MarketplaceRegistration>,
     /// The settings version (RFC 3339, microseconds); echo it as `last_known_updated_at`.
@@ -59,6 +62,7 @@ impl From<&OrgAppSettings> for OrgAppSettingsResponse {
         OrgAppSettingsResponse {
             enable_proactive_conversation_starters: s.enable_proactive_conversation_starters,
             max_budget_per_task: s.max_budget_per_task,
+            llm_monthly_budget: s.llm_monthly_budget,
             registered_marketplaces: s.registered_marketplaces.iter().map(Into::into).collect(),
             updated_at: format_rfc3339_micros(s.updated_at),
         }

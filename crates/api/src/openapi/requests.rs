@@ -183,6 +183,13 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                             {"type": "null"},
                         ],
                     },
+                    "llm_monthly_budget": {
+                        "description": "The organization's LLM budget in USD per calendar month (UTC): a finite number > 0, or `null` to clear. The LLM pass-through refuses the organization's requests once its recorded cost this month reaches it.",
+                        "anyOf": [
+                            {"type": "number", "exclusiveMinimum": 0, "maximum": f64::MAX},
+                            {"type": "null"},
+                        ],
+                    },
                     "registered_marketplaces": {
                         "type": "array",
                         "items": {"$ref": "#/components/schemas/MarketplaceRegistrationInput"},

@@ -2,13 +2,15 @@
 //! source (`fixtures/agent_canvas/`, `@openhands/agent-canvas` 1.20.0) against the real server
 //! on both backends, with `Authorization: Bearer` as the client sends it: agent profiles
 //! (`profiles.rs`), a start from one with the stand-in agent server (`start.rs`), and the
-//! organization routes (`orgs.rs`).
+//! organization routes (`orgs.rs`); `relayed.rs` checks a start sending a key not the member's
+//! own through the LLM pass-through.
 
 #[path = "../common/mod.rs"]
 #[macro_use]
 mod common;
 mod orgs;
 mod profiles;
+mod relayed;
 mod start;
 
 use reqwest::Method;

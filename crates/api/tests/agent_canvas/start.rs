@@ -6,7 +6,9 @@
 //! client reads it. An unknown profile and a dangling LLM profile end the task in ERROR saying
 //! so. An LLM profile naming a provider connection sends the connection's key and base URL;
 //! once the connection is deleted its lists say `provider_connection_broken` and a start from
-//! it ends in ERROR saying why, with no other key sent.
+//! it ends in ERROR saying why, with no other key sent. A key of the organization's (its LLM
+//! profile's, a connection's) reaches the agent server only as an LLM pass-through token
+//! (issue 38, `relayed.rs`).
 
 use std::time::{Duration, Instant};
 
@@ -16,6 +18,7 @@ use switchboard_domain::services::LlmConfig;
 use switchboard_testkit::Backend;
 
 use crate::common::sandboxes::{SandboxApp, SandboxOptions, spawn_sandbox_app_with};
+use crate::relayed::{Chosen, assert_relayed};
 use crate::{fixture, has_reads, request};
 
 on_both_backends!(
@@ -34,6 +37,7 @@ async fn app(backend: Backend) -> SandboxApp {
             base_url: Some("http://127.0.0.1:9/v1".into()),
             api_key: Some("sk-operator".into()),
             stream: false,
+            key_owner: Some("operator"),
         })
     })
     .await
@@ -229,9 +233,11 @@ async fn a_start_launches_from_the_profile(backend: Backend) {
             Some(json!({"llm": {"model": model, "base_url": "https://team.example.test/v1", "api_key": TEAM_KEY}}))).await;
         assert_eq!(code, 201, "{e}");
     }
-    for (reference, model, api_key) in [
-        ("team-llm", "openai/team-model", TEAM_KEY),
-        ("fast", "openai/fast-model", PROFILE_KEY),
+    // The organization's key goes through the LLM pass-through (issue 38); the member's own
+    // goes as it is.
+    for (reference, model, theirs) in [
+        ("team-llm", "openai/team-model", true),
+        ("fast", "openai/fast-model", false),
     ] {
         let pid = save_profile(
             &app,
@@ -249,12 +255,23 @@ async fn a_start_launches_from_the_profile(backend: Backend) {
             .json()
             .await
             .unwrap();
-        let llm = &creates.last().unwrap()["agent"]["llm"];
-        assert_eq!(
-            (&llm["model"], &llm["api_key"]),
-            (&json!(model), &json!(api_key)),
-            "{backend}: {reference}"
-        );
+        let c = creates.last().unwrap();
+        if theirs {
+            let team = Chosen {
+                model,
+                upstream: "https://team.example.test/v1",
+                owner: "organization",
+                key: TEAM_KEY,
+            };
+            assert_relayed(&app, c, &team);
+        } else {
+            let llm = &c["agent"]["llm"];
+            assert_eq!(
+                (&llm["model"], &llm["api_key"]),
+                (&json!(model), &json!(PROFILE_KEY)),
+                "{backend}: {reference}"
+            );
+        }
     }
 
     // An ACP profile: the ACP agent's settings, no LLM (no key) of Switchboard's.
@@ -390,7 +407,8 @@ async fn a_provider_connection_supplies_the_key(backend: Backend) {
         );
     }
 
-    // A start from either sends the connection's key and base URL.
+    // A start from either sends the connection's key and base URL, through the LLM
+    // pass-through (issue 38): the connection's key is the organization's, not the member's.
     for (reference, model) in [
         ("linked", "openai/conn-model"),
         ("team-linked", "openai/team-conn"),
@@ -398,16 +416,14 @@ async fn a_provider_connection_supplies_the_key(backend: Backend) {
         let pid = save_profile(&app, &key, reference, json!({"llm_profile_ref": reference})).await;
         let done = start_from(&app, &key, &pid).await;
         assert_eq!(done["status"], "READY", "{backend}: {done}");
-        let llm = creates_of(&done).await.last().unwrap()["agent"]["llm"].clone();
-        assert_eq!(
-            (&llm["model"], &llm["base_url"], &llm["api_key"]),
-            (
-                &json!(model),
-                &json!("https://conn.example.test/v1"),
-                &json!(CONN_KEY)
-            ),
-            "{backend}: {reference}"
-        );
+        let c = creates_of(&done).await.last().unwrap().clone();
+        let connection = Chosen {
+            model,
+            upstream: "https://conn.example.test/v1",
+            owner: "organization",
+            key: CONN_KEY,
+        };
+        assert_relayed(&app, &c, &connection);
     }
 
     // The connection deleted: both lists say so, and a start ends in ERROR saying why,

@@ -35,6 +35,7 @@ pub async fn app(backend: Backend, options: SandboxOptions) -> SandboxApp {
                 base_url: Some("http://127.0.0.1:9/v1".into()),
                 api_key: Some(LLM_KEY.into()),
                 stream: false,
+                key_owner: Some("operator"),
             })
             .with_start_timeouts(StartTimeouts {
                 sandbox: Duration::from_secs(60),

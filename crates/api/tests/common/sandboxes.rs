@@ -170,6 +170,7 @@ pub async fn spawn_sandbox_app_with(
             specs,
             default_runtime: "process".into(),
             webhook_base_url: format!("http://127.0.0.1:{port}/api/v1/webhooks"),
+            llm_proxy_url: None,
             passthrough_env: passthrough,
             policy: StatusPolicy {
                 start_timeout: Duration::from_secs(60),

@@ -8,10 +8,14 @@ use switchboard_testkit::Backend;
 use crate::cases::{Expect, MISSING_EDIT, cases, expect_error, request};
 use crate::common::{TestApp, detail, spawn_app, status_json};
 
-/// Gives organization A a budget of 7 so that answers show which organization was read.
+/// Gives organization A a budget of 7 (and a monthly one of 70) so that answers show which
+/// organization was read.
 pub async fn distinguish_orgs(app: &TestApp) {
     let (status, body) = app
-        .post_settings(&app.owner.key, &json!({"max_budget_per_task": 7.0}))
+        .post_settings(
+            &app.owner.key,
+            &json!({"max_budget_per_task": 7.0, "llm_monthly_budget": 70.0}),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
 }
@@ -31,6 +35,8 @@ pub async fn get_matrix(backend: Backend) {
     let b = app.settings_of(&app.non_member.key, None).await;
     assert_eq!(a["max_budget_per_task"], 7.0);
     assert_eq!(b["max_budget_per_task"], Value::Null);
+    assert_eq!(a["llm_monthly_budget"], 70.0);
+    assert_eq!(b["llm_monthly_budget"], Value::Null);
     for c in cases(&app) {
         let resp = request(&app, Method::GET, c.cred, c.org_header.as_deref())
             .send()
@@ -104,9 +110,9 @@ pub async fn post_matrix(backend: Backend) {
     app.stop().await;
 }
 
-/// Each field of the body against each role: the two plain fields need only
-/// `manage_application_settings` (every role); `registered_marketplaces` needs
-/// `edit_org_settings` (owner, admin).
+/// Each field of the body against each role: the plain fields (the flag and the per-task
+/// budget) need only `manage_application_settings` (every role); `registered_marketplaces`
+/// and `llm_monthly_budget` need `edit_org_settings` (owner, admin).
 pub async fn fields_by_role(backend: Backend) {
     let app = spawn_app(backend).await;
     let roles = [
@@ -134,6 +140,25 @@ pub async fn fields_by_role(backend: Backend) {
         assert_eq!(status, 200, "{backend}: {role}: {body}");
         assert_eq!(body["max_budget_per_task"], budget);
         assert_eq!(app.settings().await, body, "{backend}: {role}");
+        for monthly in [json!(200.0 + i as f64), Value::Null] {
+            let before = app.settings().await;
+            let (status, body) = app
+                .post_settings(key, &json!({"llm_monthly_budget": monthly}))
+                .await;
+            if may_edit {
+                assert_eq!(status, 200, "{backend}: {role}: {body}");
+                assert_eq!(body["llm_monthly_budget"], monthly);
+                assert_eq!(body["max_budget_per_task"], budget);
+                assert_eq!(app.settings().await, body, "{backend}: {role}");
+            } else {
+                assert_eq!(
+                    (status, &body),
+                    (403, &detail(MISSING_EDIT)),
+                    "{backend}: {role}"
+                );
+                assert_eq!(app.settings().await, before, "{backend}: {role}");
+            }
+        }
 
         let name = format!("by-{role}");
         let list = json!([{"name": name, "source": "github:o/r"}]);

@@ -10,6 +10,7 @@ pub async fn field_types_and_values(backend: Backend) {
     let app = spawn_app(backend).await;
     let before = non_default_state(&app).await;
     let budget = json!(["body", "max_budget_per_task"]);
+    let monthly = json!(["body", "llm_monthly_budget"]);
     let flag = json!(["body", "enable_proactive_conversation_starters"]);
     let list = json!(["body", "registered_marketplaces"]);
     let cases = [
@@ -20,6 +21,35 @@ pub async fn field_types_and_values(backend: Backend) {
         (json!({"max_budget_per_task": "5"}), &budget, "float_type"),
         (json!({"max_budget_per_task": true}), &budget, "float_type"),
         (json!({"max_budget_per_task": [5]}), &budget, "float_type"),
+        (json!({"llm_monthly_budget": 0}), &monthly, "value_error"),
+        (json!({"llm_monthly_budget": 0.0}), &monthly, "value_error"),
+        (json!({"llm_monthly_budget": -0.0}), &monthly, "value_error"),
+        (json!({"llm_monthly_budget": -5}), &monthly, "value_error"),
+        (
+            json!({"llm_monthly_budget": -1e-9}),
+            &monthly,
+            "value_error",
+        ),
+        (json!({"llm_monthly_budget": "5"}), &monthly, "float_type"),
+        (json!({"llm_monthly_budget": "NaN"}), &monthly, "float_type"),
+        (
+            json!({"llm_monthly_budget": "Infinity"}),
+            &monthly,
+            "float_type",
+        ),
+        (json!({"llm_monthly_budget": true}), &monthly, "float_type"),
+        (json!({"llm_monthly_budget": [5]}), &monthly, "float_type"),
+        (
+            json!({"llm_monthly_budget": {"usd": 5}}),
+            &monthly,
+            "float_type",
+        ),
+        // One bad field refuses the whole body: the good one is not written either.
+        (
+            json!({"max_budget_per_task": 9, "llm_monthly_budget": 0}),
+            &monthly,
+            "value_error",
+        ),
         (
             json!({"enable_proactive_conversation_starters": null}),
             &flag,
@@ -74,6 +104,16 @@ pub async fn field_types_and_values(backend: Backend) {
     assert_eq!(got["detail"][0]["input"], -5, "{backend}: {got}");
     assert_eq!(
         got["detail"][0]["msg"], "Value error, max_budget_per_task must be greater than 0",
+        "{backend}: {got}"
+    );
+    let (status, got) = app
+        .post_settings(&app.owner.key, &json!({"llm_monthly_budget": -5}))
+        .await;
+    assert_eq!(status, 422);
+    assert_eq!(got["detail"][0]["loc"], monthly, "{backend}: {got}");
+    assert_eq!(got["detail"][0]["input"], -5, "{backend}: {got}");
+    assert_eq!(
+        got["detail"][0]["msg"], "Value error, llm_monthly_budget must be greater than 0",
         "{backend}: {got}"
     );
     app.stop().await;

@@ -23,6 +23,7 @@ pub async fn patch_semantics(backend: Backend) {
         json!({
             "enable_proactive_conversation_starters": true,
             "max_budget_per_task": null,
+            "llm_monthly_budget": null,
             "registered_marketplaces": [],
         }),
         "{backend}"
@@ -35,39 +36,64 @@ pub async fn patch_semantics(backend: Backend) {
     let steps = [
         (
             json!({"max_budget_per_task": 5}),
-            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 5.0, "registered_marketplaces": []}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 5.0, "llm_monthly_budget": null, "registered_marketplaces": []}),
         ),
         (
             json!({"enable_proactive_conversation_starters": false}),
-            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 5.0, "registered_marketplaces": []}),
+            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 5.0, "llm_monthly_budget": null, "registered_marketplaces": []}),
         ),
         (
             json!({"registered_marketplaces": [m]}),
-            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 5.0, "registered_marketplaces": [m_out]}),
+            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 5.0, "llm_monthly_budget": null, "registered_marketplaces": [m_out]}),
         ),
         (
             json!({"max_budget_per_task": 0.01}),
-            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 0.01, "registered_marketplaces": [m_out]}),
+            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 0.01, "llm_monthly_budget": null, "registered_marketplaces": [m_out]}),
         ),
         (
             json!({"max_budget_per_task": 1e12}),
-            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 1e12, "registered_marketplaces": [m_out]}),
+            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": 1e12, "llm_monthly_budget": null, "registered_marketplaces": [m_out]}),
         ),
         (
             json!({"max_budget_per_task": null}),
-            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": null, "registered_marketplaces": [m_out]}),
+            json!({"enable_proactive_conversation_starters": false, "max_budget_per_task": null, "llm_monthly_budget": null, "registered_marketplaces": [m_out]}),
         ),
         (
             json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 2.5}),
-            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 2.5, "registered_marketplaces": [m_out]}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 2.5, "llm_monthly_budget": null, "registered_marketplaces": [m_out]}),
         ),
         (
             json!({"registered_marketplaces": []}),
-            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 2.5, "registered_marketplaces": []}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 2.5, "llm_monthly_budget": null, "registered_marketplaces": []}),
         ),
         (
             json!({"last_known_updated_at": null, "max_budget_per_task": 4}),
-            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 4.0, "registered_marketplaces": []}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 4.0, "llm_monthly_budget": null, "registered_marketplaces": []}),
+        ),
+        // The monthly budget: set, kept by a patch of another field, changed, cleared.
+        (
+            json!({"llm_monthly_budget": 50}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 4.0, "llm_monthly_budget": 50.0, "registered_marketplaces": []}),
+        ),
+        (
+            json!({"max_budget_per_task": 6}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 6.0, "llm_monthly_budget": 50.0, "registered_marketplaces": []}),
+        ),
+        (
+            json!({"llm_monthly_budget": 0.01}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 6.0, "llm_monthly_budget": 0.01, "registered_marketplaces": []}),
+        ),
+        (
+            json!({"llm_monthly_budget": 1e12}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 6.0, "llm_monthly_budget": 1e12, "registered_marketplaces": []}),
+        ),
+        (
+            json!({"llm_monthly_budget": null}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": 6.0, "llm_monthly_budget": null, "registered_marketplaces": []}),
+        ),
+        (
+            json!({"llm_monthly_budget": 75.5, "max_budget_per_task": null}),
+            json!({"enable_proactive_conversation_starters": true, "max_budget_per_task": null, "llm_monthly_budget": 75.5, "registered_marketplaces": []}),
         ),
     ];
     for (update, expected) in steps {
@@ -112,6 +138,7 @@ pub async fn entries_come_back_complete(backend: Backend) {
         [
             "enable_proactive_conversation_starters",
             "max_budget_per_task",
+            "llm_monthly_budget",
             "registered_marketplaces",
             "updated_at"
         ],

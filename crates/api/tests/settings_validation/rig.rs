@@ -13,6 +13,7 @@ pub async fn non_default_state(app: &TestApp) -> Value {
             &json!({
                 "enable_proactive_conversation_starters": false,
                 "max_budget_per_task": 3.25,
+                "llm_monthly_budget": 120.5,
                 "registered_marketplaces": [{"name": "keep", "source": "github:o/keep"}],
             }),
         )

@@ -5,9 +5,10 @@
 pub mod api_keys;
 pub mod audit;
 pub mod installation;
+pub mod mcp_redaction;
 pub mod redaction;
 pub mod sealing;
-mod secrets;
+pub(crate) mod secrets;
 pub mod session_keys;
 pub mod sign_in;
 

@@ -9,7 +9,8 @@
 //! else, e.g. an agent server that shortened its own answer); and a part of at least
 //! [`MIN_SECRET_CHARS`] characters at a cut edge of the text (a secret's start ending the
 //! text, its end beginning it). The credentials of any URL (`scheme://user:password@host`,
-//! `scheme://token@host`) are masked too.
+//! `scheme://token@host`, and the values of its query and fragment parameters whose name looks
+//! secret: [`mask_url_secrets`]) are masked too.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
@@ -24,7 +25,7 @@ pub const MIN_FRAGMENT_CHARS: usize = 8;
 
 /// `text` with every secret of `secrets`, every run of [`MIN_FRAGMENT_CHARS`] or more of
 /// their characters, their parts at the text's cut edges, and the credentials of any URL
-/// replaced by [`MASK`]. Each maximal masked stretch becomes one mask.
+/// ([`mask_url_secrets`]) replaced by [`MASK`]. Each maximal masked stretch becomes one mask.
 pub fn redact(text: &str, secrets: &[String]) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut masked = vec![false; chars.len()];
@@ -41,7 +42,7 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
         }
     }
     let joined = join_masked(&chars, &masked);
-    mask_url_credentials(&joined)
+    mask_url_secrets(&joined)
 }
 
 /// `text` with the user part of every URL (`scheme://user:password@`, `scheme://token@`)
@@ -52,6 +53,73 @@ pub fn mask_url_credentials(text: &str) -> String {
         regex::Regex::new(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@").expect("a valid pattern")
     });
     re.replace_all(text, format!("${{1}}{MASK}@")).into_owned()
+}
+
+/// The words that make a name look secret (issue 38): a query parameter, a command-line flag
+/// or a setting whose name contains one of them, in any case, holds a credential.
+pub const SECRET_NAME_WORDS: [&str; 10] = [
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "credential",
+    "signature",
+    "sig",
+    "session",
+];
+
+/// Whether `name` looks like the name of a credential: it contains, in any case, one of
+/// [`SECRET_NAME_WORDS`] (`apikey`, `access_token`, `X-Api-Key`, `--auth-header`, `sig`).
+pub fn looks_secret(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_NAME_WORDS.iter().any(|w| lower.contains(w))
+}
+
+/// `text` with the credentials of every URL in it masked: the user part of its authority
+/// ([`mask_url_credentials`]) and the value of each query or fragment parameter whose name
+/// [`looks_secret`] (`https://**********@host/sse?apikey=**********&region=eu`). Scheme,
+/// host, path and the other parameters are kept, so a reader still sees which server it is.
+pub fn mask_url_secrets(text: &str) -> String {
+    static URL: OnceLock<regex::Regex> = OnceLock::new();
+    let re = URL.get_or_init(|| {
+        regex::Regex::new(r#"[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\\`]+"#).expect("a valid pattern")
+    });
+    let text = mask_url_credentials(text);
+    re.replace_all(&text, |c: &regex::Captures<'_>| mask_url_parameters(&c[0]))
+        .into_owned()
+}
+
+/// One URL with the values of its secret-looking query and fragment parameters masked.
+fn mask_url_parameters(url: &str) -> String {
+    let (before_fragment, fragment) = match url.split_once('#') {
+        Some((b, f)) => (b, Some(f)),
+        None => (url, None),
+    };
+    let mut out = match before_fragment.split_once('?') {
+        Some((base, query)) => format!("{base}?{}", mask_parameters(query)),
+        None => before_fragment.to_owned(),
+    };
+    if let Some(f) = fragment {
+        out.push('#');
+        out.push_str(&mask_parameters(f));
+    }
+    out
+}
+
+/// `a=1&apikey=2` with the value of each parameter whose name [`looks_secret`] masked.
+fn mask_parameters(params: &str) -> String {
+    params
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((name, value)) if !value.is_empty() && looks_secret(name) => {
+                format!("{name}={MASK}")
+            }
+            _ => p.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// The user part of a URL's authority (`user:password` of `https://user:password@host/…`),
@@ -213,6 +281,31 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn secret_url_parameters_are_masked() {
+        assert_eq!(
+            mask_url_secrets(
+                "see https://u:p@mcp.example/sse?apikey=abc&region=eu#access_token=t&x=1"
+            ),
+            "see https://**********@mcp.example/sse?apikey=**********&region=eu#access_token=**********&x=1"
+        );
+        assert_eq!(
+            mask_url_secrets("https://h/p?Token=1&SIG=2&keep=3&api_key=&plain"),
+            "https://h/p?Token=**********&SIG=**********&keep=3&api_key=&plain"
+        );
+        assert_eq!(mask_url_secrets("no url ?token=1"), "no url ?token=1");
+        // A URL inside JSON text stops at its quote and an escaping backslash.
+        assert_eq!(
+            mask_url_secrets(r#"{"url":"https://h/x?key=v\"q\""}"#),
+            r#"{"url":"https://h/x?key=**********\"q\""}"#
+        );
+        assert_eq!(
+            redact("GET https://h/x?session=abcdef failed", &[]),
+            "GET https://h/x?session=********** failed"
+        );
+        assert!(looks_secret("X-Api-Key") && looks_secret("PASSWD") && !looks_secret("region"));
     }
 
     #[test]

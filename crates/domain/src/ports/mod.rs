@@ -6,6 +6,7 @@ pub mod agent_profiles;
 pub mod conversations;
 pub mod events;
 pub mod identity;
+pub mod llm_relay;
 pub mod members;
 pub mod org_defaults;
 pub mod org_settings;
@@ -26,6 +27,7 @@ pub use conversations::start_tasks::{
 };
 pub use events::{Append, AppendObserver, EventPayload, EventStore};
 pub use identity::{IdentityStore, KeyLookup, OrgMembership};
+pub use llm_relay::LlmRelayStore;
 pub use members::{MemberChange, MemberPosition, MemberQuery, MemberRow, MemberStore, UserRemoval};
 pub use org_defaults::{OrgDefaultsEdit, OrgDefaultsStore};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
@@ -60,6 +62,7 @@ pub trait Store:
     + OrgDefaultsStore
     + SealedStore
     + AgentProfileStore
+    + LlmRelayStore
 {
     /// Whether the database answers and its migrations are applied (for `/ready`).
     fn ready(&self) -> Result<(), StorageError>;

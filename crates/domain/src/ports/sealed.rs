@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 
 use crate::error::DomainError;
 use crate::identity::installation::Installation;
-use crate::ids::{OrgId, SandboxId, UserId};
+use crate::ids::{ConversationId, OrgId, SandboxId, UserId};
 use crate::org_defaults::OrgBinding;
 use crate::user_settings::Binding;
 
@@ -23,6 +23,9 @@ pub enum SealedRef {
     User(Binding, OrgId, UserId),
     /// A value of an organization's defaults.
     Org(OrgBinding, OrgId),
+    /// The key of an LLM pass-through route (`llm_routes.api_key_sealed`), by its
+    /// conversation (issue 38).
+    LlmRoute(ConversationId),
 }
 
 /// The replacement of one sealed value: given where it belongs and the value, the value

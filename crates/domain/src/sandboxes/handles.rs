@@ -49,3 +49,43 @@ impl RuntimeHandle {
         serde_json::to_string(self).expect("a RuntimeHandle always serializes")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_through_json() {
+        let handle = RuntimeHandle {
+            runtime: "process".into(),
+            agent_server_url: "http://127.0.0.1:40001".into(),
+            host_port: 40001,
+            sandbox_port: 40001,
+            working_dir: PathBuf::from("/data/sandboxes/x"),
+            project_dir: None,
+            data: serde_json::json!({"pid": 42, "start_time": 1234}),
+            services: Vec::new(),
+        };
+        let text = handle.to_json();
+        assert_eq!(RuntimeHandle::from_json(&text).unwrap(), handle);
+        assert!(
+            !text.contains("services") && !text.contains("project_dir"),
+            "{text}: none, as handles stored before them"
+        );
+        let with = RuntimeHandle {
+            project_dir: Some(super::super::workspace_dirs::SANDBOX_PROJECT_DIR.into()),
+            services: vec![ServiceEndpoint {
+                service: crate::sandboxes::services::ExposedService::Worker1,
+                url: "http://127.0.0.1:40002".into(),
+                host_port: 40002,
+                sandbox_port: 40002,
+            }],
+            ..handle
+        };
+        assert_eq!(RuntimeHandle::from_json(&with.to_json()).unwrap(), with);
+        assert!(matches!(
+            RuntimeHandle::from_json("{\"runtime\":\"process\"}"),
+            Err(crate::sandboxes::runtime::RuntimeError::BadHandle(_))
+        ));
+    }
+}

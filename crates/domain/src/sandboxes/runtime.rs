@@ -158,6 +158,14 @@ pub trait SandboxRuntime: Send + Sync {
     /// The runtime's name, stored in [`RuntimeHandle::runtime`] (e.g. `process`).
     fn name(&self) -> &'static str;
 
+    /// The webhook base URL this runtime gives its sandboxes in place of the launch's
+    /// ([`LaunchSpec::webhook_base_url`]: Switchboard as the host reaches it), when its
+    /// sandboxes reach Switchboard at another address (a bridged container, a pod); `None`
+    /// when they use the launch's. The LLM pass-through's address follows it (issue 38).
+    fn webhook_base_url(&self) -> Option<&str> {
+        None
+    }
+
     /// Starts a sandbox and returns at once (not waiting for its agent server to answer).
     ///
     /// # Errors
@@ -460,7 +468,6 @@ pub fn status_of(obs: &Observation, policy: &StatusPolicy, now: OffsetDateTime) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandboxes::services::ServiceEndpoint;
 
     fn at(secs: i64) -> OffsetDateTime {
         OffsetDateTime::from_unix_timestamp(1_700_000_000 + secs).unwrap()
@@ -561,40 +568,5 @@ mod tests {
             shown.contains("LLM_API_KEY") && !shown.contains("sk-very-secret"),
             "{shown}"
         );
-    }
-
-    #[test]
-    fn handles_round_trip_through_json() {
-        let handle = RuntimeHandle {
-            runtime: "process".into(),
-            agent_server_url: "http://127.0.0.1:40001".into(),
-            host_port: 40001,
-            sandbox_port: 40001,
-            working_dir: PathBuf::from("/data/sandboxes/x"),
-            project_dir: None,
-            data: serde_json::json!({"pid": 42, "start_time": 1234}),
-            services: Vec::new(),
-        };
-        let text = handle.to_json();
-        assert_eq!(RuntimeHandle::from_json(&text).unwrap(), handle);
-        assert!(
-            !text.contains("services") && !text.contains("project_dir"),
-            "{text}: none, as handles stored before them"
-        );
-        let with = RuntimeHandle {
-            project_dir: Some(super::super::workspace_dirs::SANDBOX_PROJECT_DIR.into()),
-            services: vec![ServiceEndpoint {
-                service: crate::sandboxes::services::ExposedService::Worker1,
-                url: "http://127.0.0.1:40002".into(),
-                host_port: 40002,
-                sandbox_port: 40002,
-            }],
-            ..handle
-        };
-        assert_eq!(RuntimeHandle::from_json(&with.to_json()).unwrap(), with);
-        assert!(matches!(
-            RuntimeHandle::from_json("{\"runtime\":\"process\"}"),
-            Err(RuntimeError::BadHandle(_))
-        ));
     }
 }

@@ -56,6 +56,11 @@ pub struct SandboxSettings {
     /// Given to every sandbox as `OH_WEBHOOKS_0_BASE_URL`: `--public-url` (default the bound
     /// address) + `/api/v1/webhooks`.
     pub webhook_base_url: String,
+    /// Switchboard's URL as process sandboxes reach its LLM pass-through
+    /// (`--llm-proxy-url`, issue 38), when it is not [`Self::webhook_base_url`]'s address;
+    /// without a trailing `/`. Runtimes with their own webhook URL (Docker, Kubernetes) use
+    /// that one's address.
+    pub llm_proxy_url: Option<String>,
     /// Variables passed from Switchboard's environment (`PATH`, `HOME`, `LANG` and each
     /// `--sandbox-env NAME` that is set), values resolved at start.
     pub passthrough_env: Vec<(String, String)>,

@@ -88,7 +88,11 @@ impl BudgetWatch {
 
     /// After an append that stored events reporting `cost` (USD) for `conversation`: stops it
     /// when that reaches its budget ([`budget::to_stop`]) and this call wins the mark.
-    fn watch(&self, conversation: ConversationId, cost: f64) -> Result<(), StorageError> {
+    pub(crate) fn watch(
+        &self,
+        conversation: ConversationId,
+        cost: f64,
+    ) -> Result<(), StorageError> {
         let Some(record) = self.budgets.conversation_budget(conversation)? else {
             return Ok(());
         };

@@ -16,6 +16,7 @@ pub fn binding_of(what: SealedRef) -> String {
         SealedRef::StartTask(id) => id.to_string(),
         SealedRef::User(b, org, user) => b.of(org, user),
         SealedRef::Org(b, org) => b.of(org),
+        SealedRef::LlmRoute(conversation) => super::llm_relay::binding(conversation),
     }
 }
 

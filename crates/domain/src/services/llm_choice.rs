@@ -108,21 +108,24 @@ pub(crate) fn choose_llm(
             // A base URL without a key takes the key a later level set for that same base URL
             // (a member who saved the base URL their settings showed them): the key still goes
             // only where its owner sends it.
-            let key = l.api_key.clone().or_else(|| {
-                levels[i + 1..]
+            let key = match &l.api_key {
+                Some(k) => Some((k.clone(), l.key_owner)),
+                None => levels[i + 1..]
                     .iter()
                     .find(|(o, _)| o.base_url.is_some() && o.base_url == l.base_url)
-                    .and_then(|(o, _)| o.api_key.clone())
-            });
+                    .and_then(|(o, _)| o.api_key.clone().map(|k| (k, o.key_owner))),
+            };
             (l.base_url.clone(), key)
         })
         .unwrap_or_default();
+    let (api_key, key_owner) = endpoint.1.map_or((None, None), |(k, o)| (Some(k), o));
     (
         LlmConfig {
             model,
             base_url: endpoint.0,
-            api_key: endpoint.1,
+            api_key,
             stream,
+            key_owner,
         },
         source,
     )
@@ -138,7 +141,59 @@ mod tests {
             base_url: base_url.map(str::to_owned),
             api_key: key.map(str::to_owned),
             broken: None,
+            key_owner: None,
         }
+    }
+
+    /// Whose key a start sends (issue 38): the level's that set it, also when a base URL
+    /// without a key takes a later level's key for the same base URL.
+    #[test]
+    fn the_chosen_key_keeps_its_owner() {
+        let org = OwnLlm {
+            key_owner: Some("organization"),
+            ..l(Some("org-m"), Some("http://org"), Some("org-k"))
+        };
+        let server = OwnLlm {
+            key_owner: Some("operator"),
+            ..l(Some("srv-m"), Some("http://srv"), Some("srv-k"))
+        };
+        let none = l(None, None, None);
+        let (llm, _) = choose_llm(
+            &[
+                (none.clone(), "settings"),
+                (org.clone(), "org"),
+                (server.clone(), "server"),
+            ],
+            false,
+        );
+        assert_eq!(
+            (llm.api_key.as_deref(), llm.key_owner),
+            (Some("org-k"), Some("organization"))
+        );
+        let own = l(None, None, Some("own-k"));
+        let (llm, _) = choose_llm(
+            &[
+                (own, "settings"),
+                (org.clone(), "org"),
+                (server.clone(), "server"),
+            ],
+            false,
+        );
+        assert_eq!(
+            (llm.api_key.as_deref(), llm.key_owner),
+            (Some("own-k"), None)
+        );
+        // The member saved the organization's base URL without a key: the organization's key,
+        // still the organization's.
+        let url_only = l(None, Some("http://org"), None);
+        let (llm, _) = choose_llm(
+            &[(url_only, "settings"), (org, "org"), (server, "server")],
+            false,
+        );
+        assert_eq!(
+            (llm.api_key.as_deref(), llm.key_owner),
+            (Some("org-k"), Some("organization"))
+        );
     }
 
     /// A level whose provider connection was deleted stops the choice there: no later key.

@@ -15,6 +15,8 @@ mod event_streams;
 mod events;
 mod key_rotation;
 mod llm_choice;
+pub mod llm_relay;
+pub mod llm_relay_cache;
 mod members;
 mod membership;
 mod operator;
@@ -60,6 +62,7 @@ pub use event_streaming::{LIST_EVERY, RECEIVE_WAIT, STREAMS_PER_SANDBOX};
 pub use events::EventService;
 pub use key_rotation::{binding_of, rotate_sealed};
 pub use llm_choice::EffectiveLlm;
+pub use llm_relay::LlmRelayService;
 pub use members::{
     AuditPosition, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService, may_change_role, may_remove,
     parse_member_add, parse_role_update,
@@ -110,6 +113,7 @@ pub struct Switchboard {
     pending_messages: PendingMessageService,
     agent_profiles: AgentProfileService,
     budgets: BudgetWatch,
+    llm_relay: LlmRelayService,
 }
 
 impl Switchboard {
@@ -174,6 +178,7 @@ impl Switchboard {
             app_conversations.clone(),
             sandbox_service.clone(),
         );
+        let llm_relay = LlmRelayService::new(store.clone(), store.clone(), budgets.clone());
         Switchboard {
             workspaces: WorkspaceService::new(app_store, sandbox_service.clone()),
             conversation_start: conversation_start.with_pending(pending_messages.clone()),
@@ -198,6 +203,7 @@ impl Switchboard {
             user_secrets,
             org_defaults,
             agent_profiles,
+            llm_relay,
             budgets,
         }
     }
@@ -215,10 +221,12 @@ impl Switchboard {
             .org_defaults
             .clone()
             .with_sealer(managed.sealer.clone());
+        self.llm_relay = self.llm_relay.clone().with_sealer(managed.sealer.clone());
         self.sandboxes = self.sandboxes.with_managed(managed);
         self.conversation_start = self
             .conversation_start
             .with_sandboxes(self.sandboxes.clone())
+            .with_relay(self.llm_relay.clone())
             .with_personal(PersonalSettings::new(
                 self.user_settings.clone(),
                 self.user_secrets.clone(),
@@ -498,6 +506,20 @@ impl Switchboard {
     /// Messages queued while a conversation starts (issue 22).
     pub fn pending_messages(&self) -> &PendingMessageService {
         &self.pending_messages
+    }
+
+    /// The same services, the LLM pass-through opening its keys with `sealer` (what
+    /// [`Self::with_managed_sandboxes`] does; for a server or a benchmark that runs no
+    /// sandboxes of its own).
+    #[must_use]
+    pub fn with_llm_relay_sealer(mut self, sealer: crate::identity::sealing::Sealer) -> Self {
+        self.llm_relay = self.llm_relay.clone().with_sealer(sealer);
+        self
+    }
+
+    /// The LLM pass-through (issue 38).
+    pub fn llm_relay(&self) -> &LlmRelayService {
+        &self.llm_relay
     }
 
     /// The jobs of budgets (API.md, "Budgets"): `budget-stops`, which pauses the runs of

@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::error::DomainError;
 use crate::identity::OrgContext;
+use crate::identity::mcp_redaction::{keep_masked, mask_mcp};
 use crate::identity::redaction::MASK;
 use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
@@ -20,7 +21,7 @@ use crate::permissions::{Permission, Role};
 use crate::ports::{IdentityStore, OrgDefaultsStore};
 use crate::time_input::now_micros;
 use crate::user_settings::deep_merge;
-use crate::user_settings::view::{conversation_defaults, mask_mcp};
+use crate::user_settings::view::conversation_defaults;
 
 /// Organizations' defaults.
 #[derive(Clone)]
@@ -128,7 +129,8 @@ impl OrgDefaultsService {
 
     /// `PATCH /api/organizations/{org_id}/settings` (`edit_org_settings`: owners and admins):
     /// the diffs deep-merged (`null` unsets), the keys sealed, in one transaction; answers as
-    /// [`Self::view`].
+    /// [`Self::view`]. An `mcp_config` sent back with the credentials [`Self::view`] masked
+    /// still masked keeps the stored ones ([`keep_masked`], issue 38).
     ///
     /// The permission is checked before the body ([`parse_org_defaults_patch`]).
     ///
@@ -144,11 +146,9 @@ impl OrgDefaultsService {
         let llm_key = sealed_change(&patch.llm_api_key, |k| seal(k, OrgBinding::LlmApiKey))?;
         let search_key =
             sealed_change(&patch.search_api_key, |k| seal(k, OrgBinding::SearchApiKey))?;
-        let mcp = match &patch.mcp_config {
-            None => None,
-            Some(None) => Some(None),
-            Some(Some(v)) => Some(Some(seal(&v.to_string(), OrgBinding::McpConfig)?)),
-        };
+        if matches!(patch.mcp_config, Some(Some(_))) {
+            self.sealer()?;
+        }
         let rec = self
             .store
             .update_org_defaults(org, now_micros(), &mut |rec| {
@@ -168,10 +168,18 @@ impl OrgDefaultsService {
                     deep_merge(&mut rec.conversation_settings, d);
                     changed = true;
                 }
+                if let Some(change) = &patch.mcp_config {
+                    rec.mcp_config_sealed = match change {
+                        Some(sent) => {
+                            Some(self.seal_mcp(sent, rec.mcp_config_sealed.as_deref(), org)?)
+                        }
+                        None => None,
+                    };
+                    changed = true;
+                }
                 for (change, slot) in [
                     (&llm_key, &mut rec.llm_api_key_sealed),
                     (&search_key, &mut rec.search_api_key_sealed),
-                    (&mcp, &mut rec.mcp_config_sealed),
                 ] {
                     if let Some(v) = change {
                         slot.clone_from(v);
@@ -182,6 +190,26 @@ impl OrgDefaultsService {
             })?;
         tracing::info!(%org, user = %ctx.principal.user_id, "the organization's defaults changed");
         self.answer(&rec, org)
+    }
+
+    /// The MCP configuration `sent` sealed, each credential it shows masked as answered kept
+    /// from the `stored` one ([`keep_masked`]: a read-edit-write round trip keeps them).
+    ///
+    /// # Errors
+    /// No installation key; a stored value that does not open.
+    fn seal_mcp(
+        &self,
+        sent: &Value,
+        stored: Option<&str>,
+        org: OrgId,
+    ) -> Result<String, DomainError> {
+        let value = match stored {
+            Some(s) => keep_masked(sent, &mcp_value(&self.open(s, OrgBinding::McpConfig, org)?)),
+            None => sent.clone(),
+        };
+        Ok(self
+            .sealer()?
+            .seal(&value.to_string(), &OrgBinding::McpConfig.of(org)))
     }
 
     fn answer(&self, rec: &OrgDefaultsRecord, org: OrgId) -> Result<Value, DomainError> {

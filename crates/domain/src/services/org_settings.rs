@@ -33,7 +33,8 @@ impl OrgSettingsService {
     }
 
     /// Applies a validated update (reference §1.6 from rule 4 on): `edit_org_settings` when
-    /// marketplaces are sent; an empty body returns the current settings; the version check
+    /// marketplaces or `llm_monthly_budget` are sent (the monthly budget bounds the whole
+    /// organization's spending: owners and admins only; issue 38); an empty body returns the current settings; the version check
     /// (409) before the duplicate-name check (400); then one conditional write.
     ///
     /// # Errors
@@ -46,7 +47,8 @@ impl OrgSettingsService {
         update: SettingsUpdate,
     ) -> Result<OrgAppSettings, DomainError> {
         ctx.require(Permission::ManageApplicationSettings)?;
-        if update.change.registered_marketplaces.is_some()
+        if (update.change.registered_marketplaces.is_some()
+            || update.change.llm_monthly_budget.is_some())
             && !ctx.role.grants(Permission::EditOrgSettings)
         {
             return Err(DomainError::MissingPermission(Permission::EditOrgSettings));

@@ -25,6 +25,28 @@ impl SandboxService {
         })
     }
 
+    /// The LLM pass-through's URL as sandbox `record` reaches it (issue 38): under the
+    /// webhook base URL its runtime gives its sandboxes when it has its own (Docker,
+    /// Kubernetes), else under `--llm-proxy-url`, else under the launch's webhook base URL.
+    ///
+    /// # Errors
+    /// [`DomainError::SandboxesDisabled`] on a server that runs no sandboxes.
+    pub(crate) fn llm_proxy_url_of(&self, record: &SandboxRecord) -> Result<String, DomainError> {
+        use crate::services::llm_relay::{RELAY_PATH, relay_url};
+        let m = &self.managed()?.m;
+        if let Some(own) = m
+            .runtimes
+            .get(&record.runtime)
+            .and_then(|r| r.webhook_base_url())
+        {
+            return Ok(relay_url(own));
+        }
+        Ok(match &m.settings.llm_proxy_url {
+            Some(root) => format!("{root}{RELAY_PATH}"),
+            None => relay_url(&m.settings.webhook_base_url),
+        })
+    }
+
     /// The agent server's base URL and the session key of a launched managed sandbox, once
     /// its runtime confirmed that what listens there is the sandbox ([`Self::verify_listener`]):
     /// what every call to its agent server needs. `Ok(None)` for a registered sandbox, one not

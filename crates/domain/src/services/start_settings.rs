@@ -301,12 +301,14 @@ impl PersonalSettings {
             base_url: org_defaults.base_url.clone(),
             api_key: org_defaults.api_key.clone(),
             broken: org_defaults.llm_broken.clone(),
+            key_owner: Some("organization"),
         };
         let server_llm = OwnLlm {
             model: server.model.clone(),
             base_url: server.base_url.clone(),
             api_key: server.api_key.clone(),
             broken: None,
+            key_owner: Some("operator"),
         };
         let user_source = if from_profile { "profile" } else { "settings" };
         Ok([
@@ -364,6 +366,9 @@ impl StartSettings {
     /// The secrets to mask in a task's detail: the LLM key and every secret value.
     pub fn secret_values(&self) -> Vec<String> {
         let mut out: Vec<String> = self.llm.api_key.iter().cloned().collect();
+        if let Some(mcp) = &self.mcp_config {
+            out.extend(crate::identity::mcp_redaction::mcp_secret_values(mcp));
+        }
         out.extend(
             self.secrets
                 .values()

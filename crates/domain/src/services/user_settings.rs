@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use super::provider_links::ProviderLinks;
 use crate::error::DomainError;
 use crate::identity::OrgContext;
+use crate::identity::mcp_redaction::{keep_masked, mask_mcp};
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
 use crate::org_profiles::profile_item;
@@ -23,7 +24,7 @@ use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{
     SaveProfile, StoredProfile, delete_in, profile_not_found, rename_in, save_into,
 };
-use crate::user_settings::view::{ViewParts, mask_mcp, profile_list, settings_view};
+use crate::user_settings::view::{ViewParts, profile_list, settings_view};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
 /// Users' settings and profiles.
@@ -163,6 +164,8 @@ impl UserSettingsService {
 
     /// `POST /api/v1/settings`: applies a validated patch in one transaction. Keys are sealed
     /// first. A diff touching `llm` ends the active profile (the settings are no longer it).
+    /// An `mcp_config` sent back with the credentials [`Self::settings`] masked still masked
+    /// keeps the stored ones ([`keep_masked`], issue 38).
     ///
     /// # Errors
     /// [`DomainError::SecretsUnavailable`] when a key is sent to a server without an
@@ -188,11 +191,9 @@ impl UserSettingsService {
             .as_ref()
             .map(|k| seal(k, Binding::SearchApiKey))
             .transpose()?;
-        let mcp = patch
-            .mcp_config
-            .as_ref()
-            .map(|m| seal(&m.as_ref().map(Value::to_string), Binding::McpConfig))
-            .transpose()?;
+        if matches!(patch.mcp_config, Some(Some(_))) {
+            self.sealer()?;
+        }
         self.settings
             .update_user_settings(org, user, now_micros(), &mut |rec| {
                 if let Some(diff) = &patch.agent_diff {
@@ -217,12 +218,40 @@ impl UserSettingsService {
                 if let Some(k) = &search_key {
                     rec.search_api_key_sealed.clone_from(k);
                 }
-                if let Some(m) = &mcp {
-                    rec.mcp_config_sealed.clone_from(m);
+                if let Some(change) = &patch.mcp_config {
+                    let stored = rec.mcp_config_sealed.as_deref();
+                    rec.mcp_config_sealed = match change {
+                        Some(sent) => Some(self.seal_mcp(sent, stored, org, user)?),
+                        None => None,
+                    };
                 }
                 Ok(true)
             })?;
         Ok(())
+    }
+
+    /// The MCP configuration `sent` sealed for `user`, each credential it shows masked as
+    /// answered kept from the `stored` one ([`keep_masked`]: a round trip keeps them).
+    ///
+    /// # Errors
+    /// No installation key; a stored value that does not open.
+    fn seal_mcp(
+        &self,
+        sent: &Value,
+        stored: Option<&str>,
+        org: OrgId,
+        user: UserId,
+    ) -> Result<String, DomainError> {
+        let value = match stored {
+            Some(s) => keep_masked(
+                sent,
+                &mcp_value(&self.open(s, Binding::McpConfig, org, user)?),
+            ),
+            None => sent.clone(),
+        };
+        Ok(self
+            .sealer()?
+            .seal(&value.to_string(), &Binding::McpConfig.of(org, user)))
     }
 
     /// `GET /api/v1/settings/profiles`.
@@ -444,6 +473,7 @@ impl UserSettingsService {
                 .map(|s| self.open(s, binding, org, user))
                 .transpose()?,
             broken: None,
+            key_owner: None,
         };
         self.links
             .linked(own, config, org, owner, self.sealer.as_ref())

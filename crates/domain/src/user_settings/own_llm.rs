@@ -18,6 +18,10 @@ pub struct OwnLlm {
     /// (its base URL and key are then none; a start or a switch to it fails with this text,
     /// never falling back to another party's key).
     pub broken: Option<String>,
+    /// Whose key [`api_key`](Self::api_key) is when it is not the member's own:
+    /// `organization` (an organization's profile or default, a provider connection) or
+    /// `operator`; `None` for the member's own key (issue 38).
+    pub key_owner: Option<&'static str>,
 }
 
 impl OwnLlm {

@@ -35,7 +35,8 @@ pub fn preference_defaults() -> Map<String, Value> {
 pub struct ViewParts<'a> {
     /// The user's e-mail.
     pub email: &'a str,
-    /// The MCP configuration opened, with its keys masked ([`mask_mcp`]).
+    /// The MCP configuration opened, with its credentials masked
+    /// ([`crate::identity::mcp_redaction::mask_mcp`]).
     pub mcp_config: Option<Value>,
     /// Provider → host (or `null`) of each stored git provider token.
     pub provider_tokens_set: Map<String, Value>,
@@ -138,41 +139,10 @@ pub fn profile_list(
     json!({"profiles": items, "active_profile": rec.active_profile})
 }
 
-/// The keys under which an MCP server configuration carries credentials; [`mask_mcp`] nulls
-/// their values.
-const MCP_SECRET_KEYS: [&str; 5] = ["api_key", "headers", "env", "token", "authorization"];
-
-/// An MCP configuration fit to show: every value under a credential key (`api_key`,
-/// `headers`, `env`, `token`, `authorization`, at any depth) becomes `null` (a map's values
-/// each `null`, its names kept).
-pub fn mask_mcp(value: &Value) -> Value {
-    match value {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, v)| {
-                    let masked = if MCP_SECRET_KEYS.contains(&k.to_ascii_lowercase().as_str()) {
-                        match v {
-                            Value::Object(inner) => Value::Object(
-                                inner.keys().map(|n| (n.clone(), Value::Null)).collect(),
-                            ),
-                            Value::Null => Value::Null,
-                            _ => Value::Null,
-                        }
-                    } else {
-                        mask_mcp(v)
-                    };
-                    (k.clone(), masked)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(mask_mcp).collect()),
-        other => other.clone(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::mcp_redaction::mask_mcp;
 
     #[test]
     fn the_view_shows_no_key() {

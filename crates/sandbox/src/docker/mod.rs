@@ -290,6 +290,10 @@ impl SandboxRuntime for DockerRuntime {
         RUNTIME_NAME
     }
 
+    fn webhook_base_url(&self) -> Option<&str> {
+        self.config.webhook_base_url.as_deref()
+    }
+
     fn start(&self, launch: &LaunchSpec) -> Result<RuntimeHandle, RuntimeError> {
         self.start_for_org(launch, launch.org_id.as_ref())
     }

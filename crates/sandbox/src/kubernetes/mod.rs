@@ -357,6 +357,10 @@ impl SandboxRuntime for KubernetesRuntime {
         RUNTIME_NAME
     }
 
+    fn webhook_base_url(&self) -> Option<&str> {
+        self.config.webhook_base_url.as_deref()
+    }
+
     fn start(&self, launch: &LaunchSpec) -> Result<RuntimeHandle, RuntimeError> {
         let handle = self.block_on(self.start_async(launch))?;
         if let Ok(identity) = PodIdentity::of(&handle) {

@@ -315,6 +315,7 @@ impl IdentityStore for DieselStore {
                 orgs::name.eq(&org.name),
                 orgs::enable_proactive_conversation_starters.eq(true),
                 orgs::max_budget_per_task.eq(None::<f64>),
+                orgs::llm_monthly_budget.eq(None::<f64>),
                 orgs::registered_marketplaces.eq("[]"),
                 orgs::created_at.eq(to_db(org.created_at)),
                 orgs::updated_at.eq(to_db(org.created_at)),

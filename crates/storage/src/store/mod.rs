@@ -26,6 +26,7 @@ mod group_commit;
 mod identity;
 mod installation;
 mod key_cache;
+mod llm_relay;
 mod members;
 mod org_defaults;
 mod org_settings;

@@ -20,6 +20,7 @@ struct OrgSettingsRow {
     org: OrgRow,
     enable_proactive_conversation_starters: bool,
     max_budget_per_task: Option<f64>,
+    llm_monthly_budget: Option<f64>,
     registered_marketplaces: String,
     updated_at: PrimitiveDateTime,
 }
@@ -36,6 +37,7 @@ impl OrgSettingsRow {
             org_id: parse_id(&self.org.id, "org")?,
             enable_proactive_conversation_starters: self.enable_proactive_conversation_starters,
             max_budget_per_task: self.max_budget_per_task,
+            llm_monthly_budget: self.llm_monthly_budget,
             registered_marketplaces,
             updated_at: from_db(self.updated_at),
         })
@@ -47,6 +49,7 @@ impl OrgSettingsRow {
 struct SettingsChangeset {
     enable_proactive_conversation_starters: Option<bool>,
     max_budget_per_task: Option<Option<f64>>,
+    llm_monthly_budget: Option<Option<f64>>,
     registered_marketplaces: Option<String>,
     updated_at: PrimitiveDateTime,
 }
@@ -116,6 +119,7 @@ impl OrgSettingsStore for DieselStore {
                     enable_proactive_conversation_starters: change
                         .enable_proactive_conversation_starters,
                     max_budget_per_task: change.max_budget_per_task,
+                    llm_monthly_budget: change.llm_monthly_budget,
                     registered_marketplaces: marketplaces_json.clone(),
                     updated_at: to_db(version),
                 };
@@ -140,6 +144,9 @@ impl OrgSettingsStore for DieselStore {
                 }
                 if let Some(v) = change.max_budget_per_task {
                     next.max_budget_per_task = v;
+                }
+                if let Some(v) = change.llm_monthly_budget {
+                    next.llm_monthly_budget = v;
                 }
                 if let Some(v) = &change.registered_marketplaces {
                     next.registered_marketplaces = v.clone();

@@ -69,6 +69,27 @@ impl Walk<'_, '_> {
         Ok(())
     }
 
+    fn llm_routes(&mut self, conn: &mut DbConnection) -> Result<(), StorageError> {
+        use crate::schema::llm_relay::llm_routes;
+        let rows: Vec<(String, String, String)> = llm_routes::table
+            .select((
+                llm_routes::token_hash,
+                llm_routes::conversation_id,
+                llm_routes::api_key_sealed,
+            ))
+            .load(conn)
+            .map_err(db_err)?;
+        for (hash, conversation, sealed) in rows {
+            let what = SealedRef::LlmRoute(parse_id(&conversation, "conversation")?);
+            let v = self.one(what, &sealed)?;
+            diesel::update(llm_routes::table.filter(llm_routes::token_hash.eq(&hash)))
+                .set(llm_routes::api_key_sealed.eq(v))
+                .execute(conn)
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
     fn start_tasks(&mut self, conn: &mut DbConnection) -> Result<(), StorageError> {
         let rows: Vec<(String, String)> = start_tasks::table
             .filter(start_tasks::secrets_sealed.is_not_null())
@@ -263,7 +284,7 @@ impl Walk<'_, '_> {
 }
 
 impl SealedStore for DieselStore {
-    /// One write transaction ([`DieselStore::write`]) over the six tables holding sealed
+    /// One write transaction ([`DieselStore::write`]) over the seven tables holding sealed
     /// values; a refusal of `reseal` rolls it back and is returned.
     fn reseal_all(
         &self,
@@ -283,6 +304,7 @@ impl SealedStore for DieselStore {
             walk.user_secrets(conn)?;
             walk.provider_tokens(conn)?;
             walk.org_defaults(conn)?;
+            walk.llm_routes(conn)?;
             if let Some(fingerprint) = new_fingerprint {
                 super::installation::set_fingerprint(conn, fingerprint)?;
             }

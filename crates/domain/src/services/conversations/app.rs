@@ -3,6 +3,8 @@
 //! "Conversations" (the owner, and callers holding `view_org_conversations`; anything else
 //! is not found). The start pipeline is `conversation_start.rs`'s.
 
+mod switch;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -278,7 +280,7 @@ impl AppConversationService {
     ///
     /// # Errors
     /// As [`AppConversationService::send_message`].
-    pub fn switch_llm(
+    pub(super) fn switch_llm(
         &self,
         ctx: &OrgContext,
         id: ConversationId,

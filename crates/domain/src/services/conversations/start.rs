@@ -40,6 +40,7 @@ mod feed;
 mod grouping;
 mod ids;
 mod preferences;
+mod relay;
 mod secrets;
 mod steps;
 
@@ -132,6 +133,8 @@ pub struct ConversationStartService {
     pending: Option<super::pending::PendingMessageService>,
     /// The operator's rule on models (`--llm-model-allow`; issue 36).
     allow: ModelAllowList,
+    /// The LLM pass-through, for keys that are not the member's own (issue 38).
+    relay: Option<crate::services::LlmRelayService>,
 }
 
 /// A failed step: the (already redacted) detail, and whether the sandbox should go.
@@ -159,6 +162,7 @@ impl ConversationStartService {
             personal: None,
             pending: None,
             allow: ModelAllowList::default(),
+            relay: None,
         }
     }
 
@@ -168,6 +172,14 @@ impl ConversationStartService {
     #[must_use]
     pub fn with_model_allow(mut self, allow: ModelAllowList) -> Self {
         self.allow = allow;
+        self
+    }
+
+    /// The same service, sending keys that are not the starting member's own through `relay`
+    /// (issue 38).
+    #[must_use]
+    pub fn with_relay(mut self, relay: crate::services::LlmRelayService) -> Self {
+        self.relay = Some(relay);
         self
     }
 
@@ -548,6 +560,7 @@ mod tests {
             base_url: None,
             api_key: Some("very-secret".into()),
             stream: false,
+            key_owner: None,
         };
         assert!(!format!("{c:?}").contains("very-secret"));
     }

@@ -265,6 +265,7 @@ impl OrgDefaultsService {
             base_url: p.config_str("base_url").map(str::to_owned),
             api_key,
             broken: None,
+            key_owner: Some("organization"),
         };
         let owner = format!("The organization's LLM profile '{name}'");
         through_connection(own, &p.config, &rec.provider_connections, &owner, |s| {
@@ -292,6 +293,7 @@ impl OrgDefaultsService {
             base_url: out.base_url.take(),
             api_key: out.api_key.take(),
             broken: None,
+            key_owner: Some("organization"),
         };
         let llm = through_connection(
             llm,

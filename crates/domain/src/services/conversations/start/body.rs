@@ -26,6 +26,11 @@ pub struct LlmConfig {
     /// server then emits `StreamingDeltaEvent`s, which live delivery relays as transient
     /// frames (issue 11; `--llm-stream`).
     pub stream: bool,
+    /// Whose key [`api_key`](Self::api_key) is when it is not the starting member's own:
+    /// `organization` (its default, an LLM profile of its, a provider connection) or
+    /// `operator` (`--llm-*`). Such a key never enters a sandbox: the start sends it through
+    /// the LLM pass-through ([`crate::services::LlmRelayService`]; issue 38).
+    pub key_owner: Option<&'static str>,
 }
 
 impl std::fmt::Debug for LlmConfig {
@@ -35,6 +40,7 @@ impl std::fmt::Debug for LlmConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| MASK))
             .field("stream", &self.stream)
+            .field("key_owner", &self.key_owner)
             .finish()
     }
 }

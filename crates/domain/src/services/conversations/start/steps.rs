@@ -33,6 +33,8 @@ pub(super) struct Agent<'m> {
     pub(super) url: String,
     pub(super) key: SessionKey,
     pub(super) client: &'m dyn AgentServerClient,
+    /// The LLM pass-through's URL as this sandbox reaches it (issue 38).
+    pub(super) llm_proxy_url: String,
 }
 
 impl Agent<'_> {
@@ -188,10 +190,16 @@ impl Run<'_> {
             })?;
         self.secrets.push(key.expose().to_owned());
         self.task.agent_server_url = Some(url.clone());
+        let llm_proxy_url = self
+            .svc
+            .sandboxes
+            .llm_proxy_url_of(record)
+            .map_err(|e| Failure(e.to_string()))?;
         Ok(Agent {
             url,
             key,
             client: m.client.as_ref(),
+            llm_proxy_url,
         })
     }
 
@@ -373,10 +381,11 @@ impl Run<'_> {
         }
         let id = self.record_conversation(started, now)?;
         self.recorded_conversation = Some(id);
+        let llm = self.through_relay(&personal.llm, agent, sandbox_id, &model, now)?;
         let mut body = create_body(&CreateBody {
             id,
             request,
-            llm: &personal.llm,
+            llm: &llm,
             model: &model,
             workdir,
             secrets: &personal.secrets_under(secrets),

@@ -1,0 +1,2 @@
+DROP TABLE llm_usage;
+DROP TABLE llm_routes;
