@@ -38,38 +38,7 @@ fn sdk_member_llm_postgres() {
 
 /// A member of the rig's organization and their API key.
 fn member(rig: &Rig) -> String {
-    let org = send_json(
-        client()
-            .get(rig.server.url("/api/v1/users/me"))
-            .header("X-Access-Token", &rig.key),
-    )
-    .1["org_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let user = cli_json(
-        &rig.db,
-        &["users", "create", "--email", "sdk-member@example.com"],
-    );
-    let user = str_of(&user, "user_id").to_owned();
-    cli_json(
-        &rig.db,
-        &[
-            "members",
-            "add",
-            "--org-id",
-            &org,
-            "--user-id",
-            &user,
-            "--role",
-            "member",
-        ],
-    );
-    let key = cli_json(
-        &rig.db,
-        &["keys", "create", "--user-id", &user, "--org-id", &org],
-    );
-    str_of(&key, "api_key").to_owned()
+    rig.add_member("sdk-member@example.com").2
 }
 
 fn post(rig: &Rig, key: &str, path: &str, body: &Value) {

@@ -191,6 +191,27 @@ impl Rig {
         assert_eq!(status, 200, "{body}");
     }
 
+    /// A new member (role `member`) of the rig's organization, made with the CLI: the
+    /// organization's id, the member's user id and an API key of theirs (sdk_member_llm,
+    /// llm_relay).
+    #[allow(dead_code)]
+    pub fn add_member(&self, email: &str) -> (String, String, String) {
+        let org = self.get("/api/v1/users/me")["org_id"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let user = cli_json(&self.db, &["users", "create", "--email", email]);
+        let user = str_of(&user, "user_id").to_owned();
+        let add = ["members", "add", "--org-id", &org, "--user-id", &user];
+        cli_json(&self.db, &[&add[..], &["--role", "member"]].concat());
+        let key = cli_json(
+            &self.db,
+            &["keys", "create", "--user-id", &user, "--org-id", &org],
+        );
+        let key = str_of(&key, "api_key").to_owned();
+        (org, user, key)
+    }
+
     /// `GET path` with the rig's key, asserting 200: the body.
     pub fn get(&self, path: &str) -> Value {
         let (status, body) = send_json(

@@ -52,35 +52,10 @@ struct Parties {
 }
 
 fn parties(rig: &Rig) -> Parties {
-    let org = rig.get("/api/v1/users/me")["org_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let user = cli_json(
-        &rig.db,
-        &["users", "create", "--email", "relay-member@example.com"],
-    );
-    let member_id = str_of(&user, "user_id").to_owned();
-    cli_json(
-        &rig.db,
-        &[
-            "members",
-            "add",
-            "--org-id",
-            &org,
-            "--user-id",
-            &member_id,
-            "--role",
-            "member",
-        ],
-    );
-    let key = cli_json(
-        &rig.db,
-        &["keys", "create", "--user-id", &member_id, "--org-id", &org],
-    );
+    let (org, member_id, member) = rig.add_member("relay-member@example.com");
     Parties {
         org,
-        member: str_of(&key, "api_key").to_owned(),
+        member,
         member_id,
     }
 }
