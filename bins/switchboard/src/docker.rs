@@ -109,6 +109,9 @@ pub fn connect(
         if !ip.is_unspecified() && ip != IpAddr::V4(gateway) {
             extra_listen = Some(SocketAddr::new(IpAddr::V4(gateway), bound.port()));
         }
+        // An LLM base URL written for the containers (`host.docker.internal`) is called by the
+        // LLM pass-through from this host: resolve it as the containers do.
+        switchboard_api::llm_relay::client::alias_host("host.docker.internal", IpAddr::V4(gateway));
     }
     tracing::info!(
         host = runtime.host(),
