@@ -23,7 +23,8 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 #[path = "../tests/llm_relay/seed.rs"]
 mod seed;
-use seed::{seed_conversation, sha256_hex};
+use seed::seed_conversation;
+use switchboard_domain::llm_relay::token_hash;
 
 const TOKEN: &str = "sbl_BenchBenchBenchBenchBenchBenchBenchBench123";
 const ROUNDS: usize = 2000;
@@ -63,7 +64,7 @@ fn route(store: &DieselStore, sealer: &Sealer, services: &Switchboard, upstream:
     let (sandbox, conversation) = seed_conversation(store, (boot.org_id, boot.user_id), None, now);
     store
         .insert_llm_route(&LlmRoute {
-            token_hash: sha256_hex(TOKEN),
+            token_hash: token_hash(TOKEN),
             sandbox_id: sandbox,
             conversation_id: conversation,
             org_id: boot.org_id,

@@ -3,10 +3,10 @@
 //! of the conversation's, never the key nor its base URL; the route the start stored under the
 //! token's hash names where requests go and whose key it is, and holds that key sealed.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde_json::Value;
+use switchboard_domain::llm_relay::token_hash;
 use switchboard_domain::ports::SealedRef;
 use switchboard_domain::services::binding_of;
 use switchboard_testkit::Backend;
@@ -54,7 +54,7 @@ pub fn assert_relayed(r: &Rig, backend: Backend, c: &Value, want: &Chosen<'_>) {
         !text.contains(want.upstream),
         "{backend}: the key's base URL was sent: {c}"
     );
-    let row = route_of(r, backend, &sha256_hex(token));
+    let row = route_of(r, backend, &token_hash(token));
     let [conversation, upstream, owner, sealed, model] = row.as_slice() else {
         panic!("{backend}: no single route for the token: {row:?}");
     };
@@ -78,24 +78,6 @@ pub fn assert_relayed(r: &Rig, backend: Backend, c: &Value, want: &Chosen<'_>) {
         "{backend}: the route holds another key than {}'s",
         want.owner
     );
-}
-
-/// Hex SHA-256 of `text` (how a route names its token), by `sha256sum`.
-fn sha256_hex(text: &str) -> String {
-    let mut child = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap()[..64].to_owned()
 }
 
 /// The route stored under `token_hash`: its conversation, upstream, key owner, sealed key and

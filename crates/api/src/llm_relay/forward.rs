@@ -133,7 +133,7 @@ pub async fn forward(
         }
     };
     state.metrics.llm_relay().first_byte(started.elapsed());
-    respond(state, answer, target, started)
+    respond(state, answer, target)
 }
 
 /// The upstream URL: `upstream` + `/path` + the query (the token's `key` parameter replaced by
@@ -205,7 +205,6 @@ fn respond(
     state: &web::Data<AppState>,
     answer: reqwest::Response,
     target: RelayTarget,
-    started: Instant,
 ) -> HttpResponse {
     let status = StatusCode::from_u16(answer.status().as_u16()).unwrap_or(StatusCode::BAD_GATEWAY);
     let mut out = HttpResponse::build(status);
@@ -248,7 +247,6 @@ fn respond(
         relay: state.services.llm_relay().clone(),
         route: target.route,
         metrics: state.metrics.clone(),
-        started,
         header_cost,
     };
     out.streaming(Tee::new(answer.bytes_stream(), reader, sink))

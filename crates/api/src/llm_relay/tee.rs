@@ -5,7 +5,6 @@
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 use bytes::Bytes;
 use futures_util::Stream;
@@ -37,8 +36,6 @@ pub struct Sink {
     pub route: LlmRoute,
     /// The metrics.
     pub metrics: Metrics,
-    /// When the request arrived.
-    pub started: Instant,
     /// The cost the answer's headers reported (`x-litellm-response-cost`), for an answer
     /// whose usage has none.
     pub header_cost: Option<f64>,
@@ -92,9 +89,7 @@ impl<S> Tee<S> {
 
 /// Counts the request and, when the answer reported a usage, records it on the blocking pool.
 fn record(sink: Sink, usage: Option<Usage>) {
-    sink.metrics
-        .llm_relay()
-        .answered(usage.as_ref(), sink.started.elapsed());
+    sink.metrics.llm_relay().answered(usage.as_ref());
     let Some(usage) = usage else {
         return;
     };
@@ -116,10 +111,7 @@ where
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.inner.as_mut().poll_next(cx);
         match &polled {
-            Poll::Ready(Some(Ok(chunk))) => {
-                let chunk = chunk.clone();
-                self.read(&chunk);
-            }
+            Poll::Ready(Some(Ok(chunk))) => self.read(chunk),
             Poll::Ready(Some(Err(_)) | None) => self.finish(),
             Poll::Pending => {}
         }

@@ -83,7 +83,7 @@ impl LlmRelayMetrics {
     }
 
     /// A forwarded request's answer ended, having reported `usage` (if any).
-    pub fn answered(&self, usage: Option<&Usage>, _took: Duration) {
+    pub fn answered(&self, usage: Option<&Usage>) {
         self.requests.with_label_values(&["forwarded"]).inc();
         if let Some(u) = usage {
             self.tokens

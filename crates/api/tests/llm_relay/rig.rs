@@ -18,8 +18,9 @@ use time::{Date, OffsetDateTime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{TestApp, spawn_app_configured, status_json};
-use crate::seed::{seed_conversation, sha256_hex};
+use crate::seed::seed_conversation;
 use crate::upstream::Upstream;
+use switchboard_domain::llm_relay::token_hash;
 
 /// The real key: must reach the upstream, and only where the token was.
 pub const REAL_KEY: &str = "sk-real-Zq8Lm3Vx7Np2Kc9Wd4Hf";
@@ -122,7 +123,7 @@ impl Relay {
         let (org, user, budget) = (spec.org, spec.user, spec.budget);
         let (upstream, sealer, bound_to) =
             (spec.upstream.to_owned(), spec.sealer.clone(), spec.bound_to);
-        let token_hash = sha256_hex(&token);
+        let token_hash = token_hash(&token);
         let (sandbox, conversation) = tokio::task::spawn_blocking(move || {
             let (sandbox, conversation) = seed_conversation(&store, (org, user), budget, now);
             let bound = bound_to.unwrap_or(conversation);

@@ -58,13 +58,3 @@ pub fn seed_conversation(
     assert!(store.create_started_conversation(&started, now).unwrap());
     (sandbox, conversation)
 }
-
-/// The SHA-256 of a token, lowercase hex (what a route is stored under).
-pub fn sha256_hex(s: &str) -> String {
-    use std::fmt::Write;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(s.as_bytes());
-    digest.iter().fold(String::new(), |mut out, b| {
-        let _ = write!(out, "{b:02x}");
-        out
-    })
-}

@@ -23,6 +23,12 @@ pub const TOKEN_PREFIX: &str = "sbl_";
 /// Base62 characters after [`TOKEN_PREFIX`] (about 256 bits).
 pub const TOKEN_RANDOM_CHARS: usize = 43;
 
+/// What a route is stored and found under: the token's SHA-256, lowercase hex (the token
+/// itself is never stored, as API keys).
+pub fn token_hash(token: &str) -> String {
+    crate::identity::secrets::sha256_hex(token)
+}
+
 /// Where the agent's LLM client put the token, and so where the real key goes: the request is
 /// otherwise forwarded as sent (the agent's own client formats it for its provider).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

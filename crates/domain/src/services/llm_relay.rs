@@ -9,12 +9,12 @@ use time::{Date, OffsetDateTime};
 use crate::error::DomainError;
 use crate::identity::OrgContext;
 use crate::identity::sealing::Sealer;
-use crate::identity::secrets::{random_secret, sha256_hex};
+use crate::identity::secrets::random_secret;
 use crate::ids::{ConversationId, OrgId, SandboxId, UserId};
 use crate::llm_relay::usage::Usage;
 use crate::llm_relay::{
     LlmRoute, TOKEN_PREFIX, TOKEN_RANDOM_CHARS, UsageGroup, UsageQuery, UsageRecord, UsageRow,
-    providers,
+    providers, token_hash,
 };
 use crate::permissions::{Permission, Role};
 use crate::ports::{LlmRelayStore, OrgSettingsStore};
@@ -199,7 +199,7 @@ impl LlmRelayService {
         })?;
         let token = random_secret(TOKEN_PREFIX, TOKEN_RANDOM_CHARS);
         let route = LlmRoute {
-            token_hash: sha256_hex(&token),
+            token_hash: token_hash(&token),
             sandbox_id: at.sandbox,
             conversation_id: at.conversation,
             org_id: at.org,
@@ -233,7 +233,7 @@ impl LlmRelayService {
         if !token.starts_with(TOKEN_PREFIX) {
             return Ok(Err(Refusal::UnknownToken));
         }
-        let hash = sha256_hex(token);
+        let hash = token_hash(token);
         let outcome = self.check(&hash, today)?;
         if let Ok(target) = &outcome {
             self.cache.put(hash, target.clone());
@@ -248,7 +248,7 @@ impl LlmRelayService {
         if !token.starts_with(TOKEN_PREFIX) {
             return None;
         }
-        self.cache.get(&sha256_hex(token))
+        self.cache.get(&token_hash(token))
     }
 
     /// [`Self::authorize`]'s database reads for the token of hash `hash`.
