@@ -34,12 +34,16 @@ cgroups_up() {
 }
 
 # Starts a daemon detached, in the pids cgroup /sbkube/system, logging to $LOGS/NAME.log:
-# `start_daemon NAME COMMAND...`.
+# `start_daemon NAME COMMAND...`. The daemon runs at the normal priority (nice 0, where the
+# system allows it) even when `up` itself runs niced, as CI runs it so the Kubernetes build
+# yields to the compiler: a kubelet or controller starved behind the tests' own processes
+# misses its lease, and a node that stops reporting for that reason looks lost.
 start_daemon() {
   local name="$1"
   shift
   mkdir -p "$KUBE_STATE/pids"
-  setsid bash -c 'echo $$ >"$1"; echo $$ >"$2/cgroup.procs"; shift 2; exec "$@"' \
+  setsid bash -c 'echo $$ >"$1"; echo $$ >"$2/cgroup.procs"; shift 2
+    renice -n 0 -p $$ >/dev/null 2>&1 || true; exec "$@"' \
     _ "$KUBE_STATE/pids/$name.pid" "$CGROUP_PIDS/system" "$@" \
     >"$LOGS/$name.log" 2>&1 </dev/null &
 }

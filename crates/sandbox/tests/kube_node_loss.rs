@@ -42,6 +42,56 @@ impl Drop for Thaw {
     }
 }
 
+/// What the cluster says when node-b's pods were not evicted: the nodes' readiness and taints,
+/// each of node-b's pods as the API server has it (not the runtime's cache), and the
+/// controller-manager's lines about nodes, taints and evictions.
+fn diagnosis(fx: &Fixture, on_b: &[&RuntimeHandle]) -> String {
+    let nodes = fx
+        .kubectl
+        .run(&[
+            "get",
+            "nodes",
+            "-o",
+            "custom-columns=NAME:.metadata.name,READY:.status.conditions[?(@.type==\"Ready\")].status,TAINTS:.spec.taints[*].key",
+        ])
+        .unwrap_or_else(|e| e);
+    let pods: Vec<String> = on_b
+        .iter()
+        .map(|h| {
+            let name = PodIdentity::of(h).unwrap().name;
+            match fx.kubectl.get("pod", &name) {
+                Some(p) => format!(
+                    "{name}: phase {}, deletionTimestamp {}",
+                    p["status"]["phase"], p["metadata"]["deletionTimestamp"]
+                ),
+                None => format!("{name}: gone"),
+            }
+        })
+        .collect();
+    let state = std::env::var("KUBE_STATE").unwrap_or_else(|_| {
+        format!(
+            "{}/switchboard-kube",
+            std::env::var("TMPDIR").unwrap_or_else(|_| "/tmp".into())
+        )
+    });
+    let log = std::fs::read_to_string(format!("{state}/log/kube-controller-manager.log"))
+        .unwrap_or_default();
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            ["node-b", "disruption", "Evict", "taint", "Taint"]
+                .iter()
+                .any(|w| l.contains(w))
+        })
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(30)..];
+    format!(
+        "nodes:\n{nodes}\npods on node-b (API server):\n{}\ncontroller-manager:\n{}",
+        pods.join("\n"),
+        tail.join("\n")
+    )
+}
+
 fn node(handle: &RuntimeHandle) -> String {
     PodIdentity::of(handle).unwrap().node.unwrap_or_default()
 }
@@ -82,7 +132,11 @@ fn a_lost_node_ends_its_sandboxes_and_the_other_nodes_run_on() {
             .all(|h| matches!(fx.runtime.observe(h), Observed::Exited { .. }))
     });
     let states: Vec<Observed> = on_b.iter().map(|h| fx.runtime.observe(h)).collect();
-    assert!(ended, "node-b's sandboxes did not end: {states:?}");
+    assert!(
+        ended,
+        "node-b's sandboxes did not end: {states:?}\n{}",
+        diagnosis(&fx, &on_b)
+    );
     for state in &states {
         let Observed::Exited { reason } = state else {
             unreachable!()
