@@ -41,6 +41,11 @@ bench-backup events="1000000":
 bench-llm-relay:
     cargo bench -p switchboard-api --bench llm_relay
 
+# Request-body parsing cost (issue 37): the start and settings bodies, and the typed bodies
+# (derived schema judged, then deserialized), valid and invalid (docs/benchmarks.md).
+bench-bodies:
+    cargo bench -p switchboard-domain --bench bodies -- --sample-count 3000 --sample-size 20
+
 # HTTP load benchmark of the settings endpoints on SQLite and PostgreSQL (needs wrk).
 bench-http seconds="10":
     scripts/bench-http.sh {{seconds}}

@@ -7,7 +7,7 @@
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
 use switchboard_domain::agent_profiles::parse_agent_profile;
-use switchboard_domain::user_settings::profiles::{check_profile_name, parse_rename};
+use switchboard_domain::user_settings::profiles::{RenameProfileRequest, check_profile_name};
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -153,7 +153,7 @@ pub async fn delete_agent_profile(
 #[utoipa::path(tag = "Agent Profiles",
     params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`RenameAgentProfileRequest`", content_type = "application/json"),
+    request_body = RenameProfileRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ProfileMutationResponse),
@@ -176,7 +176,7 @@ pub async fn rename_agent_profile(
     let s = state.clone();
     let (new_name, message) = state
         .blocking(move || {
-            let new_name = parse_rename(&body.json()?)?;
+            let new_name = body.typed::<RenameProfileRequest>()?.new_name;
             let message = s.services.agent_profiles().rename(&ctx, &name, &new_name)?;
             Ok((new_name, message))
         })

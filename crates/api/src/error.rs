@@ -73,6 +73,12 @@ impl From<ValidationError> for ApiError {
     }
 }
 
+impl From<Vec<ValidationError>> for ApiError {
+    fn from(e: Vec<ValidationError>) -> Self {
+        ApiError::Validation(e)
+    }
+}
+
 impl From<actix_web::error::BlockingError> for ApiError {
     fn from(e: actix_web::error::BlockingError) -> Self {
         ApiError::Internal(format!("blocking task failed: {e}"))

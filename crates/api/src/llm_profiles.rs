@@ -5,7 +5,7 @@
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
 use switchboard_domain::user_settings::profiles::{
-    check_profile_name, parse_rename, parse_save_profile,
+    RenameProfileRequest, check_profile_name, parse_save_profile,
 };
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -184,7 +184,7 @@ pub async fn activate_profile(
 #[utoipa::path(tag = "Settings",
     params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`RenameProfileRequest`", content_type = "application/json"),
+    request_body = RenameProfileRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ProfileMutationResponse),
@@ -208,7 +208,7 @@ pub async fn rename_profile(
     let n = name.clone();
     let new_name = state
         .blocking(move || {
-            let new_name = parse_rename(&body.json()?)?;
+            let new_name = body.typed::<RenameProfileRequest>()?.new_name;
             s.services
                 .user_settings()
                 .rename_profile(&ctx, &n, &new_name)?;

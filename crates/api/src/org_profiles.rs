@@ -177,7 +177,7 @@ pub async fn delete_org_profile(
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`RenameProfileRequest`", content_type = "application/json"),
+    request_body = switchboard_domain::user_settings::profiles::RenameProfileRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ProfileMutationResponse),

@@ -5,13 +5,13 @@
 use actix_web::{HttpResponse, delete, get, post, put, web};
 use switchboard_domain::events::MAX_PAGE_LIMIT;
 use switchboard_domain::user_secrets::{
-    SecretCursor, parse_new_secret, parse_provider_tokens, parse_secret_update,
+    NewSecret, SecretCursor, SecretMeta, parse_provider_tokens,
 };
 use switchboard_domain::validation::{loc, refuse_nul};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{CustomSecretPage, CustomSecretWithoutValue, EditResponse, ErrorDetail};
+use crate::dto::{CustomSecretPage, EditResponse, ErrorDetail};
 use crate::error::ApiResult;
 use crate::extract::{Caller, QueryPairs, RawBody};
 use crate::responses::{ApiKeyErrors, BodyErrors};
@@ -62,14 +62,7 @@ pub async fn search_secrets(
         })
         .await?;
     Ok(web::Json(CustomSecretPage {
-        items: page
-            .items
-            .into_iter()
-            .map(|m| CustomSecretWithoutValue {
-                name: m.name,
-                description: m.description,
-            })
-            .collect(),
+        items: page.items,
         next_page_id: page.next_page_id,
     }))
 }
@@ -78,7 +71,7 @@ pub async fn search_secrets(
 /// that name (`CustomSecretCreate`: `name`, `value`, `description`). The value is sealed. 201.
 #[utoipa::path(tag = "Secrets",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`CustomSecretCreate`", content_type = "application/json"),
+    request_body = NewSecret,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = EditResponse),
@@ -97,7 +90,7 @@ pub async fn create_secret(
     let s = state.clone();
     state
         .blocking(move || {
-            let secret = parse_new_secret(&body.json()?)?;
+            let secret = body.typed::<NewSecret>()?;
             Ok(s.services.user_secrets().create(&ctx, secret)?)
         })
         .await?;
@@ -112,7 +105,7 @@ pub async fn create_secret(
 #[utoipa::path(tag = "Secrets",
     params(("secret_id" = String, Path, description = "The secret's name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`CustomSecretWithoutValue`", content_type = "application/json"),
+    request_body = SecretMeta,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = EditResponse),
@@ -134,7 +127,7 @@ pub async fn update_secret(
     let s = state.clone();
     state
         .blocking(move || {
-            let change = parse_secret_update(&body.json()?)?;
+            let change = body.typed::<SecretMeta>()?;
             Ok(s.services.user_secrets().update(&ctx, &name, &change)?)
         })
         .await?;

@@ -38,6 +38,7 @@ pub mod services;
 pub mod settings;
 pub mod skills;
 pub mod time_input;
+pub mod typed_body;
 pub mod user_secrets;
 pub mod user_settings;
 pub mod validation;

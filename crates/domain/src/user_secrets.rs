@@ -6,10 +6,11 @@
 use serde_json::{Map, Value};
 use switchboard_model::{ErrorType, ValidationError};
 
+use utoipa::openapi::schema::Object;
+
 use crate::cursor::Keyset;
-use crate::validation::{
-    field, loc, missing, model_type, not_one_of, string_pattern_mismatch, string_type,
-};
+use crate::typed_body::fields;
+use crate::validation::{NO_NUL_PATTERN, field, loc, model_type, not_one_of, string_type};
 
 /// What a secret name must match: it becomes an environment variable of the agent and a path
 /// segment of the sandbox route, so letters, digits, `_`, `.` and `-`, 1 to 128 (OpenHands
@@ -44,14 +45,22 @@ pub struct StoredSecret {
     pub value_sealed: String,
 }
 
-/// A custom secret as shown: name and description (OpenHands' `CustomSecretWithoutValue`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+/// A custom secret's name and description, never its value (OpenHands'
+/// `CustomSecretWithoutValue`); also the body that renames and re-describes one. Other keys
+/// of a body are ignored.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = CustomSecretWithoutValue)]
 pub struct SecretMeta {
-    /// Name.
+    /// Name ([`SECRET_NAME_PATTERN`]).
+    #[schema(schema_with = secret_name_schema)]
     pub name: String,
-    /// Description.
+    /// Description (at most [`MAX_DESCRIPTION_CHARS`] characters, no NUL).
+    #[serde(default)]
+    #[schema(schema_with = description_schema)]
     pub description: Option<String>,
 }
+
+impl crate::typed_body::RequestBody for SecretMeta {}
 
 /// A git provider token as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,6 +94,35 @@ impl Keyset for SecretCursor {
     }
 }
 
+/// A secret name's schema: [`SECRET_NAME_PATTERN`].
+fn secret_name_schema() -> Object {
+    fields::text_matching(SECRET_NAME_PATTERN)
+}
+
+/// A secret value's schema: at least one character, no NUL, never echoed (`writeOnly`); its
+/// bound in bytes is [`NewSecret`]'s own check.
+fn secret_value_schema() -> Object {
+    fields::string()
+        .min_length(Some(1))
+        .max_length(Some(MAX_SECRET_VALUE_BYTES))
+        .pattern(Some(NO_NUL_PATTERN))
+        .write_only(Some(true))
+        .description(Some(format!(
+            "1 to {MAX_SECRET_VALUE_BYTES} bytes of UTF-8 text without NUL (the schema can \
+             bound only characters); sealed, never answered."
+        )))
+        .build()
+}
+
+/// A description's schema: text without NUL, at most [`MAX_DESCRIPTION_CHARS`] characters,
+/// or `null`.
+fn description_schema() -> Object {
+    fields::nullable_string()
+        .max_length(Some(MAX_DESCRIPTION_CHARS))
+        .pattern(Some(NO_NUL_PATTERN))
+        .build()
+}
+
 /// Whether `name` is a valid secret name.
 pub fn is_secret_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
@@ -93,16 +131,37 @@ pub fn is_secret_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
-/// A new secret (`POST /api/v1/secrets`, OpenHands' `CustomSecretCreate`). `Debug` shows no
-/// value.
-#[derive(Clone, PartialEq)]
+/// A new secret, or a new value and description for one of that name (OpenHands'
+/// `CustomSecretCreate`). Other keys are ignored. The value is never shown again, nor echoed
+/// in a validation error.
+#[derive(Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = CustomSecretCreate)]
 pub struct NewSecret {
-    /// Name.
+    /// Name ([`SECRET_NAME_PATTERN`]).
+    #[schema(schema_with = secret_name_schema)]
     pub name: String,
-    /// Description.
-    pub description: Option<String>,
-    /// The value in the clear (sealed before it is stored).
+    /// The value in the clear (sealed before it is stored): 1 to [`MAX_SECRET_VALUE_BYTES`]
+    /// bytes, no NUL.
+    #[schema(schema_with = secret_value_schema)]
     pub value: String,
+    /// Description (at most [`MAX_DESCRIPTION_CHARS`] characters, no NUL).
+    #[serde(default)]
+    #[schema(schema_with = description_schema)]
+    pub description: Option<String>,
+}
+
+impl crate::typed_body::RequestBody for NewSecret {
+    /// The value's bound in bytes (the schema bounds characters).
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        if self.value.len() > MAX_SECRET_VALUE_BYTES {
+            return Err(vec![crate::validation::value_error(
+                loc(["body", "value"]),
+                &format!("value must be at most {MAX_SECRET_VALUE_BYTES} bytes"),
+                &Value::String("**********".into()),
+            )]);
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for NewSecret {
@@ -117,81 +176,6 @@ impl std::fmt::Debug for NewSecret {
 fn object<'a>(body: &'a Value, model: &str) -> Result<&'a Map<String, Value>, ValidationError> {
     body.as_object()
         .ok_or_else(|| model_type(loc(["body"]), model, body))
-}
-
-fn name_field(obj: &Map<String, Value>, body: &Value) -> Result<String, ValidationError> {
-    let at = loc(["body", "name"]);
-    match obj.get("name") {
-        None => Err(missing(at, body.clone())),
-        Some(Value::String(s)) if is_secret_name(s) => Ok(s.clone()),
-        Some(Value::String(s)) => Err(string_pattern_mismatch(at, SECRET_NAME_PATTERN, s)),
-        Some(other) => Err(string_type(at, other)),
-    }
-}
-
-fn description_field(obj: &Map<String, Value>) -> Result<Option<String>, ValidationError> {
-    let at = loc(["body", "description"]);
-    match obj.get("description") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => {
-            crate::validation::refuse_nul(|| at.clone(), s)?;
-            if s.chars().count() > MAX_DESCRIPTION_CHARS {
-                return Err(crate::validation::value_error(
-                    at,
-                    &format!("description is longer than {MAX_DESCRIPTION_CHARS} characters"),
-                    &Value::String(s.clone()),
-                ));
-            }
-            Ok(Some(s.clone()))
-        }
-        Some(other) => Err(string_type(at, other)),
-    }
-}
-
-/// Reads `POST /api/v1/secrets`.
-///
-/// # Errors
-/// A 422 entry: not an object, `name` missing or not a name, `value` missing, not a string,
-/// empty, over [`MAX_SECRET_VALUE_BYTES`] or holding a NUL, `description` not a string.
-pub fn parse_new_secret(body: &Value) -> Result<NewSecret, ValidationError> {
-    let obj = object(body, "CustomSecretCreate")?;
-    let name = name_field(obj, body)?;
-    let description = description_field(obj)?;
-    let at = loc(["body", "value"]);
-    let value = match obj.get("value") {
-        None => return Err(missing(at, body.clone())),
-        Some(Value::String(s)) => s.clone(),
-        Some(other) => return Err(string_type(at, other)),
-    };
-    // The value is never echoed in an error.
-    let masked = Value::String("**********".into());
-    if value.is_empty() || value.len() > MAX_SECRET_VALUE_BYTES || value.contains('\0') {
-        return Err(crate::validation::value_error(
-            at,
-            &format!(
-                "value must be 1 to {MAX_SECRET_VALUE_BYTES} bytes of text without NUL characters"
-            ),
-            &masked,
-        ));
-    }
-    Ok(NewSecret {
-        name,
-        description,
-        value,
-    })
-}
-
-/// Reads `PUT /api/v1/secrets/{name}` (OpenHands' `CustomSecretWithoutValue`): the new name
-/// and description.
-///
-/// # Errors
-/// As [`parse_new_secret`] for `name` and `description`.
-pub fn parse_secret_update(body: &Value) -> Result<SecretMeta, ValidationError> {
-    let obj = object(body, "CustomSecretWithoutValue")?;
-    Ok(SecretMeta {
-        name: name_field(obj, body)?,
-        description: description_field(obj)?,
-    })
 }
 
 /// One provider's entry of `POST /api/v1/secrets/git-providers`. `Debug` shows no token.
@@ -302,23 +286,52 @@ mod tests {
 
     #[test]
     fn secret_bodies() {
-        let s = parse_new_secret(&json!({"name": "API_TOKEN", "value": "v1"})).unwrap();
+        use crate::typed_body::parse;
+        let s = parse::<NewSecret>(&json!({"name": "API_TOKEN", "value": "v1"})).unwrap();
         assert_eq!((s.name.as_str(), s.value.as_str()), ("API_TOKEN", "v1"));
         assert!(!format!("{s:?}").contains("v1"));
-        for bad in [
-            json!({"value": "v"}),
-            json!({"name": "a/b", "value": "v"}),
-            json!({"name": "a", "value": ""}),
-            json!({"name": "a", "value": 3}),
-            json!({"name": "a"}),
-            json!({"name": "a", "value": "v", "description": 1}),
+        for (bad, kind) in [
+            (json!({"value": "v"}), "missing"),
+            (
+                json!({"name": "a/b", "value": "v"}),
+                "string_pattern_mismatch",
+            ),
+            (json!({"name": "a", "value": ""}), "string_too_short"),
+            (json!({"name": "a", "value": 3}), "string_type"),
+            (json!({"name": "a"}), "missing"),
+            (
+                json!({"name": "a", "value": "v", "description": 1}),
+                "string_type",
+            ),
+            (
+                json!({"name": "a", "value": "v", "description": "d".repeat(1001)}),
+                "string_too_long",
+            ),
+            (
+                json!({"name": "a", "value": "\u{e9}".repeat(40_000)}),
+                "value_error",
+            ),
+            (json!(["a"]), "model_type"),
         ] {
-            assert!(parse_new_secret(&bad).is_err(), "{bad}");
+            let e = parse::<NewSecret>(&bad)
+                .err()
+                .unwrap_or_else(|| panic!("{bad}"));
+            assert_eq!(e[0].error_type.as_str(), kind, "{bad}");
         }
-        let e = parse_new_secret(&json!({"name": "a", "value": "x\u{0}secret"})).unwrap_err();
-        assert!(!format!("{e:?}").contains("secret\""));
+        // A value is never echoed, whatever rule it breaks.
+        for value in [
+            json!("x\u{0}secret"),
+            json!(""),
+            json!("\u{e9}".repeat(40_000)),
+        ] {
+            let e = parse::<NewSecret>(&json!({"name": "a", "value": value})).unwrap_err();
+            assert_eq!(e[0].input.as_deref(), Some(&json!("**********")), "{e:?}");
+        }
+        let both = parse::<NewSecret>(&json!({"description": 1})).unwrap_err();
+        let at: Vec<String> = both.iter().map(|e| e.loc[1].to_string()).collect();
+        assert_eq!(at, ["name", "value", "description"], "in field order");
         assert_eq!(
-            parse_secret_update(&json!({"name": "b", "description": "d"}))
+            parse::<SecretMeta>(&json!({"name": "b", "description": "d"}))
                 .unwrap()
                 .name,
             "b"

@@ -93,6 +93,14 @@ pub enum ErrorType {
     /// A string that does not match its pattern (`string_pattern_mismatch`; used by the HTTP
     /// layer, e.g. a NUL where a column cannot hold one).
     StringPatternMismatch,
+    /// A string longer than its `max_length`.
+    StringTooLong,
+    /// A number not below its exclusive upper bound.
+    LessThan,
+    /// A list with fewer items than its `min_length`.
+    TooShort,
+    /// A list with more items than its `max_length`.
+    TooLong,
 }
 
 impl ErrorType {
@@ -124,6 +132,10 @@ impl ErrorType {
             ErrorType::IntParsing => "int_parsing",
             ErrorType::GreaterThan => "greater_than",
             ErrorType::StringPatternMismatch => "string_pattern_mismatch",
+            ErrorType::StringTooLong => "string_too_long",
+            ErrorType::LessThan => "less_than",
+            ErrorType::TooShort => "too_short",
+            ErrorType::TooLong => "too_long",
         }
     }
 }

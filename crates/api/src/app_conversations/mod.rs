@@ -21,7 +21,7 @@ use switchboard_domain::conversations::app::{
     AppConversationFilter, MAX_APP_CONVERSATION_BATCH, MAX_APP_CONVERSATION_PAGE, OrderedCursor,
     SortOrder,
 };
-use switchboard_domain::conversations::bodies::{parse_message, parse_patch};
+use switchboard_domain::conversations::app::{AppConversationPatch, SendMessage};
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::sandboxes::records::Page;
 use switchboard_domain::time_input::parse_datetime;
@@ -301,7 +301,7 @@ pub async fn get_app_conversations(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
-    request_body(content = Object, description = "The changes (`AppConversationUpdateRequest`)", content_type = "application/json"),
+    request_body = AppConversationPatch,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = AppConversationOut),
@@ -323,7 +323,7 @@ pub async fn patch_app_conversation(
     let updated = state
         .blocking(move || {
             let id = conversation_id(&raw)?;
-            let patch = parse_patch(&body.json()?).map_err(ApiError::Validation)?;
+            let patch = body.typed::<AppConversationPatch>()?;
             Ok(s.services.app_conversations().patch(&ctx, id, &patch)?)
         })
         .await?;
@@ -373,7 +373,7 @@ pub async fn delete_app_conversation(
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
-    request_body(content = Object, description = "`SendMessageRequest`: {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": …}, …] (at least one), \"run\": bool (default true)}", content_type = "application/json"),
+    request_body = SendMessage,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = SendMessageResponse),
@@ -399,7 +399,7 @@ pub async fn send_message(
     let sent = state
         .blocking(move || {
             let id = conversation_id(&raw)?;
-            let message = parse_message(&body.json()?).map_err(ApiError::Validation)?;
+            let message = body.typed::<SendMessage>()?;
             Ok(s.services
                 .app_conversations()
                 .send_message(&ctx, id, &message)?)

@@ -5,12 +5,12 @@
 //! `task-<start task id>` as OpenHands' clients send it before the conversation exists.
 
 use actix_web::{HttpResponse, post, web};
-use switchboard_domain::conversations::bodies::parse_message;
+use switchboard_domain::conversations::app::SendMessage;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::dto::{ErrorDetail, PendingMessageResponse};
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{Caller, RawBody};
 use crate::responses::ApiKeyErrors;
 
@@ -26,7 +26,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         ("conversation_id" = String, Path, description = "The conversation's id, its start task's id, or task-<start task id> (dashed or 32 hex)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
-    request_body(content = Object, description = "`SendMessageRequest`, as send-message takes it", content_type = "application/json"),
+    request_body = SendMessage,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = PendingMessageResponse),
@@ -50,7 +50,7 @@ pub async fn queue_pending_message(
     let s = state.clone();
     let queued = state
         .blocking(move || {
-            let message = parse_message(&body.json()?).map_err(ApiError::Validation)?;
+            let message = body.typed::<SendMessage>()?;
             Ok(s.services
                 .pending_messages()
                 .queue(&ctx, &target, &message)?)

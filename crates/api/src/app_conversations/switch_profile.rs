@@ -5,7 +5,7 @@
 
 use actix_web::{post, web};
 use switchboard_domain::DomainError;
-use switchboard_domain::user_settings::profiles::parse_switch_profile;
+use switchboard_domain::user_settings::profiles::SwitchProfileRequest;
 
 use crate::AppState;
 use crate::dto::{ErrorDetail, Success};
@@ -21,7 +21,7 @@ use crate::responses::ApiKeyErrors;
         ("conversation_id" = uuid::Uuid, Path, description = "Conversation id (dashed or 32 hex)"),
         ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)"),
     ),
-    request_body(content = Object, description = "`SwitchProfileRequest`: {\"profile_name\": …}", content_type = "application/json"),
+    request_body = SwitchProfileRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = Success),
@@ -47,7 +47,7 @@ pub async fn switch_profile(
     state
         .blocking(move || {
             let id = conversation_id(&raw)?;
-            let name = parse_switch_profile(&body.json()?)?;
+            let name = body.typed::<SwitchProfileRequest>()?.profile_name;
             let conversations = s.services.app_conversations();
             // An unknown conversation is its 404 before the profile's.
             conversations.require_visible(&ctx, id)?;

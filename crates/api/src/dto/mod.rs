@@ -33,8 +33,8 @@ pub use start_tasks::{
 };
 pub use user_settings::{
     ActivateAgentProfileResponse, ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage,
-    CustomSecretWithoutValue, EditResponse, OrgMeResponse, OrgPage, OrgResponse,
-    ProfileMutationResponse, SecretNameItem, SecretNamesResponse,
+    EditResponse, OrgMeResponse, OrgPage, OrgResponse, ProfileMutationResponse, SecretNameItem,
+    SecretNamesResponse,
 };
 pub use users::MeResponse;
 pub use workspace::{

@@ -33,20 +33,11 @@ pub struct ActivateProfileResponse {
     pub model: Option<String>,
 }
 
-/// A custom secret's name and description (OpenHands' `CustomSecretWithoutValue`).
-#[derive(Debug, Serialize, ToSchema)]
-pub struct CustomSecretWithoutValue {
-    /// Name.
-    pub name: String,
-    /// Description.
-    pub description: Option<String>,
-}
-
 /// A page of secret names (OpenHands' `CustomSecretPage`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CustomSecretPage {
     /// Names and descriptions, by name; never values.
-    pub items: Vec<CustomSecretWithoutValue>,
+    pub items: Vec<switchboard_domain::user_secrets::SecretMeta>,
     /// The next page's cursor, or null.
     pub next_page_id: Option<String>,
 }

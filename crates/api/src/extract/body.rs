@@ -128,6 +128,15 @@ impl Body {
         parse_json_body(&self.bytes)
     }
 
+    /// The body read as the request body type `T` ([`switchboard_domain::typed_body`]): JSON
+    /// as [`Self::json`], then judged against `T`'s derived schema and deserialized.
+    ///
+    /// # Errors
+    /// As [`Self::json`]; 422 with every rule `T` states that the body breaks.
+    pub fn typed<T: switchboard_domain::typed_body::RequestBody>(&self) -> Result<T, ApiError> {
+        Ok(switchboard_domain::typed_body::parse(&self.json()?)?)
+    }
+
     /// The body's bytes.
     pub fn bytes(&self) -> &web::Bytes {
         &self.bytes

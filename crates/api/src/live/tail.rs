@@ -11,9 +11,10 @@ use actix_ws::{AggregatedMessage, AggregatedMessageStream, CloseCode, CloseReaso
 use bytestring::ByteString;
 use futures_util::FutureExt;
 use serde_json::Value;
-use switchboard_domain::conversations::bodies::parse_message;
+use switchboard_domain::conversations::app::SendMessage;
 use switchboard_domain::events::PositionedEvent;
 use switchboard_domain::live_frames::ClientFrame;
+use switchboard_domain::typed_body;
 use switchboard_domain::{ConversationId, OrgContext};
 use time::OffsetDateTime;
 
@@ -412,7 +413,7 @@ impl Tail {
             "content": message["content"],
             "run": true,
         });
-        let parsed = match parse_message(&body) {
+        let parsed = match typed_body::parse::<SendMessage>(&body) {
             Ok(m) => m,
             Err(errors) => {
                 let detail = errors

@@ -147,25 +147,13 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// Which operation takes which body: `(path, method, schema name, required)`.
-pub const BODIES: [(&str, &str, &str, bool); 6] = [
+pub const BODIES: [(&str, &str, &str, bool); 4] = [
     ("/api/agent-profiles/{name}", "post", "AgentProfile", true),
-    (
-        "/api/agent-profiles/{name}/rename",
-        "post",
-        "RenameProfileRequest",
-        true,
-    ),
     (
         "/api/organizations/{org_id}/profiles/{name}",
         "post",
         "SaveProfileRequest",
         false,
-    ),
-    (
-        "/api/organizations/{org_id}/profiles/{name}/rename",
-        "post",
-        "RenameProfileRequest",
-        true,
     ),
     (
         "/api/organizations/{org_id}/provider-connections",

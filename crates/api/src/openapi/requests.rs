@@ -69,45 +69,8 @@ fn date_time(pattern: &str, from: i64, to: i64, description: &str) -> Value {
 // Over 100 lines, on purpose: a declaration (one JSON Schema literal per request body), not logic.
 /// The request body schemas, by component name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    let nul_free = json!({"type": ["string", "null"], "pattern": "^[^\\x00]*$"});
     vec![
         ("AppConversationStartRequest", start_request_schema()),
-        (
-            "AppConversationUpdateRequest",
-            json!({
-                "type": "object",
-                "description": "The fields to change; a field left out is unchanged, `null` clears it. No other field is accepted.",
-                "additionalProperties": false,
-                "properties": {
-                    "title": nul_free,
-                    "public": {"type": ["boolean", "null"]},
-                    "selected_repository": nul_free,
-                    "selected_branch": nul_free,
-                    "git_provider": {"enum": ["github", "gitlab", "bitbucket", "bitbucket_data_center", "forgejo", "azure_devops", null]},
-                },
-            }),
-        ),
-        (
-            "SendMessageRequest",
-            json!({
-                "type": "object",
-                "description": "A user message for the conversation's agent server.",
-                "additionalProperties": false,
-                "required": ["content"],
-                "properties": {
-                    "role": {"const": "user"},
-                    "content": {
-                        "type": "array",
-                        "minItems": 1,
-                        "items": {"anyOf": [
-                            {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": {"type": "string"}}},
-                            {"type": "object", "required": ["type", "image_urls"], "properties": {"type": {"const": "image"}, "image_urls": {"type": "array", "items": {"type": "string"}}}},
-                        ]},
-                    },
-                    "run": {"type": "boolean", "default": true, "description": "Start the agent when it is not running."},
-                },
-            }),
-        ),
         (
             "ApiKeyCreate",
             json!({
@@ -311,7 +274,7 @@ fn start_request_schema() -> Value {
 }
 
 /// Which operation takes which body: `(path, method, schema name)`.
-const BODIES: [(&str, &str, &str); 9] = [
+const BODIES: [(&str, &str, &str); 6] = [
     (
         "/api/v1/app-conversations",
         "post",
@@ -321,21 +284,6 @@ const BODIES: [(&str, &str, &str); 9] = [
         "/api/v1/app-conversations/stream-start",
         "post",
         "AppConversationStartRequest",
-    ),
-    (
-        "/api/v1/app-conversations/{conversation_id}",
-        "patch",
-        "AppConversationUpdateRequest",
-    ),
-    (
-        "/api/v1/app-conversations/{conversation_id}/send-message",
-        "post",
-        "SendMessageRequest",
-    ),
-    (
-        "/api/v1/conversations/{conversation_id}/pending-messages",
-        "post",
-        "SendMessageRequest",
     ),
     ("/api/keys", "post", "ApiKeyCreate"),
     (

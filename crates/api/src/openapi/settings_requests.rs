@@ -9,14 +9,11 @@
 
 use serde_json::{Value, json};
 use switchboard_domain::agent_profile_fields::{AGENT_CLASS, CONDENSER_KINDS, CRITIC_MODES};
-use switchboard_domain::user_secrets::{
-    MAX_DESCRIPTION_CHARS, MAX_SECRET_VALUE_BYTES, PROVIDER_TYPES, SECRET_NAME_PATTERN,
-};
+use switchboard_domain::user_secrets::PROVIDER_TYPES;
 use switchboard_domain::user_settings::patch::{
     BOOL_PREFS, INT_PREFS, NULLABLE_BOOL_PREFS, SANDBOX_GROUPING_STRATEGIES, SECURITY_ANALYZERS,
     STRING_PREFS,
 };
-use switchboard_domain::user_settings::profiles::PROFILE_NAME_PATTERN;
 use switchboard_domain::validation::NO_NUL_PATTERN;
 
 /// An LLM base URL as `check_llm_fields` takes it: empty (unset), or `http://` / `https://`
@@ -214,10 +211,6 @@ fn org_defaults_schema() -> Value {
 // Over 100 lines, on purpose: a declaration (one JSON Schema literal per request body), not logic.
 /// The request body schemas of this module, by component name.
 pub fn schemas() -> Vec<(&'static str, Value)> {
-    let name = |pattern: &str| json!({"type": "string", "pattern": pattern});
-    let description = json!({
-        "type": ["string", "null"], "pattern": NO_NUL_PATTERN, "maxLength": MAX_DESCRIPTION_CHARS,
-    });
     vec![
         ("OrgDefaultsSettingsUpdate", org_defaults_schema()),
         (
@@ -260,47 +253,6 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
             }),
         ),
         (
-            "RenameProfileRequest",
-            json!({
-                "type": "object",
-                "required": ["new_name"],
-                "properties": {"new_name": name(PROFILE_NAME_PATTERN)},
-            }),
-        ),
-        (
-            "SwitchProfileRequest",
-            json!({
-                "type": "object",
-                "description": "A profile of the caller's, by name (other keys are ignored).",
-                "required": ["profile_name"],
-                "properties": {"profile_name": {"type": "string", "minLength": 1}},
-            }),
-        ),
-        (
-            "CustomSecretCreate",
-            json!({
-                "type": "object",
-                "required": ["name", "value"],
-                "properties": {
-                    "name": name(SECRET_NAME_PATTERN),
-                    "value": {
-                        "type": "string", "minLength": 1, "maxLength": MAX_SECRET_VALUE_BYTES,
-                        "pattern": NO_NUL_PATTERN,
-                        "description": format!("1 to {MAX_SECRET_VALUE_BYTES} bytes of UTF-8 text without NUL (the schema can bound only characters); sealed, never answered."),
-                    },
-                    "description": description.clone(),
-                },
-            }),
-        ),
-        (
-            "CustomSecretWithoutValue",
-            json!({
-                "type": "object",
-                "required": ["name"],
-                "properties": {"name": name(SECRET_NAME_PATTERN), "description": description},
-            }),
-        ),
-        (
             "ProviderToken",
             json!({
                 "type": "object",
@@ -328,17 +280,11 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// Which operation takes which body: `(path, method, schema name, required)`.
-pub const BODIES: [(&str, &str, &str, bool); 8] = [
+pub const BODIES: [(&str, &str, &str, bool); 4] = [
     (
         "/api/organizations/{org_id}/settings",
         "patch",
         "OrgDefaultsSettingsUpdate",
-        true,
-    ),
-    (
-        "/api/v1/app-conversations/{conversation_id}/switch_profile",
-        "post",
-        "SwitchProfileRequest",
         true,
     ),
     ("/api/v1/settings", "post", "Settings", true),
@@ -347,19 +293,6 @@ pub const BODIES: [(&str, &str, &str, bool); 8] = [
         "post",
         "SaveProfileRequest",
         false,
-    ),
-    (
-        "/api/v1/settings/profiles/{name}/rename",
-        "post",
-        "RenameProfileRequest",
-        true,
-    ),
-    ("/api/v1/secrets", "post", "CustomSecretCreate", true),
-    (
-        "/api/v1/secrets/{secret_id}",
-        "put",
-        "CustomSecretWithoutValue",
-        true,
     ),
     (
         "/api/v1/secrets/git-providers",
@@ -373,9 +306,11 @@ pub const BODIES: [(&str, &str, &str, bool); 8] = [
 mod tests {
     use super::*;
     use serde_json::json;
-    use switchboard_domain::user_secrets::{is_secret_name, parse_provider_tokens};
+    use switchboard_domain::user_secrets::{
+        SECRET_NAME_PATTERN, is_secret_name, parse_provider_tokens,
+    };
     use switchboard_domain::user_settings::patch::parse_settings_patch;
-    use switchboard_domain::user_settings::profiles::is_profile_name;
+    use switchboard_domain::user_settings::profiles::{PROFILE_NAME_PATTERN, is_profile_name};
 
     fn matches(pattern: &str, s: &str) -> bool {
         regex::Regex::new(pattern).unwrap().is_match(s)

@@ -9,11 +9,14 @@
 use serde_json::{Map, Value};
 use time::OffsetDateTime;
 
+use utoipa::openapi::schema::{Array, ArrayBuilder, Object, ObjectBuilder, OneOfBuilder, Type};
+
 use crate::conversations::ExecutionStatus;
 use crate::cursor::{Keyset, instant_field, parse_instant_field};
 use crate::identity::session_keys::SessionKey;
 use crate::ids::{ConversationId, OrgId, SandboxId, UserId};
 use crate::sandboxes::runtime::SandboxStatus;
+use crate::typed_body::fields;
 
 /// The most ids of one batch get of app conversations or start tasks (issue 10: more → 400).
 pub const MAX_APP_CONVERSATION_BATCH: usize = 100;
@@ -337,36 +340,190 @@ pub struct AppConversationQuery {
     pub limit: u32,
 }
 
-/// A PATCH (OpenHands' `AppConversationUpdateRequest`, reference app-server §5.1): a field
-/// left `None` is not changed; `Some(None)` clears it.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The fields of an app conversation a client may change (OpenHands'
+/// `AppConversationUpdateRequest`): a field left out is unchanged, `null` clears it. No other
+/// field is accepted.
+// A typed request body (docs/ARCHITECTURE.md, "Where a body's rules live"): `None` is a field
+// left out, `Some(None)` a `null`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = AppConversationUpdateRequest)]
 pub struct AppConversationPatch {
-    /// `title`.
+    /// The title.
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_text)]
     pub title: Option<Option<String>>,
-    /// `public`.
+    /// Whether the conversation is public.
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_bool)]
     pub public: Option<Option<bool>>,
-    /// `selected_repository`.
+    /// The repository.
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_text)]
     pub selected_repository: Option<Option<String>>,
-    /// `selected_branch`.
+    /// Its branch.
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_text)]
     pub selected_branch: Option<Option<String>>,
-    /// `git_provider` (one of [`GIT_PROVIDERS`]).
+    /// The git provider (one of [`GIT_PROVIDERS`]).
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = git_provider_schema)]
     pub git_provider: Option<Option<String>>,
 }
 
-/// A message for a conversation (OpenHands' `SendMessageRequest`, reference app-server §5.2
-/// and agent-server-webhooks §2): the role is `user`; `content` holds the content items as
-/// sent (text or image objects, at least one); `run` starts the agent when it is idle.
-#[derive(Debug, Clone, PartialEq)]
+impl crate::typed_body::RequestBody for AppConversationPatch {}
+
+/// A user message for the conversation's agent server (OpenHands' `SendMessageRequest`,
+/// reference app-server §5.2 and agent-server-webhooks §2).
+// A typed request body; also the websocket's `send` frame.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = SendMessageRequest)]
 pub struct SendMessage {
-    /// The content items (JSON objects with a `type`).
+    /// The role: `user` (may be left out).
+    #[serde(default)]
+    #[schema(schema_with = user_role_schema)]
+    pub role: Option<String>,
+    /// The content items, forwarded as sent: at least one `{"type": "text", "text": …}` or
+    /// `{"type": "image", "image_urls": […]}`.
+    #[schema(schema_with = message_content_schema)]
     pub content: Vec<Value>,
-    /// Start a run.
+    /// Start the agent when it is not running.
+    #[serde(default = "fields::yes")]
+    #[schema(default = true)]
     pub run: bool,
+}
+
+impl crate::typed_body::RequestBody for SendMessage {}
+
+fn git_provider_schema() -> Object {
+    fields::one_of_or_null(&GIT_PROVIDERS)
+}
+
+fn user_role_schema() -> Object {
+    fields::only("user").build()
+}
+
+/// A message's content: at least one text or image item. Worded as before typed bodies
+/// (pinned by the API's tests): an empty list, or an item of neither kind, is a
+/// `value_error` (at the list, at the item).
+fn message_content_schema() -> Array {
+    let text = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("type", fields::only("text"))
+        .property("text", fields::string())
+        .required("type")
+        .required("text");
+    let image = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .property("type", fields::only("image"))
+        .property("image_urls", ArrayBuilder::new().items(fields::string()))
+        .required("type")
+        .required("image_urls");
+    let item = OneOfBuilder::new()
+        .item(text)
+        .item(image)
+        .extensions(Some(fields::value_error_words(
+            "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}",
+        )));
+    ArrayBuilder::new()
+        .items(item)
+        .min_items(Some(1))
+        .extensions(Some(fields::value_error_words(
+            "List should have at least 1 item after validation",
+        )))
+        .build()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::typed_body::parse;
+    use serde_json::json;
+    use switchboard_model::ValidationError;
+
+    fn types(e: Vec<ValidationError>) -> Vec<&'static str> {
+        e.iter().map(|x| x.error_type.as_str()).collect()
+    }
+
+    #[test]
+    fn patch_bodies() {
+        let p = parse::<AppConversationPatch>(
+            &json!({"title": "t", "public": null, "git_provider": "gitlab"}),
+        )
+        .unwrap();
+        assert_eq!(p.title, Some(Some("t".into())));
+        assert_eq!(p.public, Some(None));
+        assert_eq!(p.git_provider, Some(Some("gitlab".into())));
+        assert_eq!(p.selected_branch, None);
+        // pydantic's order: the declared fields in their order, then the extra ones.
+        let e = parse::<AppConversationPatch>(
+            &json!({"nope": 1, "public": "yes", "git_provider": "svn", "title": 3}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            types(e.clone()),
+            ["string_type", "bool_type", "enum", "extra_forbidden"]
+        );
+        assert_eq!(
+            e[2].msg,
+            "Input should be 'github', 'gitlab', 'bitbucket', 'bitbucket_data_center', 'forgejo' or 'azure_devops'"
+        );
+        let e = parse::<AppConversationPatch>(&json!({"title": "a\u{0}b"})).unwrap_err();
+        assert_eq!(types(e), ["string_pattern_mismatch"]);
+        assert_eq!(
+            types(parse::<AppConversationPatch>(&json!([])).unwrap_err()),
+            ["model_type"]
+        );
+    }
+
+    #[test]
+    fn message_bodies() {
+        let m = parse::<SendMessage>(
+            &json!({"role": "user", "content": [{"type": "text", "text": "hi", "cache_prompt": false}]}),
+        )
+        .unwrap();
+        assert!(m.run);
+        assert_eq!(
+            m.content[0]["cache_prompt"], false,
+            "items are kept as sent"
+        );
+        let e = parse::<SendMessage>(&json!({"role": "agent", "content": [], "run": 1, "x": 0}))
+            .unwrap_err();
+        assert_eq!(
+            types(e.clone()),
+            [
+                "literal_error",
+                "value_error",
+                "bool_type",
+                "extra_forbidden"
+            ]
+        );
+        assert_eq!(e[0].msg, "Input should be 'user'");
+        assert_eq!(
+            e[1].msg,
+            "Value error, List should have at least 1 item after validation"
+        );
+        assert_eq!(
+            types(parse::<SendMessage>(&json!({})).unwrap_err()),
+            ["missing"]
+        );
+        // An item of neither kind is one value error at the item; a list of the wrong type
+        // keeps its own entry.
+        for item in [json!({"type": "image"}), json!({"type": "video"}), json!(3)] {
+            let e =
+                parse::<SendMessage>(&json!({"content": [{"type": "text", "text": "a"}, item]}))
+                    .unwrap_err();
+            assert_eq!(types(e.clone()), ["value_error"]);
+            assert_eq!(
+                serde_json::to_value(&e[0].loc).unwrap(),
+                json!(["body", "content", 1])
+            );
+            assert_eq!(e[0].input.as_deref(), Some(&item));
+        }
+        let e = parse::<SendMessage>(&json!({"content": "hi"})).unwrap_err();
+        assert_eq!(types(e), ["list_type"]);
+    }
 
     #[test]
     fn sort_orders_and_triggers_round_trip_their_wire_names() {

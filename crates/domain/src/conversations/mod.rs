@@ -8,7 +8,6 @@
 //! metrics an agent server reports; [`budget`] the budget a conversation stops at.
 
 pub mod app;
-pub mod bodies;
 pub mod budget;
 pub mod provider_remote;
 pub mod repository;

@@ -8,7 +8,7 @@ use switchboard_model::{LocItem, ValidationError};
 
 use super::patch::check_llm_fields;
 use super::refuse_nul_deep;
-use crate::validation::{bool_type, field, loc, missing, model_type, string_pattern_mismatch};
+use crate::validation::{bool_type, field, loc, model_type, string_pattern_mismatch};
 
 /// The most profiles a user keeps in one organization; one more is a 409 (OpenHands'
 /// `MAX_PROFILES_PER_USER`).
@@ -262,50 +262,36 @@ pub fn parse_save_profile(body: Option<&Value>) -> Result<SaveProfile, Validatio
     Ok(out)
 }
 
-/// Reads `POST …/profiles/{name}/rename` (`{"new_name": …}`).
-///
-/// # Errors
-/// A 422 entry: not an object, `new_name` missing, not a string or not a profile name.
-pub fn parse_rename(body: &Value) -> Result<String, ValidationError> {
-    let root = loc(["body"]);
-    let Some(obj) = body.as_object() else {
-        return Err(model_type(root, "RenameProfileRequest", body));
-    };
-    let at = field(&root, "new_name");
-    match obj.get("new_name") {
-        None => Err(missing(at, body.clone())),
-        Some(Value::String(s)) => {
-            check_profile_name(s, at)?;
-            Ok(s.clone())
-        }
-        Some(other) => Err(crate::validation::string_type(at, other)),
-    }
+/// A profile's new name (OpenHands' `RenameProfileRequest`). Other keys are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub struct RenameProfileRequest {
+    /// The new name ([`PROFILE_NAME_PATTERN`]).
+    #[schema(schema_with = profile_name_schema)]
+    pub new_name: String,
 }
 
-/// Reads `POST /api/v1/app-conversations/{id}/switch_profile` (OpenHands'
-/// `SwitchProfileRequest`: `{"profile_name": …}`, at least one character; other keys ignored).
-///
-/// # Errors
-/// A 422 entry: not an object, `profile_name` missing, not a string, or empty.
-pub fn parse_switch_profile(body: &Value) -> Result<String, ValidationError> {
-    let root = loc(["body"]);
-    let Some(obj) = body.as_object() else {
-        return Err(model_type(root, "SwitchProfileRequest", body));
-    };
-    let at = field(&root, "profile_name");
-    match obj.get("profile_name") {
-        None => Err(missing(at, body.clone())),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(crate::validation::string_too_short(at, 1, s))
-        }
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(crate::validation::string_type(at, other)),
-    }
+impl crate::typed_body::RequestBody for RenameProfileRequest {}
+
+/// A profile name's schema: [`PROFILE_NAME_PATTERN`].
+pub fn profile_name_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::text_matching(PROFILE_NAME_PATTERN)
 }
+
+/// A profile of the caller's, by name (OpenHands' `SwitchProfileRequest`, the body of
+/// `POST /api/v1/app-conversations/{id}/switch_profile`). Other keys are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub struct SwitchProfileRequest {
+    /// The profile's name.
+    #[schema(min_length = 1)]
+    pub profile_name: String,
+}
+
+impl crate::typed_body::RequestBody for SwitchProfileRequest {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::typed_body::parse;
     use serde_json::json;
 
     fn llm(model: &str) -> Map<String, Value> {
@@ -470,20 +456,19 @@ mod tests {
         assert_eq!(s.llm.unwrap().get("api_key"), None);
         assert!(parse_save_profile(Some(&json!({"llm": 3}))).is_err());
         assert!(parse_save_profile(Some(&json!({"include_secrets": "yes"}))).is_err());
-        assert_eq!(parse_rename(&json!({"new_name": "b"})).unwrap(), "b");
-        assert!(parse_rename(&json!({"new_name": "b/c"})).is_err());
-        assert!(parse_rename(&json!({})).is_err());
-        assert_eq!(
-            parse_switch_profile(&json!({"profile_name": "p", "x": 1})).unwrap(),
-            "p"
-        );
+        let rename = |v: Value| parse::<RenameProfileRequest>(&v).map(|r| r.new_name);
+        assert_eq!(rename(json!({"new_name": "b"})).unwrap(), "b");
+        assert!(rename(json!({"new_name": "b/c"})).is_err());
+        assert!(rename(json!({})).is_err());
+        let switch = |v: Value| parse::<SwitchProfileRequest>(&v).map(|r| r.profile_name);
+        assert_eq!(switch(json!({"profile_name": "p", "x": 1})).unwrap(), "p");
         for bad in [
             json!({}),
             json!({"profile_name": ""}),
             json!({"profile_name": 3}),
             json!([]),
         ] {
-            assert!(parse_switch_profile(&bad).is_err(), "{bad}");
+            assert!(switch(bad.clone()).is_err(), "{bad}");
         }
     }
 }

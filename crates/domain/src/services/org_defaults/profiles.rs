@@ -24,7 +24,7 @@ use crate::org_profiles::{
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
 use crate::user_settings::profiles::{
-    delete_in, parse_rename, parse_save_profile, profile_not_found, rename_in, save_into,
+    RenameProfileRequest, delete_in, parse_save_profile, profile_not_found, rename_in, save_into,
 };
 
 fn connection_not_found(id: &str) -> DomainError {
@@ -208,7 +208,7 @@ impl OrgDefaultsService {
         body: &Value,
     ) -> Result<String, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
-        let new_name = parse_rename(body)?;
+        let new_name = crate::typed_body::parse_one::<RenameProfileRequest>(body)?.new_name;
         let new_name = new_name.as_str();
         self.edit_org(ctx, org, &mut |rec| {
             rename_in(&mut rec.profiles, &mut rec.active_profile, name, new_name)

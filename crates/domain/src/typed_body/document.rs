@@ -1,0 +1,115 @@
+//! A body type's JSON Schema document, as the validator reads it: the type's own schema at the
+//! root, and every schema it names under `components.schemas` (where the OpenAPI document
+//! keeps them, so the `$ref`s utoipa writes, `#/components/schemas/Name`, resolve in both).
+//! And the walk from an instance location to the schema that judged it, used to word errors.
+
+use serde_json::{Map, Value, json};
+use utoipa::ToSchema;
+
+/// The prefix of the references utoipa writes.
+const COMPONENTS: &str = "#/components/schemas/";
+
+/// `T`'s schema document: its schema, with `components.schemas` holding the schemas it uses.
+///
+/// # Panics
+/// A derived schema that does not serialize (a bug in the type's declaration).
+pub fn schema_document<T: ToSchema>() -> Value {
+    let mut named = Vec::new();
+    T::schemas(&mut named);
+    let mut root = serde_json::to_value(T::schema()).expect("a derived schema serializes");
+    let components: Map<String, Value> = named
+        .into_iter()
+        .map(|(name, s)| {
+            let s = serde_json::to_value(s).expect("a derived schema serializes");
+            (name, s)
+        })
+        .collect();
+    if let Value::Object(o) = &mut root {
+        o.insert("components".into(), json!({ "schemas": components }));
+    }
+    root
+}
+
+/// A schema reached by [`node_at`]: the schema itself, and the component name it was reached
+/// through when the last step was a `$ref`.
+pub(super) struct Node<'a> {
+    pub schema: &'a Value,
+    pub component: Option<&'a str>,
+}
+
+/// Follows `$ref`s, and of an `anyOf`/`oneOf` of `null` and one schema takes that schema.
+fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
+    let mut component = None;
+    for _ in 0..16 {
+        if let Some(name) = schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix(COMPONENTS))
+        {
+            match document["components"]["schemas"].get(name) {
+                Some(s) => {
+                    schema = s;
+                    component = Some(name);
+                    continue;
+                }
+                None => break,
+            }
+        }
+        let alternatives = schema
+            .get("anyOf")
+            .or_else(|| schema.get("oneOf"))
+            .and_then(Value::as_array);
+        // An `Optional` (`null` or one schema) is that schema; a real union stays itself.
+        let mut not_null = alternatives
+            .into_iter()
+            .flatten()
+            .filter(|s| s["type"] != "null");
+        match (not_null.next(), not_null.next()) {
+            (Some(s), None) => schema = s,
+            _ => break,
+        }
+    }
+    Node { schema, component }
+}
+
+/// The schema judging the instance at `path` (keys and indexes from the body's root).
+pub(super) fn node_at<'a>(document: &'a Value, path: &[PathStep]) -> Node<'a> {
+    let mut node = resolve(document, document);
+    for step in path {
+        let next = match step {
+            PathStep::Key(k) => node.schema["properties"].get(k.as_str()).or_else(|| {
+                node.schema
+                    .get("additionalProperties")
+                    .filter(|a| a.is_object())
+            }),
+            PathStep::Index(_) => node.schema.get("items"),
+        };
+        let Some(next) = next else {
+            return Node {
+                schema: &Value::Null,
+                component: None,
+            };
+        };
+        node = resolve(document, next);
+    }
+    node
+}
+
+/// One step of an instance location.
+#[derive(Debug, Clone)]
+pub(super) enum PathStep {
+    Key(String),
+    Index(usize),
+}
+
+/// The position of property `key` among the root's declared properties (fields not declared
+/// sort last), so entries come in the type's field order, as pydantic gives them.
+pub(super) fn field_rank(document: &Value, key: Option<&str>) -> usize {
+    let root = resolve(document, document);
+    key.and_then(|k| {
+        root.schema["properties"]
+            .as_object()
+            .and_then(|p| p.keys().position(|name| name == k))
+    })
+    .unwrap_or(usize::MAX)
+}

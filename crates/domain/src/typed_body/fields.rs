@@ -1,0 +1,84 @@
+//! Builders of field schemas for `#[schema(schema_with = …)]`, where a rule is a constant of
+//! the domain (utoipa's attributes take only literal patterns) or a shape utoipa's attributes
+//! cannot state; and the serde helpers typed bodies share. Each resource names its own fields
+//! with these (e.g. `user_settings::profiles::profile_name_schema`), so this module depends on
+//! no resource.
+
+use serde::Deserialize;
+use utoipa::openapi::extensions::{Extensions, ExtensionsBuilder};
+use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
+
+use crate::validation::NO_NUL_PATTERN;
+
+/// A string.
+pub fn string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+/// A string or `null`.
+pub fn nullable_string() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+}
+
+/// A string matching `pattern`.
+pub fn text_matching(pattern: &str) -> Object {
+    string().pattern(Some(pattern)).build()
+}
+
+/// Text without NUL, or `null`.
+pub fn nullable_text() -> Object {
+    nullable_string().pattern(Some(NO_NUL_PATTERN)).build()
+}
+
+/// `true`, `false` or `null`.
+pub fn nullable_bool() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Boolean, Type::Null]))
+        .build()
+}
+
+/// One of `values`, or `null`: worded as an `Enum` (`enum`).
+pub fn one_of_or_null(values: &[&str]) -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .enum_values(Some(
+            values
+                .iter()
+                .map(|v| serde_json::Value::from(*v))
+                .chain([serde_json::Value::Null]),
+        ))
+        .build()
+}
+
+/// `value` only: pydantic's `Literal["…"]` (a one-value `enum`, worded `literal_error`).
+pub fn only(value: &str) -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .enum_values(Some([value]))
+}
+
+/// The annotation that words every failure at or under a schema as one `value_error` with
+/// `text` (see `typed_body::pydantic`: a rule pydantic reports as a validator's `ValueError`).
+pub fn value_error_words(text: &str) -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::pydantic::VALUE_ERROR_KEYWORD, text)
+        .build()
+}
+
+/// `#[serde(default = …)]` for a flag that defaults to `true`.
+pub fn yes() -> bool {
+    true
+}
+
+/// `#[serde(deserialize_with = …)]` for a field that may be left out (`None`), `null`
+/// (`Some(None)`) or a value (`Some(Some(v))`); with `#[serde(default)]`.
+///
+/// # Errors
+/// The value's own.
+pub fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}

@@ -1,0 +1,419 @@
+//! JSON Schema failures worded as pydantic's 422 entries (API.md, Conventions): each
+//! validator error's keyword and instance location become pydantic's `type`, `loc`, `msg`,
+//! `input` and `ctx`, with the builders of [`crate::validation`] where one exists.
+//!
+//! | keyword | entry |
+//! |---|---|
+//! | `required` | `missing` at the absent field, `input` the object |
+//! | `additionalProperties: false` | `extra_forbidden` at each unexpected key |
+//! | `type` | `model_type` (an object of a named schema; the body's own name at the root), `dict_type`, `string_type`, `bool_type`, `int_type`, `float_type`, `list_type` |
+//! | `minLength` / `maxLength` | `string_too_short` / `string_too_long` |
+//! | `pattern` | `string_pattern_mismatch` |
+//! | `enum` | `enum`; `literal_error` for a one-value `enum` (pydantic's `Literal["…"]`); `null` in the set is not listed |
+//! | `minimum` / `maximum` / `exclusiveMinimum` / `exclusiveMaximum` | `greater_than_equal` / `less_than_equal` / `greater_than` / `less_than` |
+//! | `minItems` / `maxItems` | `too_short` / `too_long` |
+//! | `propertyNames` | the key's own entry, at the key |
+//! | `anyOf` / `oneOf` | the entries of the alternative with the fewest (not counting one that only wants `null`) |
+//! | anything else | `value_error` with the validator's words |
+//!
+//! Under a schema marked [`VALUE_ERROR_KEYWORD`], every failure is instead one `value_error`
+//! at that schema's value.
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::paths::LocationSegment;
+use jsonschema::{JsonType, ValidationError as SchemaError};
+use serde_json::{Value, json};
+use switchboard_model::{ErrorType, LocItem, ValidationError};
+
+use super::document::{PathStep, field_rank, node_at};
+use crate::validation::{
+    bool_type, dict_type, float_type, list_type, missing, model_type, not_one_of, string_too_short,
+    string_type, value_error,
+};
+
+/// What a `writeOnly` property's value reads as in an entry.
+const MASKED: &str = "**********";
+
+/// The entries for `errors` (what the validator found in `body`, judged against `document`,
+/// the schema of the body named `model`), in field order. Never empty.
+pub(super) fn entries(
+    model: &str,
+    document: &Value,
+    body: &Value,
+    errors: &[SchemaError<'_>],
+) -> Vec<ValidationError> {
+    let cx = Cx { model, document };
+    let mut out: Vec<ValidationError> = Vec::new();
+    for e in errors {
+        let path = steps(e);
+        cx.entry(e, &path, &mut out);
+    }
+    if out.is_empty() {
+        out.push(value_error(
+            vec![LocItem::from("body")],
+            "the body does not match its schema",
+            body,
+        ));
+    }
+    let mut out: Vec<ValidationError> = out
+        .into_iter()
+        .map(|entry| as_value_error(document, body, entry))
+        .collect();
+    out.sort_by_key(|entry| match entry.loc.get(1) {
+        Some(LocItem::Key(k)) => field_rank(document, Some(k)),
+        _ => 0,
+    });
+    one_per_location(out)
+}
+
+/// The keyword that makes every failure at or under a schema one `value_error` at it, worded
+/// by the keyword's text (a rule pydantic words as a validator's `ValueError`). A type entry
+/// at the annotated value itself, or a missing field there, keeps its own wording.
+pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
+
+/// `entry` as the `value_error` of its nearest schema marked [`VALUE_ERROR_KEYWORD`], if any.
+fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> ValidationError {
+    let path: Vec<PathStep> = entry
+        .loc
+        .iter()
+        .skip(1)
+        .map(|l| match l {
+            LocItem::Key(k) => PathStep::Key(k.clone()),
+            LocItem::Index(i) => PathStep::Index(*i),
+        })
+        .collect();
+    let marked = (1..=path.len()).rev().find_map(|n| {
+        let node = node_at(document, &path[..n]).schema;
+        let text = node[VALUE_ERROR_KEYWORD].as_str()?;
+        Some((n, text, node.get("type").is_some()))
+    });
+    let Some((n, text, typed)) = marked else {
+        return entry;
+    };
+    // The marked schema's own `type` keeps its entry (a union's members' types do not).
+    let own =
+        n == path.len() && ((typed && is_type(&entry)) || entry.error_type == ErrorType::Missing);
+    if own {
+        return entry;
+    }
+    let mut at = vec![LocItem::from("body")];
+    at.extend(entry.loc[1..=n].iter().cloned());
+    let mut input = body;
+    for step in &path[..n] {
+        input = match step {
+            PathStep::Key(k) => &input[k.as_str()],
+            PathStep::Index(i) => &input[*i],
+        };
+    }
+    value_error(at, text, input)
+}
+
+/// One entry per location, as pydantic stops at a value's first failure: a type entry where
+/// there is one (a value of the wrong type breaks its other keywords too), else the first.
+fn one_per_location(entries: Vec<ValidationError>) -> Vec<ValidationError> {
+    let mut out: Vec<ValidationError> = Vec::with_capacity(entries.len());
+    for entry in entries {
+        match out.iter_mut().find(|e| e.loc == entry.loc) {
+            Some(kept) if is_type(&entry) && !is_type(kept) => *kept = entry,
+            Some(_) => {}
+            None => out.push(entry),
+        }
+    }
+    out
+}
+
+fn is_type(e: &ValidationError) -> bool {
+    e.error_type.as_str().ends_with("_type")
+}
+
+fn steps(e: &SchemaError<'_>) -> Vec<PathStep> {
+    e.instance_path()
+        .into_iter()
+        .map(|s| match s {
+            LocationSegment::Property(p) => PathStep::Key(p.into_owned()),
+            LocationSegment::Index(i) => PathStep::Index(i),
+        })
+        .collect()
+}
+
+struct Cx<'a> {
+    model: &'a str,
+    document: &'a Value,
+}
+
+impl Cx<'_> {
+    fn loc(&self, path: &[PathStep]) -> Vec<LocItem> {
+        let mut out = Vec::with_capacity(path.len() + 1);
+        out.push(LocItem::from("body"));
+        out.extend(path.iter().map(|s| match s {
+            PathStep::Key(k) => LocItem::from(k.as_str()),
+            PathStep::Index(i) => LocItem::from(*i),
+        }));
+        out
+    }
+
+    /// The value an entry shows: the instance, or [`MASKED`] under a `writeOnly` property.
+    fn input(&self, path: &[PathStep], instance: &Value) -> Value {
+        let hidden = (1..=path.len())
+            .any(|n| node_at(self.document, &path[..n]).schema["writeOnly"] == true);
+        if hidden {
+            Value::String(MASKED.into())
+        } else {
+            instance.clone()
+        }
+    }
+
+    /// The entries of one validator error: one, or one per key (unexpected keys), or those of
+    /// an inner error (a key's own, a union's closest alternative's).
+    fn entry(&self, e: &SchemaError<'_>, path: &[PathStep], out: &mut Vec<ValidationError>) {
+        let instance: &Value = e.instance();
+        let at = self.loc(path);
+        match e.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected }
+            | ValidationErrorKind::UnevaluatedProperties { unexpected } => {
+                for key in unexpected {
+                    let mut l = at.clone();
+                    l.push(LocItem::from(key.as_str()));
+                    let mut p = path.to_vec();
+                    p.push(PathStep::Key(key.clone()));
+                    out.push(
+                        ValidationError::new(
+                            ErrorType::ExtraForbidden,
+                            l,
+                            "Extra inputs are not permitted",
+                        )
+                        .with_input(self.input(&p, &instance[key.as_str()])),
+                    );
+                }
+            }
+            ValidationErrorKind::PropertyNames { error } => {
+                // The key itself broke the rule: its entry sits at the key.
+                let key = error.instance().as_str().unwrap_or_default().to_owned();
+                let mut p = path.to_vec();
+                p.push(PathStep::Key(key.clone()));
+                let mut inner = Vec::new();
+                self.entry(error, &p, &mut inner);
+                for mut entry in inner {
+                    entry.loc = self.loc(&p);
+                    entry.input = Some(Box::new(Value::String(key.clone())));
+                    out.push(entry);
+                }
+            }
+            ValidationErrorKind::AnyOf { context }
+            | ValidationErrorKind::OneOfNotValid { context } => {
+                // The alternative the value came closest to (a tagged item: the one its tag
+                // names), as pydantic reports a discriminated union's.
+                let branch = context
+                    .iter()
+                    .filter(|b| !b.iter().all(|e| only_null(e.kind())))
+                    .min_by_key(|b| b.len())
+                    .or_else(|| context.first());
+                for e in branch.into_iter().flatten() {
+                    self.entry(e, &steps(e), out);
+                }
+            }
+            kind => {
+                let input = self.input(path, instance);
+                out.push(self.single(e, kind, path, at, input));
+            }
+        }
+    }
+
+    /// The one entry of a keyword judging a single value.
+    fn single(
+        &self,
+        e: &SchemaError<'_>,
+        kind: &ValidationErrorKind,
+        path: &[PathStep],
+        at: Vec<LocItem>,
+        input: Value,
+    ) -> ValidationError {
+        match kind {
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                let mut l = at;
+                l.push(LocItem::from(name));
+                missing(l, input)
+            }
+            ValidationErrorKind::Type { kind } => self.type_entry(kind, path, at, &input),
+            ValidationErrorKind::MinLength { limit } => match &input {
+                Value::String(s) => string_too_short(at, *limit as usize, s),
+                other => string_too_short(at, *limit as usize, &other.to_string()),
+            },
+            ValidationErrorKind::MaxLength { limit } => bounded(
+                ErrorType::StringTooLong,
+                at,
+                &format!(
+                    "String should have at most {limit} {}",
+                    plural(*limit, "character")
+                ),
+                json!({ "max_length": limit }),
+                input,
+            ),
+            ValidationErrorKind::Pattern { pattern } => bounded(
+                ErrorType::StringPatternMismatch,
+                at,
+                &format!("String should match pattern '{pattern}'"),
+                json!({ "pattern": pattern }),
+                input,
+            ),
+            ValidationErrorKind::Enum { options } => enum_entry(options, at, &input),
+            ValidationErrorKind::Minimum { limit } => number(
+                ErrorType::GreaterThanEqual,
+                "greater than or equal to",
+                "ge",
+                limit,
+                at,
+                input,
+            ),
+            ValidationErrorKind::Maximum { limit } => number(
+                ErrorType::LessThanEqual,
+                "less than or equal to",
+                "le",
+                limit,
+                at,
+                input,
+            ),
+            ValidationErrorKind::ExclusiveMinimum { limit } => number(
+                ErrorType::GreaterThan,
+                "greater than",
+                "gt",
+                limit,
+                at,
+                input,
+            ),
+            ValidationErrorKind::ExclusiveMaximum { limit } => {
+                number(ErrorType::LessThan, "less than", "lt", limit, at, input)
+            }
+            ValidationErrorKind::MinItems { limit } => {
+                items(ErrorType::TooShort, "at least", *limit, at, input)
+            }
+            ValidationErrorKind::MaxItems { limit } => {
+                items(ErrorType::TooLong, "at most", *limit, at, input)
+            }
+            _ => value_error(at, &e.to_string(), &input),
+        }
+    }
+
+    fn type_entry(
+        &self,
+        kind: &TypeKind,
+        path: &[PathStep],
+        at: Vec<LocItem>,
+        input: &Value,
+    ) -> ValidationError {
+        let expected = match kind {
+            TypeKind::Single(t) => *t,
+            TypeKind::Multiple(set) => set
+                .iter()
+                .find(|t| *t != JsonType::Null)
+                .unwrap_or(JsonType::Null),
+        };
+        match expected {
+            JsonType::Object if path.is_empty() => model_type(at, self.model, input),
+            JsonType::Object => match node_at(self.document, path).component {
+                Some(name) => model_type(at, name, input),
+                None => dict_type(at, input),
+            },
+            JsonType::String => string_type(at, input),
+            JsonType::Boolean => bool_type(at, input),
+            JsonType::Number => float_type(at, input),
+            JsonType::Integer => {
+                ValidationError::new(ErrorType::IntType, at, "Input should be a valid integer")
+                    .with_input(input.clone())
+            }
+            JsonType::Array => list_type(at, input),
+            JsonType::Null => value_error(at, "the value must be null", input),
+        }
+    }
+}
+
+/// Whether an alternative failed only for not being `null` (the `None` of an `Optional`).
+fn only_null(kind: &ValidationErrorKind) -> bool {
+    matches!(
+        kind,
+        ValidationErrorKind::Type {
+            kind: TypeKind::Single(JsonType::Null)
+        }
+    )
+}
+
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        word.to_owned()
+    } else {
+        format!("{word}s")
+    }
+}
+
+fn bounded(
+    kind: ErrorType,
+    at: Vec<LocItem>,
+    msg: &str,
+    ctx: Value,
+    input: Value,
+) -> ValidationError {
+    ValidationError::new(kind, at, msg)
+        .with_input(input)
+        .with_ctx(ctx)
+}
+
+fn number(
+    kind: ErrorType,
+    words: &str,
+    key: &str,
+    limit: &Value,
+    at: Vec<LocItem>,
+    input: Value,
+) -> ValidationError {
+    bounded(
+        kind,
+        at,
+        &format!("Input should be {words} {limit}"),
+        json!({ key: limit }),
+        input,
+    )
+}
+
+fn items(
+    kind: ErrorType,
+    words: &str,
+    limit: u64,
+    at: Vec<LocItem>,
+    input: Value,
+) -> ValidationError {
+    let actual = input.as_array().map_or(0, Vec::len);
+    let key = if kind == ErrorType::TooShort {
+        "min_length"
+    } else {
+        "max_length"
+    };
+    bounded(
+        kind,
+        at,
+        &format!(
+            "List should have {words} {limit} {} after validation, not {actual}",
+            plural(limit, "item")
+        ),
+        json!({ "field_type": "List", key: limit, "actual_length": actual }),
+        input,
+    )
+}
+
+/// `enum`: pydantic's `Literal["…"]` for one value, an `Enum` for a set (`null` not listed).
+fn enum_entry(options: &Value, at: Vec<LocItem>, input: &Value) -> ValidationError {
+    let allowed: Vec<String> = options
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|o| !o.is_null())
+        .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_owned))
+        .collect();
+    let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
+    let kind = if allowed.len() == 1 {
+        ErrorType::LiteralError
+    } else {
+        ErrorType::Enum
+    };
+    not_one_of(kind, at, &allowed, input)
+}

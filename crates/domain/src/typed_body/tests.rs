@@ -1,0 +1,180 @@
+//! The generic path against bodies declared here for the purpose: each rule a keyword, each
+//! keyword worded as pydantic words it.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::ToSchema;
+
+use super::{RequestBody, parse, parse_one};
+
+#[derive(Debug, Deserialize, ToSchema, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct Sample {
+    #[schema(min_length = 2, max_length = 4)]
+    name: String,
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 10)]
+    count: Option<i64>,
+    #[serde(default)]
+    #[schema(exclusive_minimum = 0.0)]
+    budget: Option<f64>,
+    #[serde(default)]
+    kind: Option<Kind>,
+    #[serde(default)]
+    inner: Option<Inner>,
+    #[serde(default)]
+    tags: Vec<Inner>,
+    #[serde(default)]
+    by_kind: BTreeMap<Kind, String>,
+    #[serde(default)]
+    #[schema(write_only)]
+    secret: Option<String>,
+}
+
+impl RequestBody for Sample {}
+
+#[derive(Debug, Deserialize, ToSchema, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+enum Kind {
+    Alpha,
+    Beta,
+}
+
+#[derive(Debug, Deserialize, ToSchema, PartialEq)]
+struct Inner {
+    flag: bool,
+}
+
+fn errors(body: Value) -> Vec<Value> {
+    parse::<Sample>(&body)
+        .unwrap_err()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}
+
+fn one(body: Value) -> Value {
+    let mut all = errors(body);
+    assert_eq!(all.len(), 1, "{all:?}");
+    all.remove(0)
+}
+
+#[test]
+fn a_valid_body_deserializes() {
+    let s = parse_one::<Sample>(&json!({
+        "name": "abc", "count": 3, "kind": "beta", "inner": {"flag": true},
+        "tags": [{"flag": false}], "by_kind": {"alpha": "x"}, "secret": "s",
+    }))
+    .unwrap();
+    assert_eq!(s.kind, Some(Kind::Beta));
+    assert_eq!(s.tags, [Inner { flag: false }]);
+}
+
+#[test]
+fn the_root_and_missing_fields() {
+    assert_eq!(
+        one(json!([1])),
+        json!({"type": "model_type", "loc": ["body"], "msg": "Input should be a valid dictionary or instance of Sample", "input": [1]})
+    );
+    assert_eq!(
+        one(json!({"count": 2})),
+        json!({"type": "missing", "loc": ["body", "name"], "msg": "Field required", "input": {"count": 2}})
+    );
+}
+
+#[test]
+fn unknown_fields_are_refused_at_their_key() {
+    assert_eq!(
+        one(json!({"name": "ab", "x": 1})),
+        json!({"type": "extra_forbidden", "loc": ["body", "x"], "msg": "Extra inputs are not permitted", "input": 1})
+    );
+}
+
+#[test]
+fn lengths_ranges_and_types() {
+    let e = one(json!({"name": "a"}));
+    assert_eq!(
+        (e["type"].as_str(), &e["ctx"]),
+        (Some("string_too_short"), &json!({"min_length": 2}))
+    );
+    let e = one(json!({"name": "abcde"}));
+    assert_eq!(e["msg"], "String should have at most 4 characters");
+    let e = one(json!({"name": "ab", "count": 11}));
+    assert_eq!(
+        (e["type"].as_str(), &e["ctx"]),
+        (Some("less_than_equal"), &json!({"le": 10}))
+    );
+    let e = one(json!({"name": "ab", "count": 0}));
+    assert_eq!(e["msg"], "Input should be greater than or equal to 1");
+    let e = one(json!({"name": "ab", "budget": 0}));
+    assert_eq!(e["type"], "greater_than");
+    let e = one(json!({"name": "ab", "count": "3"}));
+    assert_eq!(
+        (e["type"].as_str(), e["msg"].as_str()),
+        (Some("int_type"), Some("Input should be a valid integer"))
+    );
+    let e = one(json!({"name": 5}));
+    assert_eq!(e["type"], "string_type");
+}
+
+#[test]
+fn nested_models_enums_and_lists() {
+    let e = one(json!({"name": "ab", "inner": 3}));
+    assert_eq!(
+        e["msg"],
+        "Input should be a valid dictionary or instance of Inner"
+    );
+    let e = one(json!({"name": "ab", "inner": {"flag": "yes"}}));
+    assert_eq!(
+        (e["type"].as_str(), &e["loc"]),
+        (Some("bool_type"), &json!(["body", "inner", "flag"]))
+    );
+    let e = one(json!({"name": "ab", "tags": [{"flag": true}, {}]}));
+    assert_eq!(
+        (e["type"].as_str(), &e["loc"]),
+        (Some("missing"), &json!(["body", "tags", 1, "flag"]))
+    );
+    let e = one(json!({"name": "ab", "kind": "gamma"}));
+    assert_eq!(
+        (e["type"].as_str(), e["msg"].as_str()),
+        (Some("enum"), Some("Input should be 'alpha' or 'beta'"))
+    );
+    let e = one(json!({"name": "ab", "tags": {}}));
+    assert_eq!(e["type"], "list_type");
+}
+
+#[test]
+fn a_key_outside_its_set_is_reported_at_the_key() {
+    let e = one(json!({"name": "ab", "by_kind": {"gamma": "x"}}));
+    assert_eq!(e["loc"], json!(["body", "by_kind", "gamma"]));
+    assert_eq!(
+        (e["type"].as_str(), &e["input"]),
+        (Some("enum"), &json!("gamma"))
+    );
+}
+
+#[test]
+fn a_write_only_value_is_never_echoed() {
+    let e = one(json!({"name": "ab", "secret": 42}));
+    assert_eq!(
+        (e["type"].as_str(), &e["input"]),
+        (Some("string_type"), &json!("**********"))
+    );
+}
+
+#[test]
+fn every_error_in_field_order() {
+    let all = errors(json!({"kind": 1, "count": "x", "zzz": 0}));
+    let at: Vec<&str> = all.iter().map(|e| e["loc"][1].as_str().unwrap()).collect();
+    assert_eq!(at, ["name", "count", "kind", "zzz"]);
+}
+
+#[test]
+fn the_document_holds_what_the_body_names() {
+    let doc = super::schema_document::<Sample>();
+    assert!(doc["components"]["schemas"]["Inner"].is_object());
+    assert!(doc["components"]["schemas"]["Kind"].is_object());
+    assert_eq!(doc["additionalProperties"], false);
+}
