@@ -5,7 +5,7 @@
 use actix_web::{HttpResponse, delete, get, post, put, web};
 use switchboard_domain::events::MAX_PAGE_LIMIT;
 use switchboard_domain::user_secrets::{
-    NewSecret, SecretCursor, SecretMeta, parse_provider_tokens,
+    NewSecret, ProviderTokensRequest, SecretCursor, SecretMeta,
 };
 use switchboard_domain::validation::{loc, refuse_nul};
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -169,7 +169,7 @@ pub async fn delete_secret(
 /// a token keeps the stored token. Tokens are sealed and never answered.
 #[utoipa::path(tag = "Secrets",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`POSTProviderModel`", content_type = "application/json"),
+    request_body = ProviderTokensRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses((status = 200, body = EditResponse), BodyErrors, ApiKeyErrors))]
 #[post("/api/v1/secrets/git-providers")]
@@ -183,7 +183,7 @@ pub async fn store_provider_tokens(
     let s = state.clone();
     state
         .blocking(move || {
-            let tokens = parse_provider_tokens(&body.json()?)?;
+            let tokens = body.typed::<ProviderTokensRequest>()?.into_inputs();
             Ok(s.services
                 .user_secrets()
                 .store_provider_tokens(&ctx, tokens)?)

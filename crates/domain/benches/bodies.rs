@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use switchboard_domain::conversations::app::{AppConversationPatch, SendMessage};
 use switchboard_domain::conversations::start_request::parse_start_request;
 use switchboard_domain::typed_body::parse;
-use switchboard_domain::user_secrets::{NewSecret, SecretMeta, parse_provider_tokens};
+use switchboard_domain::user_secrets::{NewSecret, ProviderTokensRequest, SecretMeta};
 use switchboard_domain::user_settings::patch::parse_settings_patch;
 use switchboard_domain::user_settings::profiles::RenameProfileRequest;
 
@@ -98,7 +98,7 @@ fn provider_tokens(b: Bencher<'_, '_>) {
         "github": {"token": "ghp_0123456789abcdef"},
         "gitlab": {"token": "", "host": "git.example.com:8443"},
     }});
-    b.bench(|| parse_provider_tokens(black_box(&body)).is_ok());
+    b.bench(|| parse::<ProviderTokensRequest>(black_box(&body)).is_ok());
 }
 
 fn patch_body() -> Value {

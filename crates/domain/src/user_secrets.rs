@@ -3,14 +3,14 @@
 //! own sandboxes, `GET /api/v1/sandboxes/{id}/settings/secrets/{name}`). Values and tokens are
 //! stored sealed ([`crate::user_settings::Binding`]).
 
-use serde_json::{Map, Value};
-use switchboard_model::{ErrorType, ValidationError};
+use serde_json::Value;
+use switchboard_model::ValidationError;
 
 use utoipa::openapi::schema::Object;
 
 use crate::cursor::Keyset;
 use crate::typed_body::fields;
-use crate::validation::{NO_NUL_PATTERN, field, loc, model_type, not_one_of, string_type};
+use crate::validation::{NO_NUL_PATTERN, loc};
 
 /// What a secret name must match: it becomes an environment variable of the agent and a path
 /// segment of the sandbox route, so letters, digits, `_`, `.` and `-`, 1 to 128 (OpenHands
@@ -23,16 +23,47 @@ pub const MAX_SECRET_VALUE_BYTES: usize = 64 * 1024;
 /// The longest description, in characters.
 pub const MAX_DESCRIPTION_CHARS: usize = 1000;
 
-/// OpenHands' `ProviderType`.
-pub const PROVIDER_TYPES: [&str; 7] = [
-    "github",
-    "gitlab",
-    "bitbucket",
-    "bitbucket_data_center",
-    "forgejo",
-    "azure_devops",
-    "enterprise_sso",
-];
+/// OpenHands' `ProviderType` (wire names lowercase).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Deserialize, utoipa::ToSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderType {
+    /// GitHub.
+    Github,
+    /// GitLab.
+    Gitlab,
+    /// Bitbucket Cloud.
+    Bitbucket,
+    /// Bitbucket Data Center.
+    BitbucketDataCenter,
+    /// Forgejo.
+    Forgejo,
+    /// Azure DevOps.
+    AzureDevops,
+    /// An enterprise single sign-on provider.
+    EnterpriseSso,
+}
+
+impl ProviderType {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderType::Github => "github",
+            ProviderType::Gitlab => "gitlab",
+            ProviderType::Bitbucket => "bitbucket",
+            ProviderType::BitbucketDataCenter => "bitbucket_data_center",
+            ProviderType::Forgejo => "forgejo",
+            ProviderType::AzureDevops => "azure_devops",
+            ProviderType::EnterpriseSso => "enterprise_sso",
+        }
+    }
+}
+
+/// A git provider's host: empty (none), or letters, digits, `.` and `-` (1 to 253), then
+/// optionally `:` and a port 1 to 65535 (an optional `+`, leading zeros: as Rust's `u16`
+/// parser reads one).
+pub const HOST_PATTERN: &str = r"^$|^[A-Za-z0-9.-]{1,253}(:\+?0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
 
 /// A custom secret as stored: the value sealed.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +96,7 @@ impl crate::typed_body::RequestBody for SecretMeta {}
 /// A git provider token as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredProviderToken {
-    /// One of [`PROVIDER_TYPES`].
+    /// A [`ProviderType`]'s wire name.
     pub provider: String,
     /// The host of a self-hosted provider (e.g. `gitlab.example.com`).
     pub host: Option<String>,
@@ -173,15 +204,10 @@ impl std::fmt::Debug for NewSecret {
     }
 }
 
-fn object<'a>(body: &'a Value, model: &str) -> Result<&'a Map<String, Value>, ValidationError> {
-    body.as_object()
-        .ok_or_else(|| model_type(loc(["body"]), model, body))
-}
-
 /// One provider's entry of `POST /api/v1/secrets/git-providers`. `Debug` shows no token.
 #[derive(Clone, PartialEq)]
 pub struct ProviderTokenInput {
-    /// One of [`PROVIDER_TYPES`].
+    /// The provider's wire name.
     pub provider: String,
     /// The token; `None` keeps the stored one (OpenHands' rule).
     pub token: Option<String>,
@@ -198,79 +224,64 @@ impl std::fmt::Debug for ProviderTokenInput {
     }
 }
 
-/// Reads `POST /api/v1/secrets/git-providers` (OpenHands' `POSTProviderModel`):
-/// `provider_tokens` maps a provider to `{token, host, user_id}`; `mcp_config` is accepted and
-/// ignored, as OpenHands does.
-///
-/// # Errors
-/// A 422 entry: not an object, a provider that is not one of [`PROVIDER_TYPES`] (`enum`), an
-/// entry that is not an object, a token or host that is not a string, a host that is not a
-/// bare host name (`host[:port]`, no scheme or path), a NUL.
-pub fn parse_provider_tokens(body: &Value) -> Result<Vec<ProviderTokenInput>, ValidationError> {
-    let obj = object(body, "POSTProviderModel")?;
-    let at = loc(["body", "provider_tokens"]);
-    let tokens = match obj.get("provider_tokens") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Object(m)) => m,
-        Some(other) => return Err(crate::validation::dict_type(at, other)),
-    };
-    let mut out = Vec::with_capacity(tokens.len());
-    for (provider, entry) in tokens {
-        let p = field(&at, provider);
-        if !PROVIDER_TYPES.contains(&provider.as_str()) {
-            return Err(not_one_of(
-                ErrorType::Enum,
-                p,
-                &PROVIDER_TYPES,
-                &Value::String(provider.clone()),
-            ));
-        }
-        let Value::Object(e) = entry else {
-            return Err(model_type(p, "ProviderToken", entry));
-        };
-        let text = |key: &str| -> Result<Option<String>, ValidationError> {
-            let l = field(&p, key);
-            match e.get(key) {
-                None | Some(Value::Null) => Ok(None),
-                Some(Value::String(s)) if s.is_empty() => Ok(None),
-                Some(Value::String(s)) => {
-                    crate::validation::refuse_nul(|| l.clone(), s)?;
-                    Ok(Some(s.clone()))
-                }
-                Some(other) => Err(string_type(l, other)),
-            }
-        };
-        let host = text("host")?;
-        if let Some(h) = &host
-            && !is_host(h)
-        {
-            return Err(crate::validation::value_error(
-                field(&p, "host"),
-                "host must be a host name with an optional port (no scheme, no path)",
-                &Value::String(h.clone()),
-            ));
-        }
-        out.push(ProviderTokenInput {
-            provider: provider.clone(),
-            token: text("token")?,
-            host,
-        });
-    }
-    Ok(out)
+/// A provider's token (`""` or `null`: keep the stored one) and the host of a self-hosted
+/// provider (`host[:port]`, no scheme or path). Other keys (`user_id`) are ignored.
+#[derive(Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+pub struct ProviderToken {
+    /// The token.
+    #[serde(default)]
+    #[schema(schema_with = token_schema)]
+    pub token: Option<String>,
+    /// The host.
+    #[serde(default)]
+    #[schema(schema_with = host_schema)]
+    pub host: Option<String>,
 }
 
-/// `host[:port]`: letters, digits, `.`, `-`, then an optional port.
-fn is_host(h: &str) -> bool {
-    let (name, port) = match h.rsplit_once(':') {
-        Some((n, p)) => (n, Some(p)),
-        None => (h, None),
-    };
-    !name.is_empty()
-        && name.len() <= 253
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-'))
-        && port.is_none_or(|p| p.parse::<u16>().is_ok_and(|n| n > 0))
+/// A token: text without NUL or `null`, never echoed (`writeOnly`).
+fn token_schema() -> Object {
+    fields::nullable_string()
+        .pattern(Some(NO_NUL_PATTERN))
+        .write_only(Some(true))
+        .build()
+}
+
+fn host_schema() -> Object {
+    fields::nullable_string()
+        .pattern(Some(HOST_PATTERN))
+        .extensions(Some(fields::value_error_words(
+            "host must be a host name with an optional port (no scheme, no path)",
+        )))
+        .build()
+}
+
+/// The body of `POST /api/v1/secrets/git-providers` (OpenHands' `POSTProviderModel`):
+/// `provider_tokens` maps a provider to its token; the set sent replaces the set stored.
+/// `mcp_config` and other keys are accepted and ignored, as OpenHands does.
+#[derive(Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = POSTProviderModel)]
+pub struct ProviderTokensRequest {
+    /// The tokens by provider (`null`: none).
+    #[serde(default)]
+    pub provider_tokens: Option<std::collections::BTreeMap<ProviderType, ProviderToken>>,
+}
+
+impl crate::typed_body::RequestBody for ProviderTokensRequest {}
+
+impl ProviderTokensRequest {
+    /// The entries, a token or host of `""` read as none.
+    pub fn into_inputs(self) -> Vec<ProviderTokenInput> {
+        let given = |v: Option<String>| v.filter(|s| !s.is_empty());
+        self.provider_tokens
+            .into_iter()
+            .flatten()
+            .map(|(provider, t)| ProviderTokenInput {
+                provider: provider.as_str().to_owned(),
+                token: given(t.token),
+                host: given(t.host),
+            })
+            .collect()
+    }
 }
 
 /// The name under which a provider's token is given to the agent server and listed to the
@@ -340,18 +351,92 @@ mod tests {
 
     #[test]
     fn provider_bodies() {
-        let t = parse_provider_tokens(&json!({"provider_tokens": {
-            "github": {"token": "ghp_x"}, "gitlab": {"token": "", "host": "git.example.com:8443"}}}))
+        use crate::typed_body::parse;
+        let tokens =
+            |v: serde_json::Value| parse::<ProviderTokensRequest>(&v).map(|r| r.into_inputs());
+        let t = tokens(json!({"provider_tokens": {
+            "github": {"token": "ghp_x"}, "gitlab": {"token": "", "host": "git.example.com:8443"}}, "mcp_config": {}}))
         .unwrap();
         assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[1].provider.as_str(), t[1].token.as_deref()),
+            ("gitlab", None)
+        );
         assert!(!format!("{t:?}").contains("ghp_x"));
-        for bad in [
-            json!({"provider_tokens": {"svn": {}}}),
-            json!({"provider_tokens": {"github": "x"}}),
-            json!({"provider_tokens": {"github": {"host": "https://x/y"}}}),
-            json!({"provider_tokens": []}),
+        assert!(tokens(json!({})).unwrap().is_empty());
+        for (bad, kind) in [
+            (json!({"provider_tokens": {"svn": {}}}), "enum"),
+            (json!({"provider_tokens": {"github": "x"}}), "model_type"),
+            (
+                json!({"provider_tokens": {"github": {"host": "https://x/y"}}}),
+                "value_error",
+            ),
+            (
+                json!({"provider_tokens": {"github": {"host": 3}}}),
+                "string_type",
+            ),
+            (
+                json!({"provider_tokens": {"github": {"token": "a\u{0}"}}}),
+                "string_pattern_mismatch",
+            ),
+            (json!({"provider_tokens": []}), "dict_type"),
         ] {
-            assert!(parse_provider_tokens(&bad).is_err(), "{bad}");
+            let e = tokens(bad.clone()).err().unwrap_or_else(|| panic!("{bad}"));
+            assert_eq!(e[0].error_type.as_str(), kind, "{bad}: {e:?}");
+        }
+        let e = tokens(json!({"provider_tokens": {"github": {"token": 5}}})).unwrap_err();
+        assert_eq!(
+            e[0].input.as_deref(),
+            Some(&json!("**********")),
+            "a token is never echoed"
+        );
+    }
+
+    /// The host pattern takes exactly a host name with an optional port 1 to 65535.
+    #[test]
+    fn hosts() {
+        use crate::typed_body::parse;
+        for (host, ok) in [
+            ("", true),
+            ("git.example.com", true),
+            ("h:1", true),
+            ("h:65535", true),
+            ("h:+0443", true),
+            ("h:000080", true),
+            ("h:0", false),
+            ("h:65536", false),
+            ("h:", false),
+            (":80", false),
+            ("https://h", false),
+            ("h/x", false),
+            ("a:b:80", false),
+            ("h:-1", false),
+            ("h:+", false),
+            ("\u{e9}.com", false),
+        ] {
+            let body = json!({"provider_tokens": {"github": {"host": host}}});
+            assert_eq!(
+                parse::<ProviderTokensRequest>(&body).is_ok(),
+                ok,
+                "{host:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn provider_names_are_openhands() {
+        let all = [
+            ProviderType::Github,
+            ProviderType::Gitlab,
+            ProviderType::Bitbucket,
+            ProviderType::BitbucketDataCenter,
+            ProviderType::Forgejo,
+            ProviderType::AzureDevops,
+            ProviderType::EnterpriseSso,
+        ];
+        for p in all {
+            let back: ProviderType = serde_json::from_value(json!(p.as_str())).unwrap();
+            assert_eq!(back, p);
         }
     }
 

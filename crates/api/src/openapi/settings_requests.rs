@@ -1,15 +1,15 @@
-//! The request bodies of a member's own settings, LLM profiles, custom secrets and git provider
-//! tokens (issue 21), written as JSON Schema with every rule their parsers enforce that JSON
-//! Schema can state, as [`super::requests`] does for the other bodies: the legacy nested
-//! settings keys refused, the preferences by type, the conversation settings' ranges, the LLM
-//! base URL's scheme, the profile and secret name patterns, the provider names, a host with an
-//! optional port, and no NUL (U+0000) in any string or key of the bodies whose parsers refuse one
-//! anywhere. What JSON Schema cannot state (a secret value's bound is in UTF-8 bytes, a new name
-//! already taken, the profile and secret limits) is in the descriptions and API.md.
+//! The request bodies of a member's own settings and LLM profiles and of the organization's
+//! defaults (issue 21) not yet declared as types (`switchboard_domain::typed_body`), written as
+//! JSON Schema with every rule their parsers enforce that JSON Schema can state, as
+//! [`super::requests`] does for the other bodies: the legacy nested settings keys refused, the
+//! preferences by type, the conversation settings' ranges, the LLM base URL's scheme, and no
+//! NUL (U+0000) in any string or key of the bodies whose parsers refuse one anywhere. What JSON
+//! Schema cannot state (the profile limit) is in the descriptions and API.md. The profile
+//! rename and switch, custom secret and git provider bodies are typed: their schemas are
+//! derived from their declarations.
 
 use serde_json::{Value, json};
 use switchboard_domain::agent_profile_fields::{AGENT_CLASS, CONDENSER_KINDS, CRITIC_MODES};
-use switchboard_domain::user_secrets::PROVIDER_TYPES;
 use switchboard_domain::user_settings::patch::{
     BOOL_PREFS, INT_PREFS, NULLABLE_BOOL_PREFS, SANDBOX_GROUPING_STRATEGIES, SECURITY_ANALYZERS,
     STRING_PREFS,
@@ -19,11 +19,6 @@ use switchboard_domain::validation::NO_NUL_PATTERN;
 /// An LLM base URL as `check_llm_fields` takes it: empty (unset), or `http://` / `https://`
 /// then anything without NUL.
 pub const BASE_URL_PATTERN: &str = r"^(https?://[^\x00]*)?$";
-
-/// A git provider's host as `parse_provider_tokens` takes it: empty (none), or letters,
-/// digits, `.` and `-` (1 to 253), then optionally `:` and a port 1 to 65535 as Rust's `u16`
-/// parser reads it (an optional `+`, leading zeros).
-pub const HOST_PATTERN: &str = r"^$|^[A-Za-z0-9.-]{1,253}(:\+?0*([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?$";
 
 /// A reference to the component `name`.
 fn component(name: &str) -> Value {
@@ -252,35 +247,11 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                 "additionalProperties": component("JsonValueWithoutNul"),
             }),
         ),
-        (
-            "ProviderToken",
-            json!({
-                "type": "object",
-                "description": "A token (`\"\"` or `null`: keep the stored one) and the host of a self-hosted provider (`host[:port]`, no scheme or path).",
-                "properties": {
-                    "token": nullable_text(),
-                    "host": {"type": ["string", "null"], "pattern": HOST_PATTERN},
-                },
-            }),
-        ),
-        (
-            "POSTProviderModel",
-            json!({
-                "type": "object",
-                "description": "`provider_tokens` maps a provider to its token; the set sent replaces the set stored. `mcp_config` is accepted and ignored.",
-                "properties": {
-                    "provider_tokens": {"anyOf": [
-                        {"type": "object", "propertyNames": {"enum": PROVIDER_TYPES}, "additionalProperties": component("ProviderToken")},
-                        {"type": "null"},
-                    ]},
-                },
-            }),
-        ),
     ]
 }
 
 /// Which operation takes which body: `(path, method, schema name, required)`.
-pub const BODIES: [(&str, &str, &str, bool); 4] = [
+pub const BODIES: [(&str, &str, &str, bool); 3] = [
     (
         "/api/organizations/{org_id}/settings",
         "patch",
@@ -294,21 +265,13 @@ pub const BODIES: [(&str, &str, &str, bool); 4] = [
         "SaveProfileRequest",
         false,
     ),
-    (
-        "/api/v1/secrets/git-providers",
-        "post",
-        "POSTProviderModel",
-        true,
-    ),
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use switchboard_domain::user_secrets::{
-        SECRET_NAME_PATTERN, is_secret_name, parse_provider_tokens,
-    };
+    use switchboard_domain::user_secrets::{SECRET_NAME_PATTERN, is_secret_name};
     use switchboard_domain::user_settings::patch::parse_settings_patch;
     use switchboard_domain::user_settings::profiles::{PROFILE_NAME_PATTERN, is_profile_name};
 
@@ -319,31 +282,6 @@ mod tests {
     /// The patterns take exactly what the parsers take.
     #[test]
     fn patterns_agree_with_the_parsers() {
-        for host in [
-            "",
-            "git.example.com",
-            "h:1",
-            "h:65535",
-            "h:+0443",
-            "h:000080",
-            "h:0",
-            "h:65536",
-            "h:",
-            ":80",
-            "https://h",
-            "h/x",
-            "a:b:80",
-            "h:-1",
-            "h:+",
-            "\u{e9}.com",
-        ] {
-            let body = json!({"provider_tokens": {"github": {"host": host}}});
-            assert_eq!(
-                matches(HOST_PATTERN, host),
-                parse_provider_tokens(&body).is_ok(),
-                "{host:?}"
-            );
-        }
         for url in [
             "", "http://x", "https://", "ftp://x", "HTTP://x", "http:/x", "x",
         ] {
