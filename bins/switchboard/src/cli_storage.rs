@@ -54,6 +54,7 @@ impl StorageLimitArgs {
                 store.with_disk_reserve(DiskReserve {
                     path: dir,
                     reserve: self.min_free_disk.saturating_mul(1 << 20),
+                    database: Some(path.clone()),
                 })
             }
             _ => store,

@@ -238,6 +238,7 @@ fn quotas(backend: Backend) {
     let full = opened.clone().with_disk_reserve(DiskReserve {
         path: dir.path().to_owned(),
         reserve: u64::MAX,
+        database: None,
     });
     let f = conversation(boot.org_id, boot.user_id);
     let out = full.append_events(append(&f, 0, 1, 10)).unwrap().unwrap();
@@ -269,6 +270,7 @@ fn quotas(backend: Backend) {
     let roomy = opened.with_disk_reserve(DiskReserve {
         path: dir.path().to_owned(),
         reserve: 0,
+        database: None,
     });
     let out = roomy.append_events(append(&f, 0, 1, 10)).unwrap().unwrap();
     assert_eq!((out.stored, out.refused), (1, None), "{backend}");

@@ -19,6 +19,8 @@
 //! Under a schema marked [`VALUE_ERROR_KEYWORD`], every failure is instead one `value_error`
 //! at that schema's value.
 
+use std::collections::HashMap;
+
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
 use jsonschema::{JsonType, ValidationError as SchemaError};
@@ -59,7 +61,7 @@ pub(super) fn entries(
         .into_iter()
         .map(|entry| as_value_error(document, body, entry))
         .collect();
-    out.sort_by_key(|entry| match entry.loc.get(1) {
+    out.sort_by_cached_key(|entry| match entry.loc.get(1) {
         Some(LocItem::Key(k)) => field_rank(document, Some(k)),
         _ => 0,
     });
@@ -110,13 +112,18 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
 
 /// One entry per location, as pydantic stops at a value's first failure: a type entry where
 /// there is one (a value of the wrong type breaks its other keywords too), else the first.
+/// Linear in the entries (a body of many unknown keys makes as many).
 fn one_per_location(entries: Vec<ValidationError>) -> Vec<ValidationError> {
     let mut out: Vec<ValidationError> = Vec::with_capacity(entries.len());
+    let mut at: HashMap<Vec<LocItem>, usize> = HashMap::with_capacity(entries.len());
     for entry in entries {
-        match out.iter_mut().find(|e| e.loc == entry.loc) {
-            Some(kept) if is_type(&entry) && !is_type(kept) => *kept = entry,
+        match at.get(&entry.loc) {
+            Some(&i) if is_type(&entry) && !is_type(&out[i]) => out[i] = entry,
             Some(_) => {}
-            None => out.push(entry),
+            None => {
+                at.insert(entry.loc.clone(), out.len());
+                out.push(entry);
+            }
         }
     }
     out

@@ -178,3 +178,20 @@ fn the_document_holds_what_the_body_names() {
     assert!(doc["components"]["schemas"]["Kind"].is_object());
     assert_eq!(doc["additionalProperties"], false);
 }
+
+/// A body of many unknown keys: an entry each, worded without a pass over the others per key
+/// (one per location is kept through a map).
+#[test]
+fn many_unknown_keys_each_get_their_entry() {
+    let mut body = serde_json::Map::new();
+    body.insert("name".into(), json!("ab"));
+    for i in 0..50_000 {
+        body.insert(format!("k{i}"), json!(i));
+    }
+    let all = parse::<Sample>(&Value::Object(body)).unwrap_err();
+    assert_eq!(all.len(), 50_000);
+    assert!(
+        all.iter()
+            .all(|e| e.error_type.as_str() == "extra_forbidden")
+    );
+}

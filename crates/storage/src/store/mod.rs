@@ -154,12 +154,13 @@ impl DieselStore {
     }
 
     /// The disk reserve and the bytes free for the database now, when a reserve is set (and
-    /// the free space could be read): the filesystem's free space plus the database's own
-    /// free pages (what deletes gave back, reused before the file grows). For `/ready`, the
-    /// metrics and the append path's refusal of event appends.
+    /// the free space could be read): the filesystem's free space less the write-ahead log's
+    /// size (what a checkpoint may add to the database file, [`DiskReserve::wal_bytes`]), plus
+    /// the database's own free pages (what deletes gave back, reused before the file grows).
+    /// For `/ready`, the metrics and the append path's refusal of event appends.
     pub fn disk_free(&self) -> Option<(u64, u64)> {
         let d = self.disk.as_ref()?;
-        let free = d.free().ok()?;
+        let free = d.free().ok()?.saturating_sub(d.wal_bytes());
         if free >= d.reserve {
             return Some((free, d.reserve));
         }
