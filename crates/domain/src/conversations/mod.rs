@@ -2,7 +2,7 @@
 //! webhooks keep, its run state (OpenHands' `ConversationExecutionStatus`, spec §3) and the
 //! agent server's `ConversationInfo` as the conversations webhook receives it (API.md, Event
 //! ingestion); [`app`] OpenHands' view of a conversation (filters, sort orders, the PATCH and
-//! send-message values), [`bodies`] their body rules, [`start_tasks`] the start tasks,
+//! send-message bodies, typed), [`start_tasks`] the start tasks,
 //! [`start_request`] the start body's rules, [`sealed_start`] what a start keeps sealed and
 //! [`repository`] the repository sources a start may clone; [`run_details`] the LLM model and
 //! metrics an agent server reports; [`budget`] the budget a conversation stops at.

@@ -6,7 +6,7 @@
 //! - the OpenAPI document takes the schema (`request_body = Type` in the route's annotation);
 //! - [`parse`] judges a body against the same schema with a JSON Schema validator
 //!   (`jsonschema`, compiled once per type) and maps each failure to the 422 entry pydantic
-//!   would give ([`pydantic`]: `type`, `loc`, `msg`, `input`, `ctx`), then deserializes;
+//!   would give (`pydantic.rs`: `type`, `loc`, `msg`, `input`, `ctx`), then deserializes;
 //! - rules JSON Schema cannot state (a length in bytes, a rule across fields) go in
 //!   [`RequestBody::check`], reported with the builders of [`crate::validation`].
 //!
