@@ -188,7 +188,7 @@ impl crate::typed_body::RequestBody for NewSecret {
             return Err(vec![crate::validation::value_error(
                 loc(["body", "value"]),
                 &format!("value must be at most {MAX_SECRET_VALUE_BYTES} bytes"),
-                &Value::String("**********".into()),
+                &Value::String(crate::identity::redaction::MASK.into()),
             )]);
         }
         Ok(())

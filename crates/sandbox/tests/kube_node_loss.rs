@@ -68,13 +68,12 @@ fn diagnosis(fx: &Fixture, on_b: &[&RuntimeHandle]) -> String {
             }
         })
         .collect();
-    let state = std::env::var("KUBE_STATE").unwrap_or_else(|_| {
-        format!(
-            "{}/switchboard-kube",
-            std::env::var("TMPDIR").unwrap_or_else(|_| "/tmp".into())
-        )
-    });
-    let log = std::fs::read_to_string(format!("{state}/log/kube-controller-manager.log"))
+    // scripts/kube-cluster.sh keeps its logs beside the kubeconfig it writes.
+    let log = fx
+        .kubeconfig
+        .parent()
+        .map(|state| state.join("log/kube-controller-manager.log"))
+        .and_then(|path| std::fs::read_to_string(path).ok())
         .unwrap_or_default();
     let lines: Vec<&str> = log
         .lines()

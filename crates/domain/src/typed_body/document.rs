@@ -4,6 +4,7 @@
 //! And the walk from an instance location to the schema that judged it, used to word errors.
 
 use serde_json::{Map, Value, json};
+use switchboard_model::LocItem;
 use utoipa::ToSchema;
 
 /// The prefix of the references utoipa writes.
@@ -72,17 +73,18 @@ fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
     Node { schema, component }
 }
 
-/// The schema judging the instance at `path` (keys and indexes from the body's root).
-pub(super) fn node_at<'a>(document: &'a Value, path: &[PathStep]) -> Node<'a> {
+/// The schema judging the instance at `path` (keys and indexes from the body's root, as a
+/// 422 entry's `loc` after its `body`).
+pub(super) fn node_at<'a>(document: &'a Value, path: &[LocItem]) -> Node<'a> {
     let mut node = resolve(document, document);
     for step in path {
         let next = match step {
-            PathStep::Key(k) => node.schema["properties"].get(k.as_str()).or_else(|| {
+            LocItem::Key(k) => node.schema["properties"].get(k.as_str()).or_else(|| {
                 node.schema
                     .get("additionalProperties")
                     .filter(|a| a.is_object())
             }),
-            PathStep::Index(_) => node.schema.get("items"),
+            LocItem::Index(_) => node.schema.get("items"),
         };
         let Some(next) = next else {
             return Node {
@@ -95,21 +97,25 @@ pub(super) fn node_at<'a>(document: &'a Value, path: &[PathStep]) -> Node<'a> {
     node
 }
 
-/// One step of an instance location.
-#[derive(Debug, Clone)]
-pub(super) enum PathStep {
-    Key(String),
-    Index(usize),
+/// The schema marked with `keyword` nearest to the value at `path`, on its way from the root
+/// (the value's own schema first): how long the marked part of the path is, and the schema.
+pub(super) fn nearest_marked<'a>(
+    document: &'a Value,
+    path: &[LocItem],
+    keyword: &str,
+) -> Option<(usize, &'a Value)> {
+    (1..=path.len()).rev().find_map(|n| {
+        let schema = node_at(document, &path[..n]).schema;
+        schema.get(keyword).is_some().then_some((n, schema))
+    })
 }
 
 /// The position of property `key` among the root's declared properties (fields not declared
 /// sort last), so entries come in the type's field order, as pydantic gives them.
-pub(super) fn field_rank(document: &Value, key: Option<&str>) -> usize {
+pub(super) fn field_rank(document: &Value, key: &str) -> usize {
     let root = resolve(document, document);
-    key.and_then(|k| {
-        root.schema["properties"]
-            .as_object()
-            .and_then(|p| p.keys().position(|name| name == k))
-    })
-    .unwrap_or(usize::MAX)
+    root.schema["properties"]
+        .as_object()
+        .and_then(|p| p.keys().position(|name| name == key))
+        .unwrap_or(usize::MAX)
 }

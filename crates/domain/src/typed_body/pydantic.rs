@@ -27,14 +27,12 @@ use jsonschema::{JsonType, ValidationError as SchemaError};
 use serde_json::{Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
 
-use super::document::{PathStep, field_rank, node_at};
+use super::document::{field_rank, nearest_marked, node_at};
+use crate::identity::redaction::MASK;
 use crate::validation::{
     bool_type, dict_type, float_type, list_type, missing, model_type, not_one_of, string_too_short,
     string_type, value_error,
 };
-
-/// What a `writeOnly` property's value reads as in an entry.
-const MASKED: &str = "**********";
 
 /// The entries for `errors` (what the validator found in `body`, judged against `document`,
 /// the schema of the body named `model`), in field order. Never empty.
@@ -62,7 +60,7 @@ pub(super) fn entries(
         .map(|entry| as_value_error(document, body, entry))
         .collect();
     out.sort_by_cached_key(|entry| match entry.loc.get(1) {
-        Some(LocItem::Key(k)) => field_rank(document, Some(k)),
+        Some(LocItem::Key(k)) => field_rank(document, k),
         _ => 0,
     });
     one_per_location(out)
@@ -75,39 +73,26 @@ pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
 
 /// `entry` as the `value_error` of its nearest schema marked [`VALUE_ERROR_KEYWORD`], if any.
 fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> ValidationError {
-    let path: Vec<PathStep> = entry
-        .loc
-        .iter()
-        .skip(1)
-        .map(|l| match l {
-            LocItem::Key(k) => PathStep::Key(k.clone()),
-            LocItem::Index(i) => PathStep::Index(*i),
-        })
-        .collect();
-    let marked = (1..=path.len()).rev().find_map(|n| {
-        let node = node_at(document, &path[..n]).schema;
-        let text = node[VALUE_ERROR_KEYWORD].as_str()?;
-        Some((n, text, node.get("type").is_some()))
-    });
-    let Some((n, text, typed)) = marked else {
+    let path = &entry.loc[1..];
+    let Some((n, marked)) = nearest_marked(document, path, VALUE_ERROR_KEYWORD) else {
         return entry;
     };
     // The marked schema's own `type` keeps its entry (a union's members' types do not).
+    let typed = marked.get("type").is_some();
     let own =
         n == path.len() && ((typed && is_type(&entry)) || entry.error_type == ErrorType::Missing);
     if own {
         return entry;
     }
-    let mut at = vec![LocItem::from("body")];
-    at.extend(entry.loc[1..=n].iter().cloned());
+    let text = marked[VALUE_ERROR_KEYWORD].as_str().unwrap_or_default();
     let mut input = body;
     for step in &path[..n] {
         input = match step {
-            PathStep::Key(k) => &input[k.as_str()],
-            PathStep::Index(i) => &input[*i],
+            LocItem::Key(k) => &input[k.as_str()],
+            LocItem::Index(i) => &input[*i],
         };
     }
-    value_error(at, text, input)
+    value_error(entry.loc[..=n].to_vec(), text, input)
 }
 
 /// One entry per location, as pydantic stops at a value's first failure: a type entry where
@@ -133,12 +118,13 @@ fn is_type(e: &ValidationError) -> bool {
     e.error_type.as_str().ends_with("_type")
 }
 
-fn steps(e: &SchemaError<'_>) -> Vec<PathStep> {
+/// The error's instance location, as a `loc` after its `body`.
+fn steps(e: &SchemaError<'_>) -> Vec<LocItem> {
     e.instance_path()
         .into_iter()
         .map(|s| match s {
-            LocationSegment::Property(p) => PathStep::Key(p.into_owned()),
-            LocationSegment::Index(i) => PathStep::Index(i),
+            LocationSegment::Property(p) => LocItem::Key(p.into_owned()),
+            LocationSegment::Index(i) => LocItem::Index(i),
         })
         .collect()
 }
@@ -149,22 +135,19 @@ struct Cx<'a> {
 }
 
 impl Cx<'_> {
-    fn loc(&self, path: &[PathStep]) -> Vec<LocItem> {
+    fn loc(&self, path: &[LocItem]) -> Vec<LocItem> {
         let mut out = Vec::with_capacity(path.len() + 1);
         out.push(LocItem::from("body"));
-        out.extend(path.iter().map(|s| match s {
-            PathStep::Key(k) => LocItem::from(k.as_str()),
-            PathStep::Index(i) => LocItem::from(*i),
-        }));
+        out.extend_from_slice(path);
         out
     }
 
-    /// The value an entry shows: the instance, or [`MASKED`] under a `writeOnly` property.
-    fn input(&self, path: &[PathStep], instance: &Value) -> Value {
-        let hidden = (1..=path.len())
-            .any(|n| node_at(self.document, &path[..n]).schema["writeOnly"] == true);
+    /// The value an entry shows: the instance, or [`MASK`] under a `writeOnly` property.
+    fn input(&self, path: &[LocItem], instance: &Value) -> Value {
+        let hidden = nearest_marked(self.document, path, "writeOnly")
+            .is_some_and(|(_, schema)| schema["writeOnly"] == true);
         if hidden {
-            Value::String(MASKED.into())
+            Value::String(MASK.into())
         } else {
             instance.clone()
         }
@@ -172,7 +155,7 @@ impl Cx<'_> {
 
     /// The entries of one validator error: one, or one per key (unexpected keys), or those of
     /// an inner error (a key's own, a union's closest alternative's).
-    fn entry(&self, e: &SchemaError<'_>, path: &[PathStep], out: &mut Vec<ValidationError>) {
+    fn entry(&self, e: &SchemaError<'_>, path: &[LocItem], out: &mut Vec<ValidationError>) {
         let instance: &Value = e.instance();
         let at = self.loc(path);
         match e.kind() {
@@ -182,7 +165,7 @@ impl Cx<'_> {
                     let mut l = at.clone();
                     l.push(LocItem::from(key.as_str()));
                     let mut p = path.to_vec();
-                    p.push(PathStep::Key(key.clone()));
+                    p.push(LocItem::Key(key.clone()));
                     out.push(
                         ValidationError::new(
                             ErrorType::ExtraForbidden,
@@ -197,7 +180,7 @@ impl Cx<'_> {
                 // The key itself broke the rule: its entry sits at the key.
                 let key = error.instance().as_str().unwrap_or_default().to_owned();
                 let mut p = path.to_vec();
-                p.push(PathStep::Key(key.clone()));
+                p.push(LocItem::Key(key.clone()));
                 let mut inner = Vec::new();
                 self.entry(error, &p, &mut inner);
                 for mut entry in inner {
@@ -231,7 +214,7 @@ impl Cx<'_> {
         &self,
         e: &SchemaError<'_>,
         kind: &ValidationErrorKind,
-        path: &[PathStep],
+        path: &[LocItem],
         at: Vec<LocItem>,
         input: Value,
     ) -> ValidationError {
@@ -305,7 +288,7 @@ impl Cx<'_> {
     fn type_entry(
         &self,
         kind: &TypeKind,
-        path: &[PathStep],
+        path: &[LocItem],
         at: Vec<LocItem>,
         input: &Value,
     ) -> ValidationError {
