@@ -158,6 +158,73 @@ fn automation_service(python: &Path, dir: &Path, switchboard: &str, port: u16) -
     (service, base)
 }
 
+/// The last commands the agent server of sandbox `id` ran and their output so far (its
+/// `/api/bash/bash_events/search`, newest first), through the URL and session key Switchboard
+/// gives the member `key`: where a run's script (its `setup.sh`, then the SDK's conversation)
+/// stands when it does not end.
+fn sandbox_commands(server: &Server, key: &str, id: &str) -> String {
+    let (_, found) = send_json(
+        client()
+            .get(server.url(&format!("/api/v1/sandboxes?id={id}")))
+            .header("X-Access-Token", key),
+    );
+    let sandbox = &found[0];
+    let Some(agent) = sandbox["exposed_urls"].as_array().and_then(|urls| {
+        urls.iter()
+            .find(|u| u["name"] == "AGENT_SERVER")
+            .and_then(|u| u["url"].as_str())
+    }) else {
+        return format!("(no agent server URL: {sandbox})");
+    };
+    let (status, page) = send_json(
+        client()
+            .get(format!(
+                "{}/api/bash/bash_events/search?sort_order=TIMESTAMP_DESC&limit=12",
+                agent.trim_end_matches('/')
+            ))
+            .header(
+                "X-Session-API-Key",
+                sandbox["session_api_key"].as_str().unwrap_or_default(),
+            ),
+    );
+    if status != 200 {
+        return format!("({status}: {page})");
+    }
+    page["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let text = |k: &str| {
+                let t = e[k].as_str().unwrap_or_default();
+                // The last 1,500 characters.
+                t.char_indices()
+                    .rev()
+                    .nth(1500)
+                    .map_or(t, |(at, _)| &t[at..])
+                    .to_owned()
+            };
+            format!(
+                "{} {} exit {} stdout {:?} stderr {:?}",
+                e["kind"],
+                text("command"),
+                e["exit_code"],
+                text("stdout"),
+                text("stderr")
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How many lines of each log a failure shows.
+const LOG_LINES: usize = 120;
+
+/// The last `n` of `lines`.
+fn tail<T>(lines: &[T], n: usize) -> &[T] {
+    &lines[lines.len().saturating_sub(n)..]
+}
+
 /// A member of `org` and an API key of theirs bound to it: (user id, key).
 fn member(db: &str, org: &str) -> (String, String) {
     add_member(db, org, "automation-member@example.com", "member")
@@ -212,11 +279,20 @@ fn automation(backend: Backend) {
     let (_service, base) =
         automation_service(&python, dir.path(), &server.url(""), automation_port);
     let log_path = dir.path().join("automation.log");
+    // The last lines of each log: the service's own (its ORM's start-up lines, `(Class|table)
+    // …`, left out: they fill a CI log's window before anything about the run), then
+    // Switchboard's.
     let logs = || {
+        let service = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let service: Vec<&str> = service
+            .lines()
+            .filter(|l| !l.contains("sqlalchemy") && !l.contains("\"message\": \"("))
+            .collect();
+        let switchboard = server.stderr_lines();
         format!(
-            "--- automation service:\n{}\n--- switchboard:\n{}",
-            std::fs::read_to_string(&log_path).unwrap_or_default(),
-            server.stderr_lines().join("\n")
+            "--- automation service (last {LOG_LINES} lines):\n{}\n--- switchboard (last {LOG_LINES} lines):\n{}",
+            tail(&service, LOG_LINES).join("\n"),
+            tail(&switchboard, LOG_LINES).join("\n")
         )
     };
     let api = |path: &str| format!("{base}/api/automation{path}");
@@ -306,10 +382,19 @@ fn automation(backend: Backend) {
     assert_eq!(started["sandbox_id"], sandbox["id"], "{backend}: {started}");
 
     // The run's conversation, on Switchboard, on the member's own LLM.
+    let sandbox_id = sandbox["id"].as_str().unwrap_or_default().to_owned();
+    let run_and_logs = || {
+        format!(
+            "--- the run:\n{}\n--- its sandbox's last commands:\n{}\n{}",
+            run_of(),
+            sandbox_commands(&server, &key, &sandbox_id),
+            logs()
+        )
+    };
     let done = wait_for(
         Duration::from_secs(600),
         "the run did not complete",
-        &logs,
+        &run_and_logs,
         || {
             let r = run_of();
             matches!(r["status"].as_str(), Some("COMPLETED" | "FAILED")).then_some(r)

@@ -6,14 +6,13 @@
 use actix_web::{HttpRequest, HttpResponse, delete, get, patch, post, web};
 use switchboard_domain::cursor::Keyset;
 use switchboard_domain::ports::MemberPosition;
-use switchboard_domain::services::{AuditPosition, OrgMember, parse_member_add, parse_role_update};
+use switchboard_domain::services::{AuditPosition, OrgMember, OrgMemberCreate, OrgMemberUpdate};
 use switchboard_domain::{OrgId, UserId, validation};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::dto::{
-    AuditLogPage, EditResponse, ErrorDetail, HTTPValidationError, MemberAdd, MemberRoleUpdate,
-    OrgMemberPage, OrgMemberResponse,
+    AuditLogPage, EditResponse, ErrorDetail, HTTPValidationError, OrgMemberPage, OrgMemberResponse,
 };
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Caller, QueryPairs, RawBody, path_uuid};
@@ -111,7 +110,7 @@ pub async fn list_members(
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = MemberAdd, content_type = "application/json"),
+    request_body(content = OrgMemberCreate, content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = OrgMemberResponse),
@@ -137,8 +136,10 @@ pub async fn add_member(
     let m = state
         .blocking(move || {
             s.services.members().caller_role(&ctx, org)?;
-            let (email, role) = parse_member_add(&body.json()?)?;
-            Ok(s.services.members().add(&ctx, org, &email, role, remote)?)
+            let add = body.typed::<OrgMemberCreate>()?;
+            Ok(s.services
+                .members()
+                .add(&ctx, org, add.email(), add.role(), remote)?)
         })
         .await?;
     Ok(HttpResponse::Created().json(OrgMemberResponse::from(m)))
@@ -215,7 +216,7 @@ pub async fn organization_member(
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("user_id" = uuid::Uuid, Path, description = "User (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = MemberRoleUpdate, content_type = "application/json"),
+    request_body(content = OrgMemberUpdate, content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = OrgMemberResponse),
@@ -245,7 +246,7 @@ pub async fn update_member(
         .blocking(move || {
             // An organization the caller is not in is 404 before its body is judged.
             s.services.members().caller_role(&ctx, org)?;
-            let role = parse_role_update(&body.json()?)?;
+            let role = body.typed::<OrgMemberUpdate>()?.role;
             Ok(s.services
                 .members()
                 .change_role(&ctx, org, user, role, remote)?)

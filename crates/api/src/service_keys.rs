@@ -6,6 +6,7 @@
 
 use actix_web::{HttpRequest, delete, get, post, web};
 use switchboard_domain::OrgId;
+use switchboard_domain::services::CreateUserApiKeyRequest;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -51,7 +52,7 @@ pub async fn service_health(state: web::Data<AppState>) -> web::Json<ServiceHeal
     params(("user_id" = String, Path, description = "The user (UUID)"),
            ("org_id" = uuid::Uuid, Path, description = "The organization (UUID)")),
     security(("ServiceKeyHeader" = [])),
-    request_body(content = Object, description = "`{\"name\": string}` (`CreateUserApiKeyRequest`)", content_type = "application/json"),
+    request_body(content = CreateUserApiKeyRequest, content_type = "application/json"),
     responses(
         (status = 200, body = ServiceKeyCreated),
         (status = 401, description = "No or a wrong service key", body = ErrorDetail),
@@ -75,7 +76,10 @@ pub async fn mint_service_key(
     let body = body.read().await?;
     let s = state.clone();
     let key = state
-        .blocking(move || Ok(s.services.service_keys().mint(&user, org, &body.json()?)?))
+        .blocking(move || {
+            let request = body.typed::<CreateUserApiKeyRequest>()?;
+            Ok(s.services.service_keys().mint(&user, org, &request)?)
+        })
         .await?;
     Ok(web::Json(key.into()))
 }

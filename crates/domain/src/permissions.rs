@@ -3,8 +3,9 @@
 
 use std::fmt;
 
-/// A member's role in an organization.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// A member's role in an organization; on the wire its name ([`Role::as_str`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Full control, including deleting the organization.
     Owner,
@@ -17,6 +18,8 @@ pub enum Role {
 impl Role {
     /// All roles, most privileged first.
     pub const ALL: [Role; 3] = [Role::Owner, Role::Admin, Role::Member];
+    /// The wire names of [`Role::ALL`], in its order.
+    pub const NAMES: [&'static str; 3] = ["owner", "admin", "member"];
 
     /// The wire name: `owner`, `admin` or `member`.
     pub fn as_str(self) -> &'static str {
@@ -188,5 +191,13 @@ mod tests {
         assert!(!Role::Admin.grants(Permission::DeleteOrganization));
         assert_eq!(Role::parse("admin"), Some(Role::Admin));
         assert_eq!(Role::parse("Admin"), None);
+        // The wire names, as written and as read.
+        assert_eq!(Role::ALL.map(Role::as_str), Role::NAMES);
+        for r in Role::ALL {
+            assert_eq!(
+                serde_json::from_value::<Role>(r.as_str().into()).unwrap(),
+                r
+            );
+        }
     }
 }

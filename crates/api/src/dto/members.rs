@@ -1,5 +1,6 @@
-//! Bodies of the members routes (issue 34), in OpenHands' shapes where its routes exist
-//! (`OrgMemberResponse`, `OrgMemberPage`, `OrgMemberUpdate`), and of the audit log.
+//! Response bodies of the members routes (issue 34), in OpenHands' shapes where its routes
+//! exist (`OrgMemberResponse`, `OrgMemberPage`), and of the audit log; the request bodies are
+//! the domain's (`OrgMemberCreate`, `OrgMemberUpdate`).
 
 use serde::Serialize;
 use serde_json::Value;
@@ -58,38 +59,6 @@ pub struct OrgMemberPage {
     pub per_page: u32,
     /// Pass as `page_id` for the next page; `null` when this is the last.
     pub next_page_id: Option<String>,
-}
-
-/// A role's wire name.
-#[derive(Debug, ToSchema)]
-#[schema(rename_all = "lowercase")]
-pub enum RoleName {
-    /// Full control.
-    Owner,
-    /// Manages settings and members.
-    Admin,
-    /// Uses the organization.
-    Member,
-}
-
-/// `PATCH /api/organizations/{org_id}/members/{user_id}`'s body (OpenHands'
-/// `OrgMemberUpdate`). Documentation only: the handler reads the body with
-/// `switchboard_domain::services::parse_role_update`.
-#[derive(Debug, ToSchema)]
-pub struct MemberRoleUpdate {
-    /// The new role.
-    pub role: RoleName,
-}
-
-/// `POST /api/organizations/{org_id}/members`' body. Documentation only: the handler reads
-/// it with `switchboard_domain::services::parse_member_add`.
-#[derive(Debug, ToSchema)]
-pub struct MemberAdd {
-    /// The user's e-mail, as stored (one who has signed in, or the operator made).
-    #[schema(pattern = "@", max_length = 320)]
-    pub email: String,
-    /// The role (default `member`).
-    pub role: Option<RoleName>,
 }
 
 /// One audit log entry.

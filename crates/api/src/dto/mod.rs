@@ -19,10 +19,7 @@ pub use keys::{
     ApiKeyCreated, ApiKeyList, ApiKeyResponse, ApiKeyRevoked, LlmApiKeyResponse, ServiceHealth,
     ServiceKeyCreated,
 };
-pub use members::{
-    AuditEntryResponse, AuditLogPage, MemberAdd, MemberRoleUpdate, OrgMemberPage,
-    OrgMemberResponse, RoleName,
-};
+pub use members::{AuditEntryResponse, AuditLogPage, OrgMemberPage, OrgMemberResponse};
 pub use org_settings::{MarketplaceRegistration, OrgAppSettingsResponse};
 pub use sandboxes::{
     ExposedUrl, SandboxInfo, SandboxPage, SandboxSpecInfo, SandboxSpecInfoPage, SandboxStatusName,

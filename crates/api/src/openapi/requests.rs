@@ -15,7 +15,7 @@ use switchboard_domain::conversations::repository::{
     BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
 };
 use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
-use switchboard_domain::identity::api_keys::MAX_KEY_NAME_CHARS;
+use switchboard_domain::identity::api_keys::{KEY_NAME_PATTERN, MAX_KEY_NAME_CHARS};
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
 use super::{canvas_requests, settings_requests};
@@ -28,9 +28,6 @@ pub const DATE_TIME_PATTERN: &str = r"^(19|2[0-9])[0-9]{2}-(0[1-9]|1[0-2])-(0[1-
 /// As [`DATE_TIME_PATTERN`], in years 2100 to 2999: an instant surely in the future (an API
 /// key's expiry must be).
 pub const FUTURE_DATE_TIME_PATTERN: &str = r"^2[1-9][0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])?$";
-/// A key name: no NUL, and at least one character that is not white space as Rust's `trim`
-/// sees it (Unicode `White_Space`).
-pub const KEY_NAME_PATTERN: &str = r"^[^\x00]*[^\x00\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$";
 /// A marketplace name (after trimming): a letter, then letters, digits, `-`, `_`.
 pub const MARKETPLACE_NAME_PATTERN: &str = r"^[a-zA-Z][a-zA-Z0-9_-]*$";
 /// A marketplace source, one of: `github:owner/repo`; a git URL (`http(s)://`, `ssh://`,
@@ -89,23 +86,6 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
                         FUTURE_DATE_TIME_PATTERN, UNIX_2100, UNIX_3000,
                         "Optional expiry, which must be in the future: RFC 3339 or naive ISO-8601 (UTC), a date, or Unix seconds; the schema gives years 2100 to 2999, the server takes any future instant.",
                     ),
-                },
-            }),
-        ),
-        (
-            "CreateUserApiKeyRequest",
-            json!({
-                "type": "object",
-                "description": "`POST /api/service/users/{user_id}/orgs/{org_id}/api-keys` body (other keys are ignored).",
-                "required": ["name"],
-                "properties": {
-                    "name": {
-                        "type": "string",
-                        "description": format!("The minted key's name: 1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."),
-                        "minLength": 1,
-                        "maxLength": MAX_KEY_NAME_CHARS,
-                        "pattern": KEY_NAME_PATTERN,
-                    },
                 },
             }),
         ),
@@ -274,7 +254,7 @@ fn start_request_schema() -> Value {
 }
 
 /// Which operation takes which body: `(path, method, schema name)`.
-const BODIES: [(&str, &str, &str); 6] = [
+const BODIES: [(&str, &str, &str); 5] = [
     (
         "/api/v1/app-conversations",
         "post",
@@ -286,11 +266,6 @@ const BODIES: [(&str, &str, &str); 6] = [
         "AppConversationStartRequest",
     ),
     ("/api/keys", "post", "ApiKeyCreate"),
-    (
-        "/api/service/users/{user_id}/orgs/{org_id}/api-keys",
-        "post",
-        "CreateUserApiKeyRequest",
-    ),
     ("/api/organizations/app", "post", "OrgAppSettingsUpdate"),
     ("/api/v1/webhooks/conversations", "post", "ConversationInfo"),
 ];

@@ -21,6 +21,9 @@ pub const DISPLAY_PREFIX_CHARS: usize = 8;
 
 /// A key name has 1 to this many characters (after trimming).
 pub const MAX_KEY_NAME_CHARS: usize = 100;
+/// A key name: no NUL, and at least one character that is not white space as Rust's `trim`
+/// sees it (Unicode `White_Space`).
+pub const KEY_NAME_PATTERN: &str = r"^[^\x00]*[^\x00\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000][^\x00]*$";
 
 /// The SHA-256 of an API key, hex encoded: the only form in which keys are stored.
 ///

@@ -64,15 +64,17 @@ pub use key_rotation::{binding_of, rotate_sealed};
 pub use llm_choice::EffectiveLlm;
 pub use llm_relay::LlmRelayService;
 pub use members::{
-    AuditPosition, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService, may_change_role, may_remove,
-    parse_member_add, parse_role_update,
+    AuditPosition, MAX_EMAIL_CHARS, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService,
+    OrgMemberCreate, OrgMemberUpdate, may_change_role, may_remove,
 };
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};
 pub use org_settings::OrgSettingsService;
 pub use sandbox_proxy::{ProxyCredential, ProxyTarget};
 pub use sandboxes::SandboxService;
-pub use service_keys::{SERVICE_KEY_LIFETIME, ServiceKey, ServiceKeyService};
+pub use service_keys::{
+    CreateUserApiKeyRequest, SERVICE_KEY_LIFETIME, ServiceKey, ServiceKeyService,
+};
 pub use sign_in::{Account, DEFAULT_SESSION_TTL, OpenedSession, SIGN_IN_STATE_TTL, SignInService};
 pub use start_settings::{PersonalSettings, StartSettings};
 pub use user_admin::{MAX_USERS_PER_PAGE, UserAdminService};

@@ -12,16 +12,17 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde::Deserialize;
 use time::Duration;
 
 use crate::error::DomainError;
-use crate::identity::api_keys::{ApiKeyHash, IssuedKey, MAX_KEY_NAME_CHARS, hash_api_key};
+use crate::identity::api_keys::{
+    ApiKeyHash, IssuedKey, KEY_NAME_PATTERN, MAX_KEY_NAME_CHARS, hash_api_key,
+};
 use crate::ids::{OrgId, UserId};
 use crate::ports::IdentityStore;
 use crate::services::ApiKeyService;
 use crate::time_input::now_micros;
-use crate::validation::{self, field, loc};
 
 /// How long a minted key lives: a day, longer than an automation run may last (the automation
 /// service's runs time out sooner, and it mints a new key for each run and again after a 401).
@@ -129,15 +130,18 @@ impl ServiceKeyService {
     /// [`SERVICE_KEY_LIFETIME`]. Call [`check`](Self::check) first.
     ///
     /// # Errors
-    /// 404 `User {id} not found` for an unknown user; 403 outside the organization; a 422
-    /// for the body; storage.
-    pub fn mint(&self, user: &str, org: OrgId, body: &Value) -> Result<IssuedKey, DomainError> {
-        let name = parse_name(body)?;
+    /// 404 `User {id} not found` for an unknown user; 403 outside the organization; storage.
+    pub fn mint(
+        &self,
+        user: &str,
+        org: OrgId,
+        body: &CreateUserApiKeyRequest,
+    ) -> Result<IssuedKey, DomainError> {
         let id = self.member(user, org)?;
         let key = self.api_keys.issue_key(
             id,
             Some(org),
-            name,
+            body.name().to_owned(),
             Some(now_micros() + SERVICE_KEY_LIFETIME),
         )?;
         tracing::info!(user = %id, %org, key = %key.record.id, name = %key.record.name, "a service minted an API key");
@@ -174,32 +178,39 @@ impl ServiceKeyService {
     }
 }
 
-/// The body's `name`: FastAPI's 422 entries for a body that is not an object, a missing or
-/// non-string `name`, an empty or over-long one, or one with NUL.
-fn parse_name(body: &Value) -> Result<String, switchboard_model::ValidationError> {
-    let root = loc(["body"]);
-    let Value::Object(obj) = body else {
-        return Err(validation::model_type(
-            root,
-            "CreateUserApiKeyRequest",
-            body,
-        ));
-    };
-    match obj.get("name") {
-        Some(Value::String(s))
-            if !s.trim().is_empty() && s.chars().count() <= MAX_KEY_NAME_CHARS =>
-        {
-            validation::refuse_nul(|| field(&root, "name"), s)?;
-            Ok(s.trim().to_owned())
-        }
-        Some(v @ Value::String(_)) => Err(validation::value_error(
-            field(&root, "name"),
-            &format!("name is required and must have 1 to {MAX_KEY_NAME_CHARS} characters"),
-            v,
-        )),
-        Some(other) => Err(validation::string_type(field(&root, "name"), other)),
-        None => Err(validation::missing(field(&root, "name"), body.clone())),
+/// `POST /api/service/users/{user_id}/orgs/{org_id}/api-keys`' body (OpenHands'
+/// `CreateUserApiKeyRequest`): other keys are ignored.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
+pub struct CreateUserApiKeyRequest {
+    /// The minted key's name: 1 to [`MAX_KEY_NAME_CHARS`] characters, not all white space
+    /// ([`KEY_NAME_PATTERN`]), no NUL; trimmed ([`Self::name`]).
+    #[schema(schema_with = key_name_schema)]
+    name: String,
+}
+
+impl crate::typed_body::RequestBody for CreateUserApiKeyRequest {}
+
+impl CreateUserApiKeyRequest {
+    /// The name, trimmed.
+    pub fn name(&self) -> &str {
+        self.name.trim()
     }
+}
+
+/// A key's name ([`KEY_NAME_PATTERN`], at most [`MAX_KEY_NAME_CHARS`] characters); any
+/// failure one `value_error`.
+fn key_name_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::string()
+        .description(Some(format!(
+            "The minted key's name: 1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."
+        )))
+        .min_length(Some(1))
+        .max_length(Some(MAX_KEY_NAME_CHARS))
+        .pattern(Some(KEY_NAME_PATTERN))
+        .extensions(Some(crate::typed_body::fields::value_error_words(&format!(
+            "name is required and must have 1 to {MAX_KEY_NAME_CHARS} characters, not all white space, and no NUL (U+0000)"
+        ))))
+        .build()
 }
 
 #[cfg(test)]
@@ -219,20 +230,26 @@ mod tests {
 
     #[test]
     fn names() {
+        let read = |v| crate::typed_body::parse::<CreateUserApiKeyRequest>(&v);
         assert_eq!(
-            parse_name(&json!({"name": " automation "})).unwrap(),
+            read(json!({"name": " automation ", "other": 1}))
+                .unwrap()
+                .name(),
             "automation"
         );
-        for bad in [
-            json!({}),
-            json!({"name": ""}),
-            json!({"name": "   "}),
-            json!({"name": 3}),
-            json!({"name": "a\u{0}b"}),
-            json!({"name": "x".repeat(101)}),
-            json!([]),
+        for (bad, kind) in [
+            (json!({}), "missing"),
+            (json!({"name": ""}), "value_error"),
+            (json!({"name": "   "}), "value_error"),
+            (json!({"name": 3}), "string_type"),
+            (json!({"name": "a\u{0}b"}), "value_error"),
+            (json!({"name": "x".repeat(101)}), "value_error"),
+            (json!([]), "model_type"),
         ] {
-            assert!(parse_name(&bad).is_err(), "{bad}");
+            let e = read(bad.clone()).unwrap_err();
+            assert_eq!(e.len(), 1, "{bad}: {e:?}");
+            assert_eq!(e[0].error_type.as_str(), kind, "{bad}");
         }
+        assert!(read(json!({"name": "x".repeat(100)})).is_ok());
     }
 }

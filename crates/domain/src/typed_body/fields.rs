@@ -50,6 +50,31 @@ pub fn one_of_or_null(values: &[&str]) -> Object {
         .build()
 }
 
+/// A string (or `null` when `nullable`) that is one of `values`, as pydantic's `Literal[…]`
+/// of strings: another string is worded `literal_error` (the `x-literal` annotation, see
+/// `typed_body::pydantic`), a value of another type `string_type`.
+pub fn literal(values: &[&str], nullable: bool) -> Object {
+    let null = nullable.then_some(serde_json::Value::Null);
+    let builder = if nullable {
+        nullable_string()
+    } else {
+        string()
+    };
+    builder
+        .enum_values(Some(
+            values
+                .iter()
+                .map(|v| serde_json::Value::from(*v))
+                .chain(null),
+        ))
+        .extensions(Some(
+            ExtensionsBuilder::new()
+                .add(super::pydantic::LITERAL_KEYWORD, true)
+                .build(),
+        ))
+        .build()
+}
+
 /// `value` only: pydantic's `Literal["…"]` (a one-value `enum`, worded `literal_error`).
 pub fn only(value: &str) -> ObjectBuilder {
     ObjectBuilder::new()

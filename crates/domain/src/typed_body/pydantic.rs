@@ -9,7 +9,7 @@
 //! | `type` | `model_type` (an object of a named schema; the body's own name at the root), `dict_type`, `string_type`, `bool_type`, `int_type`, `float_type`, `list_type` |
 //! | `minLength` / `maxLength` | `string_too_short` / `string_too_long` |
 //! | `pattern` | `string_pattern_mismatch` |
-//! | `enum` | `enum`; `literal_error` for a one-value `enum` (pydantic's `Literal["…"]`); `null` in the set is not listed |
+//! | `enum` | `enum`; `literal_error` for a one-value `enum` or one marked [`LITERAL_KEYWORD`] (pydantic's `Literal[…]`); `null` in the set is not listed |
 //! | `minimum` / `maximum` / `exclusiveMinimum` / `exclusiveMaximum` | `greater_than_equal` / `less_than_equal` / `greater_than` / `less_than` |
 //! | `minItems` / `maxItems` | `too_short` / `too_long` |
 //! | `propertyNames` | the key's own entry, at the key |
@@ -70,6 +70,10 @@ pub(super) fn entries(
 /// by the keyword's text (a rule pydantic words as a validator's `ValueError`). A type entry
 /// at the annotated value itself, or a missing field there, keeps its own wording.
 pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
+
+/// The keyword that marks an `enum` as pydantic's `Literal[…]` (its failures worded
+/// `literal_error`) rather than an `Enum` (worded `enum`): `"x-literal": true`.
+pub(super) const LITERAL_KEYWORD: &str = "x-literal";
 
 /// `entry` as the `value_error` of its nearest schema marked [`VALUE_ERROR_KEYWORD`], if any.
 fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> ValidationError {
@@ -247,7 +251,11 @@ impl Cx<'_> {
                 json!({ "pattern": pattern }),
                 input,
             ),
-            ValidationErrorKind::Enum { options } => enum_entry(options, at, &input),
+            ValidationErrorKind::Enum { options } => {
+                let literal = nearest_marked(self.document, path, LITERAL_KEYWORD)
+                    .is_some_and(|(n, schema)| n == path.len() && schema[LITERAL_KEYWORD] == true);
+                enum_entry(options, literal, at, &input)
+            }
             ValidationErrorKind::Minimum { limit } => number(
                 ErrorType::GreaterThanEqual,
                 "greater than or equal to",
@@ -390,8 +398,9 @@ fn items(
     )
 }
 
-/// `enum`: pydantic's `Literal["…"]` for one value, an `Enum` for a set (`null` not listed).
-fn enum_entry(options: &Value, at: Vec<LocItem>, input: &Value) -> ValidationError {
+/// `enum`: pydantic's `Literal[…]` for one value or a `literal` set, an `Enum` for another
+/// set (`null` not listed).
+fn enum_entry(options: &Value, literal: bool, at: Vec<LocItem>, input: &Value) -> ValidationError {
     let allowed: Vec<String> = options
         .as_array()
         .into_iter()
@@ -400,7 +409,7 @@ fn enum_entry(options: &Value, at: Vec<LocItem>, input: &Value) -> ValidationErr
         .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_owned))
         .collect();
     let allowed: Vec<&str> = allowed.iter().map(String::as_str).collect();
-    let kind = if allowed.len() == 1 {
+    let kind = if literal || allowed.len() == 1 {
         ErrorType::LiteralError
     } else {
         ErrorType::Enum
