@@ -102,8 +102,17 @@ const accounts = jsonEnv('OIDC_ACCOUNTS', DEFAULT_ACCOUNTS);
 const accountBySub = new Map(accounts.map((a) => [String(a.sub), a]));
 const accountByLogin = new Map(accounts.map((a) => [String(a.login), a]));
 
+// The key is made as PEM and exported as a JWK from a key object of its own: exporting the
+// generated key object itself as a JWK can deadlock in Node 20 (a garbage collection during
+// the export destroys the generation job, which waits for the key's lock the export holds;
+// about one start in twenty hung, printing nothing).
+const { privateKey: signingPem } = crypto.generateKeyPairSync('rsa', {
+  modulusLength: 2048,
+  publicKeyEncoding: { type: 'spki', format: 'pem' },
+  privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+});
 const signingKey = {
-  ...crypto.generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+  ...crypto.createPrivateKey(signingPem).export({ format: 'jwk' }),
   kid: crypto.randomUUID(),
   alg: 'RS256',
   use: 'sig',
