@@ -17,6 +17,7 @@ mod key_rotation;
 mod llm_choice;
 pub mod llm_relay;
 pub mod llm_relay_cache;
+mod member_requests;
 mod members;
 mod membership;
 mod operator;
@@ -63,9 +64,9 @@ pub use events::EventService;
 pub use key_rotation::{binding_of, rotate_sealed};
 pub use llm_choice::EffectiveLlm;
 pub use llm_relay::LlmRelayService;
+pub use member_requests::{MAX_EMAIL_CHARS, OrgMemberCreate, OrgMemberUpdate};
 pub use members::{
-    AuditPosition, MAX_EMAIL_CHARS, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService,
-    OrgMemberCreate, OrgMemberUpdate, may_change_role, may_remove,
+    AuditPosition, MAX_MEMBERS_PER_PAGE, MemberPage, MemberService, may_change_role, may_remove,
 };
 pub use operator::{Bootstrapped, OperatorService};
 pub use org_defaults::{OrgDefaultsService, OrgStartDefaults};
