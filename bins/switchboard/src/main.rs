@@ -36,7 +36,6 @@ mod serve;
 mod service_key;
 mod sign_in;
 mod specs;
-mod supervisor;
 mod url_listeners;
 mod user_commands;
 

@@ -29,7 +29,7 @@ use crate::docker::{self, DockerWiring};
 use crate::isolation;
 use crate::kube;
 use crate::specs::load_specs;
-use crate::supervisor::Wakes;
+use switchboard_runtime::Wakes;
 
 /// Variables every sandbox gets from Switchboard's environment, besides the
 /// operator's `--sandbox-env` names.

@@ -17,10 +17,10 @@ use switchboard_domain::jobs::Job;
 use switchboard_storage::DieselStore;
 
 use crate::cli::{DbArgs, LogFormat, ServeArgs};
-use crate::open_files::FileBudget;
 use crate::output::{domain, print};
 use crate::sandboxes;
-use crate::supervisor::{Supervisor, Wakes};
+use switchboard_runtime::FileBudget;
+use switchboard_runtime::{Supervisor, Wakes};
 
 /// How long shutdown waits for background work once the HTTP server has stopped.
 const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
@@ -61,7 +61,7 @@ struct Built {
 /// The database cannot be opened, the address cannot be bound, or the server fails.
 pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
-    let open_files = crate::open_files::raise_and_log();
+    let open_files = switchboard_runtime::open_files::raise_and_log();
     crate::isolation::warn_if_password_on_command_line(db.database_url.as_deref());
     let (store, applied) = db.open(args.db_pool_size, true)?;
     let db_url = db.url()?;
@@ -141,7 +141,8 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
                 store.key_cache(),
             ))
         });
-        let mut supervisor = Supervisor::new().with_metrics(&port_state.metrics);
+        let mut supervisor = Supervisor::new()
+            .with_counters(std::sync::Arc::new(port_state.metrics.activity().jobs().clone()));
         for job in store.jobs().into_iter().chain(jobs) {
             supervisor.add(job, &wakes);
         }

@@ -9,7 +9,7 @@
 //!
 //! Connections are served by arbiters of their own (one thread each, as many as HTTP
 //! workers), the listeners given out in turn. Each listener and each connection holds a
-//! permit of the port form's share of the open-files budget ([`crate::open_files`]): without
+//! permit of the port form's share of the open-files budget ([`switchboard_runtime::open_files`]): without
 //! one, a listener is not opened (path form) and a connection waits in the kernel's backlog.
 
 use std::collections::HashMap;
@@ -33,9 +33,9 @@ use switchboard_storage::DieselStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::open_files::FileBudget;
 use crate::sandbox_urls::SandboxUrlArgs;
-use crate::supervisor::{Supervisor, Wakes};
+use switchboard_runtime::FileBudget;
+use switchboard_runtime::{Supervisor, Wakes};
 
 /// How often the job runs without a wake-up (a start, resume or delete wakes it).
 pub const PERIOD: Duration = Duration::from_secs(1);

@@ -2,9 +2,10 @@
 //! work items each take long (a conversation start) a [`Pool`]: what it claims, and how many
 //! claimed items may run at once. The crates that own background work (the sandbox service
 //! and the start pipeline here, the runtimes in `switchboard-sandbox`, the store) hand out
-//! [`Job`]s; the binary's supervisor alone runs them (on its blocking pool, one step at a time
-//! per job, and a pool's items on workers of its own, until shutdown), so nothing in the
-//! libraries starts a thread.
+//! [`Job`]s; the supervisor alone runs them (`switchboard-runtime`, started by the binary: on
+//! its blocking pool, one step at a time per job, and a pool's items on workers of its own,
+//! until shutdown), so nothing in the other libraries starts a thread. It counts their steps
+//! through [`JobCounters`].
 
 use std::fmt::Display;
 use std::sync::Arc;
@@ -90,6 +91,32 @@ impl Job {
         });
         self
     }
+}
+
+/// How a job's step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepResult {
+    /// It returned `Ok`.
+    Ok,
+    /// It returned an error (logged; the job goes on).
+    Error,
+    /// It panicked (logged; the job goes on with its next step).
+    Panic,
+}
+
+/// Where one job's steps are counted (a port: the API's Prometheus metrics implement it,
+/// `background_job_*` in docs/metrics.md).
+pub trait JobCounter: Send + Sync {
+    /// One step that took `took` and ended with `result`.
+    fn step(&self, result: StepResult, took: Duration);
+    /// One work item of the job's [`Pool`] claimed.
+    fn claimed(&self);
+}
+
+/// Every job's counters, by the job's name (a fixed name, never an id).
+pub trait JobCounters: Send + Sync {
+    /// The counters of the job named `name`, resolved once per job.
+    fn job(&self, name: &str) -> Arc<dyn JobCounter>;
 }
 
 impl std::fmt::Debug for Job {

@@ -10,9 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use switchboard_api::Metrics;
-use switchboard_api::metrics::{JobMetrics, Jobs, StepResult};
-use switchboard_domain::jobs::{Job, Pool, Schedule, Step};
+use switchboard_domain::jobs::{Job, JobCounter, JobCounters, Pool, Schedule, Step, StepResult};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -50,7 +48,7 @@ const FINAL_STEPS_BOUND: Duration = Duration::from_secs(30);
 /// A blocking step run once at shutdown, after every job has stopped.
 type FinalStep = Box<dyn FnOnce() -> Result<(), String> + Send>;
 
-/// Background jobs, each named (for the logs and the metrics) and given a cancellation token.
+/// Background jobs, each named (for the logs and the counters) and given a cancellation token.
 /// Must be used inside a Tokio runtime (the actix system's, in the server).
 pub struct Supervisor {
     token: CancellationToken,
@@ -59,7 +57,7 @@ pub struct Supervisor {
     /// ([`Supervisor::at_shutdown`]).
     finals: Vec<(String, FinalStep)>,
     /// Where the steps of the jobs registered from now on are counted, if anywhere.
-    metrics: Option<Jobs>,
+    counters: Option<Arc<dyn JobCounters>>,
 }
 
 impl Supervisor {
@@ -69,21 +67,21 @@ impl Supervisor {
             token: CancellationToken::new(),
             jobs: Vec::new(),
             finals: Vec::new(),
-            metrics: None,
+            counters: None,
         }
     }
 
-    /// The same supervisor counting the steps of the jobs it runs in `metrics`
-    /// (`background_job_*`; jobs started with [`Supervisor::spawn`] have no steps).
+    /// The same supervisor counting the steps of the jobs it runs in `counters` (the server's
+    /// `background_job_*` metrics; jobs started with [`Supervisor::spawn`] have no steps).
     #[must_use]
-    pub fn with_metrics(mut self, metrics: &Metrics) -> Self {
-        self.metrics = Some(metrics.activity().jobs().clone());
+    pub fn with_counters(mut self, counters: Arc<dyn JobCounters>) -> Self {
+        self.counters = Some(counters);
         self
     }
 
-    /// The metrics of the job named `name`, if counted.
-    fn job_metrics(&self, name: &str) -> Option<JobMetrics> {
-        self.metrics.as_ref().map(|m| m.job(name))
+    /// The counters of the job named `name`, if counted.
+    fn job_counter(&self, name: &str) -> Option<Arc<dyn JobCounter>> {
+        self.counters.as_ref().map(|c| c.job(name))
     }
 
     /// Runs the blocking `step` once at shutdown, after every job has stopped (so no job
@@ -122,7 +120,7 @@ impl Supervisor {
     {
         let step = Arc::new(step);
         let job = name.to_owned();
-        let metrics = self.job_metrics(name);
+        let counter = self.job_counter(name);
         self.spawn(name, move |token| async move {
             let mut ticks = tokio::time::interval_at(Instant::now() + period, period);
             ticks.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -132,7 +130,7 @@ impl Supervisor {
                     _ = ticks.tick() => {}
                 }
                 let step = step.clone();
-                run_step(&job, metrics.as_ref(), move || step()).await;
+                run_step(&job, counter.as_ref(), move || step()).await;
             }
         });
     }
@@ -147,11 +145,11 @@ impl Supervisor {
     {
         let step = Arc::new(step);
         let job = name.to_owned();
-        let metrics = self.job_metrics(name);
+        let counter = self.job_counter(name);
         self.spawn(name, move |token| async move {
             loop {
                 let step = step.clone();
-                run_step(&job, metrics.as_ref(), move || step()).await;
+                run_step(&job, counter.as_ref(), move || step()).await;
                 tokio::select! {
                     () = token.cancelled() => return,
                     () = wake.notified() => {}
@@ -183,9 +181,9 @@ impl Supervisor {
         }
         match schedule {
             Schedule::Once => {
-                let metrics = self.job_metrics(name);
+                let counter = self.job_counter(name);
                 self.spawn(name, move |_token| async move {
-                    run_step(name, metrics.as_ref(), move || step()).await;
+                    run_step(name, counter.as_ref(), move || step()).await;
                 });
             }
             Schedule::Every(period) => self.every(name, period, move || step()),
@@ -213,17 +211,17 @@ impl Supervisor {
         pool: Pool,
     ) {
         let free = Arc::new(tokio::sync::Semaphore::new(pool.workers));
-        let metrics = self.job_metrics(name);
+        let counter = self.job_counter(name);
         self.spawn(name, move |token| async move {
             loop {
                 let pass = step.clone();
-                run_step(name, metrics.as_ref(), move || pass()).await;
+                run_step(name, counter.as_ref(), move || pass()).await;
                 while let Ok(worker) = free.clone().try_acquire_owned() {
                     let claim = pool.claim.clone();
                     let work = match tokio::task::spawn_blocking(move || claim()).await {
                         Ok(Ok(Some(work))) => {
-                            if let Some(m) = &metrics {
-                                m.claimed();
+                            if let Some(c) = &counter {
+                                c.claimed();
                             }
                             work
                         }
@@ -291,8 +289,8 @@ impl Supervisor {
 }
 
 /// Runs one blocking `step` of the job named `job` on the blocking pool; a failure is logged
-/// (the job goes on), and the step counted in `metrics`.
-async fn run_step<F, E>(job: &str, metrics: Option<&JobMetrics>, step: F)
+/// (the job goes on), and the step counted in `counter`.
+async fn run_step<F, E>(job: &str, counter: Option<&Arc<dyn JobCounter>>, step: F)
 where
     F: FnOnce() -> Result<(), E> + Send + 'static,
     E: Display + Send + 'static,
@@ -309,8 +307,8 @@ where
             StepResult::Panic
         }
     };
-    if let Some(m) = metrics {
-        m.step(result, started.elapsed());
+    if let Some(c) = counter {
+        c.step(result, started.elapsed());
     }
 }
 
@@ -342,59 +340,6 @@ mod tests {
             after_shutdown,
             "a step ran after shutdown"
         );
-    }
-
-    #[tokio::test]
-    async fn steps_are_counted_by_result_with_the_last_success_time() {
-        let metrics = switchboard_api::Metrics::new();
-        let mut supervisor = Supervisor::new().with_metrics(&metrics);
-        let runs = Arc::new(AtomicUsize::new(0));
-        let counter = runs.clone();
-        supervisor.every_or_woken(
-            "flaky",
-            Duration::from_millis(10),
-            Arc::new(Notify::new()),
-            move || match counter.fetch_add(1, Ordering::SeqCst) {
-                0 => Ok(()),
-                1 => Err("refused"),
-                2 => panic!("a step that panics"),
-                _ => Ok(()),
-            },
-        );
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while runs.load(Ordering::SeqCst) < 5 && std::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        supervisor.shutdown(Duration::from_secs(5)).await;
-        let text = metrics.render(None, None);
-        let value = |series: &str| -> f64 {
-            text.lines()
-                .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
-                .unwrap_or_else(|| panic!("no {series} in {text}"))
-        };
-        let ran = runs.load(Ordering::SeqCst) as f64;
-        assert_eq!(
-            value(r#"background_job_runs_total{job="flaky",result="error"}"#),
-            1.0
-        );
-        assert_eq!(
-            value(r#"background_job_runs_total{job="flaky",result="panic"}"#),
-            1.0
-        );
-        assert_eq!(
-            value(r#"background_job_runs_total{job="flaky",result="ok"}"#),
-            ran - 2.0
-        );
-        assert_eq!(
-            value(r#"background_job_duration_seconds_count{job="flaky"}"#),
-            ran
-        );
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_secs_f64();
-        let last = value(r#"background_job_last_success_timestamp_seconds{job="flaky"}"#);
-        assert!((now - 60.0..=now + 1.0).contains(&last), "{last} vs {now}");
     }
 
     #[tokio::test]

@@ -1,10 +1,14 @@
 //! Background jobs' metrics (docs/metrics.md): each step of each job by result, its
-//! duration, the last success, and the work items pooled jobs claim. The binary's supervisor
-//! records them ([`Jobs::job`] once per job, then [`JobMetrics::step`] per step).
+//! duration, the last success, and the work items pooled jobs claim. The supervisor (`switchboard-runtime`)
+//! records them through the domain's port ([`JobCounters::job`] once per job, then
+//! [`JobCounter::step`] per step).
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus::{Gauge, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
+pub use switchboard_domain::jobs::StepResult;
+use switchboard_domain::jobs::{JobCounter, JobCounters};
 
 use super::families::{counters, gauges, histograms};
 
@@ -15,17 +19,6 @@ pub struct Jobs {
     seconds: HistogramVec,
     last_success: GaugeVec,
     claimed: IntCounterVec,
-}
-
-/// How a job's step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StepResult {
-    /// It returned `Ok`.
-    Ok,
-    /// It returned an error (logged; the job goes on).
-    Error,
-    /// It panicked (logged; the job goes on with its next step).
-    Panic,
 }
 
 impl Jobs {
@@ -105,5 +98,21 @@ impl JobMetrics {
     /// Records one work item claimed.
     pub fn claimed(&self) {
         self.claimed.inc();
+    }
+}
+
+impl JobCounters for Jobs {
+    fn job(&self, name: &str) -> Arc<dyn JobCounter> {
+        Arc::new(Jobs::job(self, name))
+    }
+}
+
+impl JobCounter for JobMetrics {
+    fn step(&self, result: StepResult, took: Duration) {
+        JobMetrics::step(self, result, took);
+    }
+
+    fn claimed(&self) {
+        JobMetrics::claimed(self);
     }
 }

@@ -1,0 +1,18 @@
+//! Switchboard's process runtime, below the binary and beside the adapters: what every
+//! server process runs whatever its flags.
+//!
+//! - [`supervisor`]: the one owner of the server's background work; it runs the domain's
+//!   [`switchboard_domain::jobs::Job`] descriptions (and tasks of the binary's own) until
+//!   shutdown, counting their steps through the domain's
+//!   [`switchboard_domain::jobs::JobCounters`] port.
+//! - [`open_files`]: the open-files limit raised at start, and the budget that derives the
+//!   socket caps from it (issue 24).
+//!
+//! Depends on the domain only (and Tokio); the binary wires it to the API's metrics and the
+//! storage's pool.
+
+pub mod open_files;
+pub mod supervisor;
+
+pub use open_files::{FileBudget, OpenFilesLimit, PoolKind};
+pub use supervisor::{Supervisor, Wakes};
