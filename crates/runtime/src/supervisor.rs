@@ -60,6 +60,12 @@ pub struct Supervisor {
     counters: Option<Arc<dyn JobCounters>>,
 }
 
+impl Default for Supervisor {
+    fn default() -> Self {
+        Supervisor::new()
+    }
+}
+
 impl Supervisor {
     /// A supervisor with no job yet.
     pub fn new() -> Self {
