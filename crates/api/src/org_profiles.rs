@@ -8,6 +8,7 @@
 use actix_web::{HttpResponse, delete, get, patch, post, web};
 use serde_json::Value;
 use switchboard_domain::OrgId;
+use switchboard_domain::org_profiles::{ProviderConnection, ProviderConnectionList};
 use switchboard_domain::user_settings::profiles::check_profile_name;
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -253,7 +254,7 @@ pub async fn activate_org_profile(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`{connections: [ProviderConnection]}`", body = Object),
+        (status = 200, description = "The connections (no key)", body = ProviderConnectionList),
         (status = 404, description = "Not a member of that organization", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -262,7 +263,7 @@ pub async fn list_connections(
     state: web::Data<AppState>,
     caller: Caller,
     org_id: web::Path<String>,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<ProviderConnectionList>> {
     let raw = org_id.into_inner();
     let answer = caller
         .run(state, move |s, ctx| {
@@ -281,7 +282,7 @@ pub async fn list_connections(
     request_body(content = Object, description = "`CreateProviderConnectionRequest`", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 201, description = "`ProviderConnection`", body = Object),
+        (status = 201, description = "The connection made (no key)", body = ProviderConnection),
         (status = 404, description = "Not a member of that organization", body = ErrorDetail),
         (status = 409, description = "Connection limit reached", body = ErrorDetail),
         (status = 503, description = "No installation key", body = ErrorDetail),
@@ -319,7 +320,7 @@ pub async fn create_connection(
     request_body(content = Object, description = "`UpdateProviderConnectionRequest`", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`ProviderConnection`", body = Object),
+        (status = 200, description = "The connection (no key)", body = ProviderConnection),
         (status = 404, description = "No such connection, or not a member", body = ErrorDetail),
         (status = 503, description = "No installation key", body = ErrorDetail),
         BodyErrors,
@@ -331,7 +332,7 @@ pub async fn update_connection(
     caller: Caller,
     path: web::Path<(String, String)>,
     body: RawBody,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<ProviderConnection>> {
     let (raw, id) = path.into_inner();
     let ctx = caller.authenticate(&state).await?;
     let org = OrgId(path_uuid(&raw, "org_id")?);
@@ -354,7 +355,7 @@ pub async fn update_connection(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`ProviderConnection`", body = Object),
+        (status = 200, description = "The connection (no key)", body = ProviderConnection),
         (status = 404, description = "No such connection, or not a member", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -363,7 +364,7 @@ pub async fn delete_connection(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<ProviderConnection>> {
     let (raw, id) = path.into_inner();
     let answer = caller
         .run(state, move |s, ctx| {

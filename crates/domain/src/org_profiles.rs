@@ -41,17 +41,44 @@ pub struct StoredConnection {
 
 impl StoredConnection {
     /// Agent Canvas's `ProviderConnection`: no key, `api_key_set`.
-    pub fn view(&self) -> Value {
-        json!({
-            "id": self.id.to_string(),
-            "display_name": self.display_name,
-            "provider": self.provider,
-            "base_url": self.base_url,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "api_key_set": self.api_key_sealed.is_some(),
-        })
+    pub fn view(&self) -> ProviderConnection {
+        ProviderConnection {
+            id: self.id,
+            display_name: self.display_name.clone(),
+            provider: self.provider.clone(),
+            base_url: self.base_url.clone(),
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            api_key_set: self.api_key_sealed.is_some(),
+        }
     }
+}
+
+/// A provider connection as answered (Agent Canvas's `ProviderConnection`): never its key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProviderConnection {
+    /// Its id (a dashed UUID).
+    #[schema(value_type = String, format = Uuid)]
+    pub id: Uuid,
+    /// Shown name.
+    pub display_name: String,
+    /// The provider (`openai`, `anthropic`, …), as sent.
+    pub provider: String,
+    /// Its base URL (`http(s)://`), or `null`: the provider's public endpoint.
+    pub base_url: Option<String>,
+    /// Created, seconds since the epoch.
+    pub created_at: i64,
+    /// Last change, seconds since the epoch.
+    pub updated_at: i64,
+    /// Whether a key is stored (sealed; never answered).
+    pub api_key_set: bool,
+}
+
+/// `GET /api/organizations/{org_id}/provider-connections`' answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProviderConnectionList {
+    /// The organization's connections, oldest first.
+    pub connections: Vec<ProviderConnection>,
 }
 
 /// A create or update body, read. `Debug` shows no key.

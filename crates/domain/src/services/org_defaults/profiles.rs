@@ -18,8 +18,8 @@ use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
 use crate::org_defaults::{OrgBinding, OrgDefaultsRecord};
 use crate::org_profiles::{
-    MAX_CONNECTIONS, StoredConnection, answered_llm, org_profile_list, parse_connection,
-    profile_item, through_connection,
+    MAX_CONNECTIONS, ProviderConnection, ProviderConnectionList, StoredConnection, answered_llm,
+    org_profile_list, parse_connection, profile_item, through_connection,
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
@@ -330,14 +330,18 @@ impl OrgDefaultsService {
     ///
     /// # Errors
     /// 403 for a key bound elsewhere, 404 when not a member; storage.
-    pub fn connections(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
+    pub fn connections(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+    ) -> Result<ProviderConnectionList, DomainError> {
         let rec = self.read_org(ctx, org)?;
-        let items: Vec<Value> = rec
+        let connections = rec
             .provider_connections
             .iter()
             .map(StoredConnection::view)
             .collect();
-        Ok(json!({ "connections": items }))
+        Ok(ProviderConnectionList { connections })
     }
 
     /// `POST /api/organizations/{org_id}/provider-connections`: a new connection, its key
@@ -351,7 +355,7 @@ impl OrgDefaultsService {
         ctx: &OrgContext,
         org: OrgId,
         body: &Value,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<ProviderConnection, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
         let input = parse_connection(body, true)?;
         let key = match &input.api_key {
@@ -396,7 +400,7 @@ impl OrgDefaultsService {
         org: OrgId,
         id: &str,
         body: &Value,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<ProviderConnection, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
         let input = parse_connection(body, false)?;
         let key = match &input.api_key {
@@ -407,7 +411,7 @@ impl OrgDefaultsService {
             None => None,
         };
         let wanted = Uuid::parse_str(id).ok();
-        let mut out = Value::Null;
+        let mut out = None;
         self.edit_org(ctx, org, &mut |rec| {
             let c = rec
                 .provider_connections
@@ -427,10 +431,10 @@ impl OrgDefaultsService {
                 c.api_key_sealed.clone_from(&key);
             }
             c.updated_at = now_micros().unix_timestamp();
-            out = c.view();
+            out = Some(c.view());
             Ok(true)
         })?;
-        Ok(out)
+        out.ok_or_else(|| connection_not_found(id))
     }
 
     /// `DELETE /api/organizations/{org_id}/provider-connections/{id}`: returns the connection
@@ -443,18 +447,18 @@ impl OrgDefaultsService {
         ctx: &OrgContext,
         org: OrgId,
         id: &str,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<ProviderConnection, DomainError> {
         let wanted = Uuid::parse_str(id).ok();
-        let mut out = Value::Null;
+        let mut out = None;
         self.edit_org(ctx, org, &mut |rec| {
             let at = rec
                 .provider_connections
                 .iter()
                 .position(|c| Some(c.id) == wanted)
                 .ok_or_else(|| connection_not_found(id))?;
-            out = rec.provider_connections.remove(at).view();
+            out = Some(rec.provider_connections.remove(at).view());
             Ok(true)
         })?;
-        Ok(out)
+        out.ok_or_else(|| connection_not_found(id))
     }
 }
