@@ -126,38 +126,95 @@ impl DiskReserve {
     }
 
     /// The size of the database's write-ahead log (`<database>-wal`), bytes; 0 when there is
-    /// none or the database is not known. A checkpoint copies the log's pages into the
-    /// database file, which grows by as much while the log keeps its size until it is
-    /// truncated: that much of the free space is already spoken for. Measured: on an 8 MiB
-    /// disk with a 3 MiB reserve, 200 kB events filled the disk (log 4.5 MB, database 3.8 MB)
-    /// before the free space alone fell under the reserve (`disk_reserve_on_sqlite`).
+    /// none or the database is not known. Every page a checkpoint may add to the database
+    /// file is a frame of the log, so this bounds that growth from above: one `stat`, for the
+    /// quick check of each append ([`crate::DieselStore::disk_free`]). Measured: on an 8 MiB
+    /// disk with a 3 MiB reserve, 200 kB events filled the disk (log 4.5 MB, database
+    /// 3.8 MB) before the free space alone fell under the reserve (`disk_reserve_on_sqlite`).
     pub fn wal_bytes(&self) -> u64 {
+        self.sibling_len("-wal")
+    }
+
+    /// The size of the database file itself, bytes (0 when unknown).
+    pub fn database_bytes(&self) -> u64 {
+        self.sibling_len("")
+    }
+
+    fn sibling_len(&self, suffix: &str) -> u64 {
         let Some(db) = &self.database else {
             return 0;
         };
-        let mut wal = db.as_os_str().to_owned();
-        wal.push("-wal");
-        std::fs::metadata(wal).map_or(0, |m| m.len())
+        let mut path = db.as_os_str().to_owned();
+        path.push(suffix);
+        std::fs::metadata(path).map_or(0, |m| m.len())
     }
 }
 
-/// The bytes of the SQLite database's free pages (`freelist_count × page_size`): what deleted
-/// rows gave back, which the database reuses before it grows its file; 0 on PostgreSQL or when
-/// it cannot be read.
-pub(super) fn reusable_bytes(conn: &mut DbConnection) -> u64 {
+/// The SQLite database's pages as its connection sees them (the log included): how many, how
+/// many are free (what deletes gave back, reused before the file grows) and their size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SqlitePages {
+    /// `page_count`.
+    pub count: u64,
+    /// `freelist_count`.
+    pub free: u64,
+    /// `page_size`, bytes.
+    pub size: u64,
+}
+
+impl SqlitePages {
+    /// Bytes a checkpoint adds to a database file of `file_bytes`: the pages past its end.
+    pub fn growth(&self, file_bytes: u64) -> u64 {
+        self.count
+            .saturating_mul(self.size)
+            .saturating_sub(file_bytes)
+    }
+
+    /// Bytes of the free pages.
+    pub fn reusable(&self) -> u64 {
+        self.free.saturating_mul(self.size)
+    }
+}
+
+/// The database's [`SqlitePages`]; `None` on PostgreSQL or when they cannot be read.
+pub(super) fn sqlite_pages(conn: &mut DbConnection) -> Option<SqlitePages> {
     #[derive(QueryableByName)]
     struct Pages {
         #[diesel(sql_type = BigInt)]
         n: i64,
     }
     let DbConnection::Sqlite(c) = conn else {
-        return 0;
+        return None;
     };
-    let read = |c: &mut diesel::SqliteConnection, pragma: &str| {
+    let mut read = |pragma: &str| {
         diesel::sql_query(format!("SELECT {pragma} AS n FROM pragma_{pragma}"))
             .get_result::<Pages>(c)
-            .map(|p| u64::try_from(p.n).unwrap_or(0))
-            .unwrap_or(0)
+            .ok()
+            .and_then(|p| u64::try_from(p.n).ok())
     };
-    read(c, "freelist_count").saturating_mul(read(c, "page_size"))
+    Some(SqlitePages {
+        count: read("page_count")?,
+        free: read("freelist_count")?,
+        size: read("page_size")?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SqlitePages;
+
+    #[test]
+    fn a_checkpoint_adds_only_the_pages_past_the_file_end() {
+        let pages = SqlitePages {
+            count: 1_000,
+            free: 300,
+            size: 4_096,
+        };
+        // The log holds 10 pages past a file of 990: those 40,960 bytes are still to come.
+        assert_eq!(pages.growth(990 * 4_096), 40_960);
+        // Overwrites of pages within the file (a delete's) add nothing.
+        assert_eq!(pages.growth(1_000 * 4_096), 0);
+        assert_eq!(pages.growth(2_000 * 4_096), 0);
+        assert_eq!(pages.reusable(), 300 * 4_096);
+    }
 }

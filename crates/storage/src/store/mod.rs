@@ -154,22 +154,35 @@ impl DieselStore {
     }
 
     /// The disk reserve and the bytes free for the database now, when a reserve is set (and
-    /// the free space could be read): the filesystem's free space less the write-ahead log's
-    /// size (what a checkpoint may add to the database file, [`DiskReserve::wal_bytes`]), plus
-    /// the database's own free pages (what deletes gave back, reused before the file grows).
-    /// For `/ready`, the metrics and the append path's refusal of event appends.
+    /// the free space could be read). Quick check first: the filesystem's free space less the
+    /// write-ahead log's size (which bounds what a checkpoint may add to the database file,
+    /// [`DiskReserve::wal_bytes`]); at or above the reserve, that is the answer. Under it, the
+    /// exact account from the database's pages (one connection, three pragmas): the free
+    /// space less the pages a checkpoint will add past the file's end, plus the free pages
+    /// (what deletes gave back, reused before the file grows). For `/ready`, the metrics and
+    /// the append path's refusal of event appends.
     pub fn disk_free(&self) -> Option<(u64, u64)> {
         let d = self.disk.as_ref()?;
-        let free = d.free().ok()?.saturating_sub(d.wal_bytes());
-        if free >= d.reserve {
-            return Some((free, d.reserve));
+        let fs_free = d.free().ok()?;
+        let quick = fs_free.saturating_sub(d.wal_bytes());
+        if quick >= d.reserve {
+            return Some((quick, d.reserve));
         }
-        // Under the reserve: the database's free pages count too (one header read).
-        let pages = self
+        let exact = self
             .conn()
-            .map(|mut c| event_usage::reusable_bytes(&mut c))
-            .unwrap_or(0);
-        Some((free.saturating_add(pages), d.reserve))
+            .ok()
+            .and_then(|mut c| event_usage::sqlite_pages(&mut c))
+            .map_or(quick, |pages| {
+                // Without the database's path, the log's size stands for the growth.
+                let growth = match d.database {
+                    Some(_) => pages.growth(d.database_bytes()),
+                    None => d.wal_bytes(),
+                };
+                fs_free
+                    .saturating_sub(growth)
+                    .saturating_add(pages.reusable())
+            });
+        Some((exact, d.reserve))
     }
 
     /// The disk reserve's refusal of event appends, when less than it is free for the
