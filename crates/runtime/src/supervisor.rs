@@ -43,7 +43,7 @@ impl Wakes {
 
 /// How long the steps of [`Supervisor::at_shutdown`] may take together: a process sandbox
 /// stops within its 10 s stop timeout, and they stop in parallel.
-const FINAL_STEPS_BOUND: Duration = Duration::from_secs(30);
+pub const FINAL_STEPS_BOUND: Duration = Duration::from_secs(30);
 
 /// A blocking step run once at shutdown, after every job has stopped.
 type FinalStep = Box<dyn FnOnce() -> Result<(), String> + Send>;
