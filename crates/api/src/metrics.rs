@@ -27,7 +27,7 @@ mod jobs;
 pub mod llm_relay;
 
 pub use activity::{Activity, OpenGauge, ProxyOutcome, WebhookKind};
-pub use jobs::{JobMetrics, Jobs, StepResult};
+pub use jobs::{JobMetrics, Jobs};
 
 /// The request id header, set on every response (and honoured on requests when it is a
 /// short printable token).

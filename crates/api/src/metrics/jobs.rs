@@ -1,14 +1,13 @@
 //! Background jobs' metrics (docs/metrics.md): each step of each job by result, its
-//! duration, the last success, and the work items pooled jobs claim. The supervisor (`switchboard-runtime`)
-//! records them through the domain's port ([`JobCounters::job`] once per job, then
-//! [`JobCounter::step`] per step).
+//! duration, the last success, and the work items pooled jobs claim. The supervisor
+//! (`switchboard-runtime`) records them through the domain's port ([`JobCounters::job`] once
+//! per job, then [`JobCounter::step`] per step).
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use prometheus::{Gauge, GaugeVec, Histogram, HistogramVec, IntCounter, IntCounterVec, Registry};
-pub use switchboard_domain::jobs::StepResult;
-use switchboard_domain::jobs::{JobCounter, JobCounters};
+use switchboard_domain::jobs::{JobCounter, JobCounters, StepResult};
 
 use super::families::{counters, gauges, histograms};
 
@@ -52,18 +51,6 @@ impl Jobs {
             ),
         }
     }
-
-    /// The metrics of the job named `name` (a fixed name, never an id), resolved once.
-    pub fn job(&self, name: &str) -> JobMetrics {
-        JobMetrics {
-            ok: self.runs.with_label_values(&[name, "ok"]),
-            error: self.runs.with_label_values(&[name, "error"]),
-            panic: self.runs.with_label_values(&[name, "panic"]),
-            seconds: self.seconds.with_label_values(&[name]),
-            last_success: self.last_success.with_label_values(&[name]),
-            claimed: self.claimed.with_label_values(&[name]),
-        }
-    }
 }
 
 /// One job's metrics (cheap to clone: handles to the same series).
@@ -77,10 +64,24 @@ pub struct JobMetrics {
     claimed: IntCounter,
 }
 
-impl JobMetrics {
+impl JobCounters for Jobs {
+    /// The metrics of the job named `name` (a fixed name, never an id), resolved once.
+    fn job(&self, name: &str) -> Arc<dyn JobCounter> {
+        Arc::new(JobMetrics {
+            ok: self.runs.with_label_values(&[name, "ok"]),
+            error: self.runs.with_label_values(&[name, "error"]),
+            panic: self.runs.with_label_values(&[name, "panic"]),
+            seconds: self.seconds.with_label_values(&[name]),
+            last_success: self.last_success.with_label_values(&[name]),
+            claimed: self.claimed.with_label_values(&[name]),
+        })
+    }
+}
+
+impl JobCounter for JobMetrics {
     /// Records one step that took `took` and ended with `result` (a success also sets the
     /// last success time to now).
-    pub fn step(&self, result: StepResult, took: Duration) {
+    fn step(&self, result: StepResult, took: Duration) {
         self.seconds.observe(took.as_secs_f64());
         match result {
             StepResult::Ok => {
@@ -96,23 +97,7 @@ impl JobMetrics {
     }
 
     /// Records one work item claimed.
-    pub fn claimed(&self) {
-        self.claimed.inc();
-    }
-}
-
-impl JobCounters for Jobs {
-    fn job(&self, name: &str) -> Arc<dyn JobCounter> {
-        Arc::new(Jobs::job(self, name))
-    }
-}
-
-impl JobCounter for JobMetrics {
-    fn step(&self, result: StepResult, took: Duration) {
-        JobMetrics::step(self, result, took);
-    }
-
     fn claimed(&self) {
-        JobMetrics::claimed(self);
+        self.claimed.inc();
     }
 }

@@ -252,8 +252,7 @@ impl Cx<'_> {
                 input,
             ),
             ValidationErrorKind::Enum { options } => {
-                let literal = nearest_marked(self.document, path, LITERAL_KEYWORD)
-                    .is_some_and(|(n, schema)| n == path.len() && schema[LITERAL_KEYWORD] == true);
+                let literal = node_at(self.document, path).schema[LITERAL_KEYWORD] == true;
                 enum_entry(options, literal, at, &input)
             }
             ValidationErrorKind::Minimum { limit } => number(

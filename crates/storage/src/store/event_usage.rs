@@ -109,8 +109,9 @@ pub struct DiskReserve {
     pub path: PathBuf,
     /// The reserve, bytes.
     pub reserve: u64,
-    /// The SQLite database file, when known: its write-ahead log's size is held back from the
-    /// free space ([`Self::wal_bytes`]).
+    /// The SQLite database file, when known: what a checkpoint will add to it is held back
+    /// from the free space ([`Self::wal_bytes`], then [`crate::DieselStore::disk_free`]'s
+    /// exact account).
     pub database: Option<PathBuf>,
 }
 

@@ -173,11 +173,11 @@ impl DieselStore {
             .ok()
             .and_then(|mut c| event_usage::sqlite_pages(&mut c))
             .map_or(quick, |pages| {
-                // Without the database's path, the log's size stands for the growth.
-                let growth = match d.database {
-                    Some(_) => pages.growth(d.database_bytes()),
-                    None => d.wal_bytes(),
-                };
+                // Without the database's path its growth is not known (counted as none).
+                let growth = d
+                    .database
+                    .as_ref()
+                    .map_or(0, |_| pages.growth(d.database_bytes()));
                 fs_free
                     .saturating_sub(growth)
                     .saturating_add(pages.reusable())
