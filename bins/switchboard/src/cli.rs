@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use switchboard_storage::{BackendKind, DatabaseUrl, DieselStore, PoolConfig};
+use switchboard_ops::Database;
 
 use crate::cli_help::heading;
 
@@ -513,70 +513,13 @@ pub enum LogFormat {
 }
 
 impl DbArgs {
-    /// The database URL: `--database-url`, else the content of `--database-url-file`, else the
-    /// SQLite file `switchboard.sqlite` in `--data-dir` (created if missing).
-    ///
-    /// # Errors
-    /// The URL file cannot be read or is empty, or the data directory cannot be created.
-    pub fn url(&self) -> Result<String> {
-        if let Some(u) = &self.database_url {
-            return Ok(u.clone());
+    /// The database these flags name ([`switchboard_ops::Database`]).
+    pub fn database(&self) -> Database {
+        Database {
+            url: self.database_url.clone(),
+            url_file: self.database_url_file.clone(),
+            data_dir: self.data_dir.clone(),
         }
-        if let Some(path) = &self.database_url_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the database URL file {}", path.display()))?;
-            let url = text.trim();
-            anyhow::ensure!(
-                !url.is_empty(),
-                "the database URL file {} is empty",
-                path.display()
-            );
-            return Ok(url.to_owned());
-        }
-        std::fs::create_dir_all(&self.data_dir)
-            .with_context(|| format!("creating {}", self.data_dir.display()))?;
-        let path = self.data_dir.join("switchboard.sqlite");
-        let abs = std::path::absolute(&path).unwrap_or(path);
-        Ok(format!("sqlite://{}", abs.display()))
-    }
-
-    /// The files of Switchboard's no sandbox may see besides the data directory: the LLM
-    /// key file, the database URL file, and a SQLite database elsewhere (with its journal
-    /// files).
-    pub fn files_to_hide(&self, llm: &LlmArgs) -> Vec<PathBuf> {
-        let mut out: Vec<PathBuf> = llm.llm_api_key_file.iter().cloned().collect();
-        out.extend(self.database_url_file.iter().cloned());
-        if let Some(path) = self
-            .database_url
-            .as_deref()
-            .and_then(|u| u.strip_prefix("sqlite://"))
-        {
-            for suffix in ["", "-wal", "-shm", "-journal"] {
-                out.push(PathBuf::from(format!("{path}{suffix}")));
-            }
-        }
-        out
-    }
-
-    /// Opens the store, applying pending migrations (their versions are returned).
-    /// `pool_size` overrides the pool's size; `server` turns SQLite's automatic WAL checkpoints
-    /// off, for a long-running process whose supervisor checkpoints instead.
-    ///
-    /// # Errors
-    /// As [`DbArgs::url`], or the database cannot be opened or migrated.
-    pub fn open(&self, pool_size: Option<u32>, server: bool) -> Result<(DieselStore, Vec<String>)> {
-        let url = self.url()?;
-        let kind = DatabaseUrl::parse(&url)
-            .map(|u| u.kind())
-            .unwrap_or(BackendKind::Sqlite);
-        let defaults = PoolConfig::default_for(kind);
-        let config = PoolConfig {
-            max_size: pool_size.map_or(defaults.max_size, |n| n.max(1)),
-            min_idle: pool_size.map_or(defaults.min_idle, |n| n.max(1)),
-            manual_checkpoints: server,
-            ..defaults
-        };
-        DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
 }
 

@@ -5,6 +5,7 @@
 use clap::{Args, ValueEnum};
 use switchboard_domain::sandboxes::limits::{self, Cpus, ResourceLimits};
 use switchboard_sandbox::confine::egress::Destination;
+use switchboard_sandbox::confinement::Confinement;
 
 use crate::cli_help::heading;
 
@@ -80,6 +81,20 @@ pub struct ConfineArgs {
 }
 
 impl ConfineArgs {
+    /// The confinement these flags ask for.
+    pub fn confinement(&self) -> Confinement {
+        Confinement {
+            bwrap: self.process_isolation == ProcessIsolation::Bwrap,
+            uid_range: self.sandbox_uid_range,
+            isolated_network: self.sandbox_network == SandboxNetwork::Isolated,
+            host_ports: self.sandbox_host_ports.clone(),
+            egress_allow: self.sandbox_egress_allow.clone(),
+            egress_deny: self.sandbox_egress_deny.clone(),
+            pids_limit: self.sandbox_pids_limit,
+            workspace_mb: self.sandbox_workspace_mb,
+        }
+    }
+
     /// The operator's default limits, for specs that give none.
     pub fn default_limits(&self) -> ResourceLimits {
         ResourceLimits {

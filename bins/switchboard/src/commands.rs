@@ -10,10 +10,14 @@ use serde_json::{Value, json};
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Switchboard, UserId};
 
+use switchboard_ops::Database;
+
 use crate::cli::{
-    DbArgs, KeysCommand, OperatorCommand as Command, SandboxesCommand, SecretsCommand, SpecsCommand,
+    KeysCommand, OperatorCommand as Command, SandboxesCommand, SecretsCommand, SpecsCommand,
 };
-use crate::output::{domain, parse_id, print};
+use switchboard_ops::domain;
+
+use crate::output::{parse_id, print};
 
 fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {
     serde_json::to_value(ApiKeyView::from(k)).unwrap_or(Value::Null)
@@ -24,20 +28,38 @@ fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {
 ///
 /// # Errors
 /// A malformed argument, a database that cannot be opened, or the domain's refusal.
-pub fn run(db: &DbArgs, command: Command) -> Result<()> {
+pub fn run(db: &Database, command: Command) -> Result<()> {
     match command {
         // Needs no database.
         Command::Specs(SpecsCommand::Pull { specs }) => crate::specs::specs_pull(&specs)?,
         Command::Secrets(SecretsCommand::RotateKey { secret_key_file }) => {
-            crate::rotate_key::rotate_key(db, secret_key_file)?;
+            let key_file = db.key_file(secret_key_file.as_deref());
+            print(switchboard_ops::rotate_key::rotate_key(db, &key_file)?);
         }
-        Command::Migrate(args) if args.status => crate::backup::migrate_status(db)?,
+        Command::Migrate(args) if args.status => {
+            print(switchboard_ops::backup::migrate_status(db)?)
+        }
         Command::Migrate(_) => {
             let (_, applied) = db.open(Some(1), false)?;
             print(json!({ "applied": applied }));
         }
-        Command::Backup(args) => crate::backup::backup(db, &args)?,
-        Command::Restore(args) => crate::restore::restore(db, &args)?,
+        Command::Backup(args) => {
+            let key_file = db.key_file(args.secret_key_file.as_deref());
+            let pg_dump = args.pg_dump.as_deref();
+            print(switchboard_ops::backup::backup(
+                db, &args.dest, &key_file, pg_dump,
+            )?);
+        }
+        Command::Restore(args) => {
+            let key_file = db.key_file(args.secret_key_file.as_deref());
+            print(switchboard_ops::restore::restore(
+                db,
+                &args.from,
+                &key_file,
+                args.replaces_original,
+                args.pg_restore.as_deref(),
+            )?);
+        }
         Command::Bootstrap { org_name, email } => {
             let (store, _) = db.open(Some(2), false)?;
             let b = Switchboard::new(Arc::new(store))

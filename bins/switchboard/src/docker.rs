@@ -40,7 +40,7 @@ pub fn installation_id(args: &DockerArgs, recorded: &str) -> String {
 /// `--docker-oci-runtime`, with `--docker-pids-limit`, a read-only root unless
 /// `--docker-writable-root`, and `read_only_binds` (the allowed local repository
 /// directories) bound read-only at the same path; on a bridge, `egress` loaded on the host
-/// ([`crate::isolation::docker_egress`]).
+/// ([`switchboard_sandbox::confinement::docker_egress`]).
 ///
 /// # Errors
 /// No daemon answers, the configuration is refused (an OCI runtime the daemon does not

@@ -8,7 +8,6 @@
 //! file of `--config FILE` (env `SWITCHBOARD_CONFIG`; config_file.rs): flags and variables
 //! win over it.
 
-mod backup;
 mod cli;
 mod cli_backup;
 mod cli_confine;
@@ -20,23 +19,16 @@ mod cli_users;
 mod commands;
 mod config_file;
 mod docker;
-mod installation;
-mod isolation;
 mod kube;
 mod metrics_listener;
 mod open_files;
 mod output;
-mod replica;
-mod restore;
-mod rotate_key;
 mod sandbox_urls;
 mod sandboxes;
-mod secret_key;
 mod serve;
 mod service_key;
 mod sign_in;
 mod specs;
-mod url_listeners;
 mod user_commands;
 
 /// The allocator: jemalloc with its background threads, which give freed memory back to the
@@ -51,8 +43,8 @@ use crate::cli::Command;
 fn main() {
     let cli = config_file::parse();
     let result = match cli.command {
-        Command::Serve(args) => serve::serve(&cli.db, *args),
-        Command::Operator(command) => commands::run(&cli.db, command),
+        Command::Serve(args) => serve::serve(&cli.db.database(), *args),
+        Command::Operator(command) => commands::run(&cli.db.database(), command),
     };
     if let Err(e) = result {
         eprintln!("error: {e:#}");

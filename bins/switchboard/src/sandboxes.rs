@@ -26,10 +26,10 @@ use switchboard_sandbox::{
 
 use crate::cli::SandboxArgs;
 use crate::docker::{self, DockerWiring};
-use crate::isolation;
 use crate::kube;
 use crate::specs::load_specs;
 use switchboard_runtime::Wakes;
+use switchboard_sandbox::confinement;
 
 /// Variables every sandbox gets from Switchboard's environment, besides the
 /// operator's `--sandbox-env` names.
@@ -112,7 +112,7 @@ fn passthrough_env(args: &SandboxArgs) -> Vec<(String, String)> {
 pub fn configure(
     args: &SandboxArgs,
     data_dir: &Path,
-    key: crate::installation::InstallationKey,
+    key: switchboard_ops::installation::InstallationKey,
     bound: SocketAddr,
     observer: Arc<dyn SandboxObserver>,
     wakes: &Wakes,
@@ -128,13 +128,19 @@ pub fn configure(
         None => public_url(args, bound),
     };
     let passthrough_env = passthrough_env(args);
-    let crate::installation::InstallationKey {
+    let switchboard_ops::installation::InstallationKey {
         sealer,
         key_file,
         installation: record,
     } = key;
-    let (process, local_repositories) =
-        isolation::process_runtime(args, &specs, &data_dir, &key_file, hidden)?;
+    let (process, local_repositories) = confinement::process_runtime(
+        &args.confine.confinement(),
+        &args.allow_local_repositories,
+        (&specs, &args.specs.sandbox_runtime),
+        &data_dir,
+        &key_file,
+        hidden,
+    )?;
     if source == "--agent-server-command"
         && args.specs.sandbox_runtime == switchboard_sandbox::process::RUNTIME_NAME
     {
@@ -155,7 +161,7 @@ pub fn configure(
             &public_url,
             args.sandbox_log_max_mib,
             &local_repositories,
-            isolation::docker_egress(&args.confine, args.docker.docker_network)?,
+            confinement::docker_egress(&args.confine.confinement(), args.docker.docker_network)?,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
+use switchboard_api::sandbox_proxy::url_listeners;
 use switchboard_api::{AppState, Metrics, PoolStats, create_app};
 use switchboard_domain::Switchboard;
 use switchboard_domain::llm_catalog::LlmCatalog;
@@ -16,8 +17,12 @@ use switchboard_storage::BackendKind;
 use switchboard_domain::jobs::Job;
 use switchboard_storage::DieselStore;
 
-use crate::cli::{DbArgs, LogFormat, ServeArgs};
-use crate::output::{domain, print};
+use switchboard_ops::Database;
+
+use crate::cli::{LogFormat, ServeArgs};
+use switchboard_ops::domain;
+
+use crate::output::print;
 use crate::sandboxes;
 use switchboard_runtime::FileBudget;
 use switchboard_runtime::{Supervisor, Wakes};
@@ -59,10 +64,10 @@ struct Built {
 ///
 /// # Errors
 /// The database cannot be opened, the address cannot be bound, or the server fails.
-pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
+pub fn serve(db: &Database, args: ServeArgs) -> Result<()> {
     init_tracing(args.log_format);
     let open_files = switchboard_runtime::open_files::raise_and_log();
-    crate::isolation::warn_if_password_on_command_line(db.database_url.as_deref());
+    db.warn_if_password_on_command_line();
     let (store, applied) = db.open(args.db_pool_size, true)?;
     let db_url = db.url()?;
     if !applied.is_empty() {
@@ -80,13 +85,18 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         .workers
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
     let files = crate::open_files::budget(&open_files, &store, workers, &args)?;
-    let url_ports = crate::url_listeners::Plan::new(
-        &args.urls,
-        addr,
-        built.gateway_listener.as_ref(),
-        &files,
-        workers,
-    )?;
+    let url_ports = {
+        let mut listening = vec![addr];
+        listening.extend(
+            built
+                .gateway_listener
+                .as_ref()
+                .and_then(|l| l.local_addr().ok()),
+        );
+        let descriptors = usize::try_from(files.url_ports).unwrap_or(usize::MAX);
+        let range = args.urls.ports(&listening)?;
+        url_listeners::Plan::new(args.urls.form()?, range, addr, descriptors, workers)
+    };
     let mut state = app_state(&args, &store, built.services.clone(), &files)
         .with_proxy(proxy_config(&args, addr, &files, &url_ports))
         .with_cors_origins(args.cors_allowed_origin.clone());
@@ -151,7 +161,10 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
         supervisor.at_shutdown("sandbox-warm-pool-stop", move || {
             warm_pool.stop_warm_pool().map(|_| ())
         });
-        let url_listeners = url_ports.start(port_state, &store, &mut supervisor, &wakes);
+        let url_listeners = url_ports.start(port_state, store.clone()).map(|(listeners, job)| {
+            supervisor.add(job, &wakes);
+            listeners
+        });
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = server.await;
@@ -173,16 +186,15 @@ pub fn serve(db: &DbArgs, args: ServeArgs) -> Result<()> {
 /// The runtimes and the services from the flags, the background jobs, and the listener on
 /// the Docker bridge gateway when containers need one.
 fn build(
-    db: &DbArgs,
+    db: &Database,
     args: &ServeArgs,
     store: &Arc<DieselStore>,
     addr: std::net::SocketAddr,
     metrics: &Metrics,
 ) -> Result<Built> {
     let wakes = Wakes::default();
-    let key_file =
-        crate::installation::key_file(args.sandboxes.secret_key_file.as_deref(), &db.data_dir);
-    let key = crate::installation::open_key(store, &key_file)?;
+    let key_file = db.key_file(args.sandboxes.secret_key_file.as_deref());
+    let key = switchboard_ops::installation::open_key(store, &key_file)?;
     let configured = sandboxes::configure(
         &args.sandboxes,
         &db.data_dir,
@@ -191,7 +203,8 @@ fn build(
         Arc::new(metrics.clone()),
         &wakes,
         {
-            let mut hide = db.files_to_hide(&args.llm);
+            let mut hide = db.files_to_hide();
+            hide.extend(args.llm.llm_api_key_file.iter().cloned());
             hide.extend(args.service.service_api_key_file.iter().cloned());
             hide
         },
@@ -214,7 +227,7 @@ fn build(
         ..Default::default()
     };
     let claims = switchboard_domain::services::StartClaims {
-        replica: crate::replica::load_or_create(&db.data_dir)?,
+        replica: switchboard_ops::replica::load_or_create(&db.data_dir)?,
         lease: Duration::from_secs(args.llm.start_claim_lease),
         workers: usize::try_from(args.llm.start_workers).unwrap_or(1),
     };
@@ -271,7 +284,7 @@ fn proxy_config(
     args: &ServeArgs,
     addr: std::net::SocketAddr,
     files: &FileBudget,
-    urls: &crate::url_listeners::Plan,
+    urls: &url_listeners::Plan,
 ) -> switchboard_api::sandbox_proxy::ProxyConfig {
     switchboard_api::sandbox_proxy::ProxyConfig {
         public_url: Some(crate::sandboxes::public_url(&args.sandboxes, addr)),

@@ -12,11 +12,15 @@ use switchboard_domain::identity::audit::Actor;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use switchboard_domain::{OrgId, Role, Switchboard, UserId};
 
-use crate::cli::{AuditCommand, DbArgs, MembersCommand, UsersCommand};
-use crate::output::{domain, parse_id, print};
+use switchboard_ops::Database;
+
+use crate::cli::{AuditCommand, MembersCommand, UsersCommand};
+use switchboard_ops::domain;
+
+use crate::output::{parse_id, print};
 
 /// The domain's services over the database.
-fn services(db: &DbArgs) -> Result<Switchboard> {
+fn services(db: &Database) -> Result<Switchboard> {
     let (store, _) = db.open(Some(2), false)?;
     Ok(Switchboard::new(Arc::new(store)))
 }
@@ -37,7 +41,7 @@ fn user_json(u: &User) -> Value {
 ///
 /// # Errors
 /// A malformed argument, a database that cannot be opened, or the domain's refusal.
-pub fn users(db: &DbArgs, command: UsersCommand) -> Result<()> {
+pub fn users(db: &Database, command: UsersCommand) -> Result<()> {
     let sb = services(db)?;
     match command {
         UsersCommand::Create { email, name } => {
@@ -92,7 +96,7 @@ fn set_disabled(sb: &Switchboard, user_id: &str, disabled: bool) -> Result<()> {
 ///
 /// # Errors
 /// A malformed argument, a database that cannot be opened, or the domain's refusal.
-pub fn members(db: &DbArgs, command: MembersCommand) -> Result<()> {
+pub fn members(db: &Database, command: MembersCommand) -> Result<()> {
     match command {
         MembersCommand::Add {
             org_id,
@@ -129,7 +133,7 @@ pub fn members(db: &DbArgs, command: MembersCommand) -> Result<()> {
 ///
 /// # Errors
 /// A malformed argument, a database that cannot be opened, or a storage failure.
-pub fn audit(db: &DbArgs, command: AuditCommand) -> Result<()> {
+pub fn audit(db: &Database, command: AuditCommand) -> Result<()> {
     let AuditCommand::List {
         org_id,
         before,

@@ -7,10 +7,13 @@
 //!   [`switchboard_domain::jobs::JobCounters`] port.
 //! - [`open_files`]: the open-files limit raised at start, and the budget that derives the
 //!   socket caps from it (issue 24).
+//! - [`config_file`]: a TOML file whose keys are a clap command line's long flags, its values
+//!   the flags' defaults (docs/configuration.md).
 //!
 //! Depends on the domain only (and Tokio); the binary wires it to the API's metrics and the
 //! storage's pool.
 
+pub mod config_file;
 pub mod open_files;
 pub mod supervisor;
 

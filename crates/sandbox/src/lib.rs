@@ -6,7 +6,8 @@
 //! - [`ProcessRuntime`]: each sandbox an agent server run as a local process in a process
 //!   group of its own, with a clean environment, supervised through `/proc` (issue 9);
 //!   confined by `bwrap` in namespaces of its own and, as root, as a user of its own
-//!   ([`confine`], issue 18).
+//!   ([`confine`], issue 18); what the operator asks checked here at start
+//!   ([`confinement`]).
 //! - [`DockerRuntime`]: each sandbox a container of the spec's image, run by the Docker
 //!   Engine through `bollard`, labelled as this installation's, its agent server published on
 //!   loopback only (issue 12).
@@ -30,6 +31,7 @@ pub mod agent_events;
 pub mod agent_workspace;
 pub mod cgroups;
 pub mod confine;
+pub mod confinement;
 pub mod docker;
 pub mod event_streams;
 pub mod kubernetes;

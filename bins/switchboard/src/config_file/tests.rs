@@ -4,7 +4,9 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use super::{ConfigFile, ParseError, command, parse_from};
+use switchboard_runtime::config_file::{ConfigFile, ParseError};
+
+use super::{command, parse_from};
 use crate::cli::{Cli, Command as Sub, LogFormat, ServeArgs};
 
 /// `text` written to a file in a new temporary directory (kept alive by the guard).

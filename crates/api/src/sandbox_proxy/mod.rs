@@ -22,6 +22,7 @@ pub mod public;
 pub mod route;
 pub mod start_check;
 pub mod upstream;
+pub mod url_listeners;
 pub mod url_ports;
 pub mod ws;
 

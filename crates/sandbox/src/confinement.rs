@@ -1,8 +1,10 @@
-//! What a sandbox can reach, from the flags (issue 18; docs/API.md, "What a sandbox can
-//! reach"): the confinement of process sandboxes (`--process-isolation`,
-//! `--sandbox-uid-range`), the data directory's mode, the directories local repositories may
-//! be cloned from (`--allow-local-repositories`), and the warning about a password on the
-//! command line.
+//! What a sandbox can reach, as the operator asks (issue 18; docs/API.md, "What a sandbox can
+//! reach"; `serve`'s flags, named in the messages): the confinement of process sandboxes
+//! ([`Confinement`]: `--process-isolation`, `--sandbox-uid-range`, the network, the control
+//! groups and workspace file systems), the egress rules of Docker sandboxes, the data
+//! directory's mode, and the directories local repositories may be cloned from
+//! (`--allow-local-repositories`). Each is checked on this machine before anything starts: a
+//! confinement asked for that cannot hold here is an error saying why and what to do.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -10,38 +12,60 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use switchboard_domain::sandboxes::specs::SandboxSpec;
-use switchboard_sandbox::process::RUNTIME_NAME as PROCESS_RUNTIME;
-use switchboard_sandbox::{
-    Bwrap, Cgroups, Isolation, NetworkPolicy, ProcessRuntime, SandboxGroups, WorkspaceQuota,
+
+use crate::confine::egress::Destination;
+use crate::process::RUNTIME_NAME as PROCESS_RUNTIME;
+use crate::{
+    Bwrap, Cgroups, Isolation, NetworkPolicy, ProcessRuntime, SandboxGroups, UidRange,
+    WorkspaceQuota,
 };
 
-use crate::cli::SandboxArgs;
-use crate::cli_confine::{ConfineArgs, ProcessIsolation, SandboxNetwork};
+/// How sandboxes are confined, as the operator asks (`serve`'s flags of the same names).
+#[derive(Clone, Debug)]
+pub struct Confinement {
+    /// `--process-isolation bwrap` (else `none`: process sandboxes run unconfined).
+    pub bwrap: bool,
+    /// `--sandbox-uid-range`: the users process sandboxes run as (as root).
+    pub uid_range: UidRange,
+    /// `--sandbox-network isolated` (else `host`: the host's network, shared).
+    pub isolated_network: bool,
+    /// `--sandbox-host-port`: the host's loopback ports a sandbox may reach besides its
+    /// webhook URL's.
+    pub host_ports: Vec<u16>,
+    /// `--sandbox-egress-allow`: destinations reachable although the rules would refuse them.
+    pub egress_allow: Vec<Destination>,
+    /// `--sandbox-egress-deny`: destinations refused besides the built-in ones.
+    pub egress_deny: Vec<Destination>,
+    /// `--sandbox-pids-limit`: processes per confined sandbox (0: no limit).
+    pub pids_limit: u64,
+    /// `--sandbox-workspace-mb`: the file system per confined process sandbox, MiB (0: none).
+    pub workspace_mb: u64,
+}
 
-/// The process runtime under `<data_dir>/sandboxes`, confined as the flags say, and the
-/// canonical `--allow-local-repositories` directories; the data directory made 0700 first.
-/// Hidden from sandboxes: the data directory, the secret key file and `hidden`.
+/// The process runtime under `<data_dir>/sandboxes`, confined as `confinement` says, and the
+/// canonical `repositories` (`--allow-local-repositories`); the data directory made 0700
+/// first. Hidden from sandboxes: the data directory, the secret key file and `hidden`.
+/// Nothing is checked or warned when no spec of `specs` runs on the process runtime (their
+/// own `runtime`, else `default_runtime`).
 ///
 /// # Errors
 /// See [`tighten_data_dir`], [`local_repositories`] and [`process_isolation`].
 pub fn process_runtime(
-    args: &SandboxArgs,
-    specs: &[SandboxSpec],
+    confinement: &Confinement,
+    repositories: &[PathBuf],
+    (specs, default_runtime): (&[SandboxSpec], &str),
     data_dir: &Path,
     key_file: &Path,
     hidden: Vec<PathBuf>,
 ) -> Result<(Arc<ProcessRuntime>, Vec<PathBuf>)> {
+    let flags = confinement;
     tighten_data_dir(data_dir)?;
-    let repositories = local_repositories(&args.allow_local_repositories, data_dir)?;
+    let repositories = local_repositories(repositories, data_dir)?;
     let mut hide = vec![data_dir.to_path_buf(), key_file.to_path_buf()];
     hide.extend(hidden);
-    let confinement = process_isolation(
-        &args.confine,
-        hide,
-        uses_process_runtime(specs, &args.specs.sandbox_runtime),
-    )?;
-    let groups = sandbox_groups(&args.confine, &confinement)?;
-    let quota = workspace_quota(&args.confine, &confinement)?;
+    let confinement = process_isolation(flags, hide, uses_process_runtime(specs, default_runtime))?;
+    let groups = sandbox_groups(flags, &confinement)?;
+    let quota = workspace_quota(flags, &confinement)?;
     let mut runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement);
     if let Some(groups) = groups {
         runtime = runtime.with_groups(groups);
@@ -57,8 +81,8 @@ pub fn process_runtime(
 ///
 /// # Errors
 /// As root, such file systems cannot be made here (the message says why and what to do).
-fn workspace_quota(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<WorkspaceQuota>> {
-    if matches!(isolation, Isolation::None) || flags.sandbox_workspace_mb == 0 {
+fn workspace_quota(flags: &Confinement, isolation: &Isolation) -> Result<Option<WorkspaceQuota>> {
+    if matches!(isolation, Isolation::None) || flags.workspace_mb == 0 {
         return Ok(None);
     }
     if !rustix::process::geteuid().is_root() {
@@ -68,7 +92,7 @@ fn workspace_quota(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<
         );
         return Ok(None);
     }
-    let quota = WorkspaceQuota::detect(flags.sandbox_workspace_mb).map_err(|e| {
+    let quota = WorkspaceQuota::detect(flags.workspace_mb).map_err(|e| {
         anyhow::anyhow!(
             "each process sandbox gets a file system of its own of --sandbox-workspace-mb, and \
              none can be made here: {e}; pass --sandbox-workspace-mb 0 to have sandboxes write \
@@ -87,7 +111,7 @@ fn workspace_quota(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<
 ///
 /// # Errors
 /// As root, the control groups cannot be set up here (the message says why).
-fn sandbox_groups(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<SandboxGroups>> {
+fn sandbox_groups(flags: &Confinement, isolation: &Isolation) -> Result<Option<SandboxGroups>> {
     if matches!(isolation, Isolation::None) {
         return Ok(None);
     }
@@ -106,12 +130,12 @@ fn sandbox_groups(flags: &ConfineArgs, isolation: &Isolation) -> Result<Option<S
     })?;
     tracing::info!(
         cgroups = ?cgroups,
-        pids_limit = flags.sandbox_pids_limit,
+        pids_limit = flags.pids_limit,
         "each process sandbox runs in a control group of its own"
     );
     Ok(Some(SandboxGroups {
         cgroups,
-        pids_max: (flags.sandbox_pids_limit > 0).then_some(flags.sandbox_pids_limit),
+        pids_max: (flags.pids_limit > 0).then_some(flags.pids_limit),
     }))
 }
 
@@ -130,68 +154,60 @@ pub fn uses_process_runtime(specs: &[SandboxSpec], default_runtime: &str) -> boo
 /// # Errors
 /// `bwrap` was asked for and cannot confine a process on this machine, or `pasta` is missing.
 pub fn process_isolation(
-    flags: &ConfineArgs,
+    flags: &Confinement,
     hidden: Vec<PathBuf>,
     in_use: bool,
 ) -> Result<Isolation> {
     if !in_use {
         return Ok(Isolation::None);
     }
-    match flags.process_isolation {
-        ProcessIsolation::None => {
-            tracing::warn!(
-                "--process-isolation none: process sandboxes run unconfined as Switchboard's own \
-                 user and can read and change what it can (its database, its secret key, every \
-                 other sandbox); use it for a single-user Switchboard only"
-            );
-            Ok(Isolation::None)
-        }
-        ProcessIsolation::Bwrap => {
-            let cannot =
-                |e| anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}");
-            let network = match flags.sandbox_network {
-                SandboxNetwork::Isolated => Some(NetworkPolicy {
-                    host_ports: flags.sandbox_host_ports.clone(),
-                    egress_allow: flags.sandbox_egress_allow.clone(),
-                    egress_deny: flags.sandbox_egress_deny.clone(),
-                }),
-                SandboxNetwork::Host => {
-                    tracing::warn!(
-                        "--sandbox-network host: process sandboxes share the host's network and \
-                         reach every service on its loopback (its database, Redis, other \
-                         sandboxes' agent servers)"
-                    );
-                    None
-                }
-            };
-            let bwrap = Bwrap::detect(flags.sandbox_uid_range, hidden, network).map_err(cannot)?;
-            if bwrap.network.is_none() && flags.sandbox_network == SandboxNetwork::Isolated {
-                tracing::warn!(
-                    "not root: process sandboxes share the host's network (a network of their \
-                     own needs Switchboard to run as root) and reach every service on its \
-                     loopback"
-                );
-            }
-            if let Some(pasta) = &bwrap.network {
-                tracing::info!(
-                    host_ports = ?pasta.host_ports,
-                    "each process sandbox has a network of its own (pasta); it reaches the host's \
-                     loopback only at its webhook URL's port and these"
-                );
-            }
-            match &bwrap.users {
-                Some(users) => tracing::info!(
-                    uid_range = %users.range,
-                    "process sandboxes are confined by bwrap, each as a user of its own"
-                ),
-                None => tracing::info!(
-                    "process sandboxes are confined by bwrap in user namespaces, as Switchboard's \
-                     user (run Switchboard as root for a user per sandbox)"
-                ),
-            }
-            Ok(Isolation::Bwrap(Box::new(bwrap)))
-        }
+    if !flags.bwrap {
+        tracing::warn!(
+            "--process-isolation none: process sandboxes run unconfined as Switchboard's own \
+             user and can read and change what it can (its database, its secret key, every \
+             other sandbox); use it for a single-user Switchboard only"
+        );
+        return Ok(Isolation::None);
     }
+    let cannot = |e| anyhow::anyhow!("the process runtime cannot confine sandboxes here: {e}");
+    let network = if flags.isolated_network {
+        Some(NetworkPolicy {
+            host_ports: flags.host_ports.clone(),
+            egress_allow: flags.egress_allow.clone(),
+            egress_deny: flags.egress_deny.clone(),
+        })
+    } else {
+        tracing::warn!(
+            "--sandbox-network host: process sandboxes share the host's network and reach \
+             every service on its loopback (its database, Redis, other sandboxes' agent servers)"
+        );
+        None
+    };
+    let bwrap = Bwrap::detect(flags.uid_range, hidden, network).map_err(cannot)?;
+    if bwrap.network.is_none() && flags.isolated_network {
+        tracing::warn!(
+            "not root: process sandboxes share the host's network (a network of their own \
+             needs Switchboard to run as root) and reach every service on its loopback"
+        );
+    }
+    if let Some(pasta) = &bwrap.network {
+        tracing::info!(
+            host_ports = ?pasta.host_ports,
+            "each process sandbox has a network of its own (pasta); it reaches the host's \
+             loopback only at its webhook URL's port and these"
+        );
+    }
+    match &bwrap.users {
+        Some(users) => tracing::info!(
+            uid_range = %users.range,
+            "process sandboxes are confined by bwrap, each as a user of its own"
+        ),
+        None => tracing::info!(
+            "process sandboxes are confined by bwrap in user namespaces, as Switchboard's user \
+             (run Switchboard as root for a user per sandbox)"
+        ),
+    }
+    Ok(Isolation::Bwrap(Box::new(bwrap)))
 }
 
 /// The egress rules of bridged Docker sandboxes (issue 33; docs/API.md, "Egress rules"): the
@@ -202,15 +218,15 @@ pub fn process_isolation(
 /// # Errors
 /// `nft` is missing where the rules would be loaded.
 pub fn docker_egress(
-    flags: &ConfineArgs,
-    network: switchboard_sandbox::DockerNetwork,
-) -> Result<Option<switchboard_sandbox::docker::DockerEgress>> {
+    flags: &Confinement,
+    network: crate::DockerNetwork,
+) -> Result<Option<crate::docker::DockerEgress>> {
     let remote = std::env::var("DOCKER_HOST")
         .ok()
         .filter(|h| !h.is_empty() && !h.starts_with("unix://"));
-    let why_not = if flags.sandbox_network == SandboxNetwork::Host {
+    let why_not = if !flags.isolated_network {
         Some("--sandbox-network host".to_owned())
-    } else if network == switchboard_sandbox::DockerNetwork::Host {
+    } else if network == crate::DockerNetwork::Host {
         Some("--docker-network host".to_owned())
     } else if !rustix::process::geteuid().is_root() {
         Some("not root (the rules are loaded on the Docker host with nft)".to_owned())
@@ -224,10 +240,10 @@ pub fn docker_egress(
         );
         return Ok(None);
     }
-    let egress = switchboard_sandbox::docker::DockerEgress::detect(
-        flags.sandbox_egress_allow.clone(),
-        flags.sandbox_egress_deny.clone(),
-        flags.sandbox_host_ports.clone(),
+    let egress = crate::docker::DockerEgress::detect(
+        flags.egress_allow.clone(),
+        flags.egress_deny.clone(),
+        flags.host_ports.clone(),
     )
     .map_err(|e| anyhow::anyhow!("the Docker runtime cannot restrict sandboxes' egress: {e}"))?;
     tracing::info!(
@@ -290,49 +306,9 @@ pub fn local_repositories(dirs: &[PathBuf], data_dir: &Path) -> Result<Vec<PathB
     Ok(out)
 }
 
-/// Warns when `--database-url` was given on the command line with a password: every local
-/// user can read a process's command line (`/proc/<pid>/cmdline`, `ps`).
-pub fn warn_if_password_on_command_line(url: Option<&str>) {
-    let on_command_line = std::env::args_os().any(|a| {
-        a.to_str()
-            .is_some_and(|a| a == "--database-url" || a.starts_with("--database-url="))
-    });
-    if on_command_line && url.is_some_and(has_password) {
-        tracing::warn!(
-            "--database-url holds a password, and every local user can read Switchboard's \
-             command line (ps, /proc/<pid>/cmdline): give the URL in SWITCHBOARD_DATABASE_URL \
-             instead (for a service, from a file only Switchboard's user can read, e.g. \
-             systemd's EnvironmentFile=)"
-        );
-    }
-}
-
-/// Whether a database URL carries a password (`scheme://user:password@…` or `password=`).
-fn has_password(url: &str) -> bool {
-    let after_scheme = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = after_scheme.split(['/', '?']).next().unwrap_or("");
-    let userinfo_password = authority
-        .rsplit_once('@')
-        .is_some_and(|(userinfo, _)| userinfo.split_once(':').is_some_and(|(_, p)| !p.is_empty()));
-    userinfo_password || url.contains("password=")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_in_database_urls_are_seen() {
-        for (url, has) in [
-            ("postgres://sb:hunter2@db:5432/sb", true),
-            ("postgres://sb@db/sb?password=x", true),
-            ("postgres://sb@db:5432/sb", false),
-            ("postgres://db:5432/sb", false),
-            ("sqlite:///var/lib/sb/db.sqlite", false),
-        ] {
-            assert_eq!(has_password(url), has, "{url}");
-        }
-    }
 
     #[test]
     fn local_repository_directories_must_not_overlap_the_data_directory() {

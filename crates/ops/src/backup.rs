@@ -8,7 +8,7 @@
 //! secrets would be useless. What the data directory holds besides is not included: the
 //! replica id (a restored server is a new replica), process sandboxes' workspaces (live state
 //! of running agents, under `sandboxes/`), logs. `switchboard restore` reads it
-//! ([`crate::restore`]).
+//! ([`crate::restore`]). Each operation returns the JSON object the command prints.
 
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -18,15 +18,13 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_domain::Switchboard;
 use switchboard_storage::migrations::migration_status;
 use switchboard_storage::{BackendKind, DatabaseUrl};
 use time::OffsetDateTime;
 
-use crate::cli::DbArgs;
-use crate::cli_backup::BackupArgs;
-use crate::output::print;
+use crate::Database;
 
 /// The backup format this binary writes and reads.
 pub const FORMAT: u32 = 1;
@@ -70,12 +68,12 @@ pub fn backend_name(kind: BackendKind) -> &'static str {
     }
 }
 
-/// `migrate --status`: prints the database's and this binary's schema versions, the pending
+/// `migrate --status`: the database's and this binary's schema versions, the pending
 /// migrations and the unknown ones, applying nothing.
 ///
 /// # Errors
 /// The database cannot be opened or its bookkeeping read.
-pub fn migrate_status(db: &DbArgs) -> Result<()> {
+pub fn migrate_status(db: &Database) -> Result<Value> {
     let url = DatabaseUrl::parse(&db.url()?)?;
     let mut conn = url.connect().context("opening the database")?;
     let status = migration_status(&mut conn)?;
@@ -86,7 +84,7 @@ pub fn migrate_status(db: &DbArgs) -> Result<()> {
     } else {
         "up to date"
     };
-    print(json!({
+    Ok(json!({
         "backend": backend_name(status.backend),
         "release": env!("CARGO_PKG_VERSION"),
         "database_version": status.database_version(),
@@ -95,8 +93,7 @@ pub fn migrate_status(db: &DbArgs) -> Result<()> {
         "pending": status.pending,
         "unknown": status.unknown,
         "state": state,
-    }));
-    Ok(())
+    }))
 }
 
 /// A program given by flag, else on `PATH`, else the newest of PostgreSQL's versioned
@@ -164,28 +161,35 @@ pub fn write_file(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
         .with_context(|| format!("writing {}", path.display()))
 }
 
-/// `switchboard backup DEST` (module text).
+/// `switchboard backup DEST` (module text): the database of `db` and the installation key in
+/// `key_file` written into the directory `dest`; `pg_dump` names the program for PostgreSQL
+/// (default: found by [`postgres_program`]). Returns the command's report: the directory,
+/// the backend, the database copy's bytes, the schema version and the installation id.
 ///
 /// # Errors
 /// `DEST` is not new or empty; the key file is missing or is not the installation's; the
 /// database cannot be copied (pg_dump missing or failing: its message is shown); storage.
-pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
+pub fn backup(
+    db: &Database,
+    dest: &Path,
+    key_file: &Path,
+    pg_dump: Option<&Path>,
+) -> Result<Value> {
     let url = db.url()?;
     let kind = DatabaseUrl::parse(&url)?.kind();
     let (store, _) = db.open(Some(2), false)?;
     let store = Arc::new(store);
-    let key_file = crate::installation::key_file(args.secret_key_file.as_deref(), &db.data_dir);
     if !key_file.exists() {
         bail!(
             "no installation key at {}: name the installation's key file with --secret-key-file (a database no server has served yet has none: start one first)",
             key_file.display()
         );
     }
-    let sealer = crate::secret_key::load(&key_file)?;
+    let sealer = crate::secret_key::load(key_file)?;
     let installation = crate::installation::require_key(
         &Switchboard::new(store.clone()),
         &sealer,
-        &key_file,
+        key_file,
         "Back up with the installation's key file (--secret-key-file)",
     )?;
     let schema_version = {
@@ -195,10 +199,10 @@ pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
             .unwrap_or_default()
             .to_owned()
     };
-    create_dest(&args.dest)?;
+    create_dest(dest)?;
     let database = match kind {
         BackendKind::Sqlite => {
-            let path = args.dest.join(SQLITE_FILE);
+            let path = dest.join(SQLITE_FILE);
             store
                 .backup_sqlite_into(&path)
                 .map_err(|e| anyhow::anyhow!("copying the database to {}: {e}", path.display()))?;
@@ -207,8 +211,8 @@ pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
             SQLITE_FILE
         }
         BackendKind::Postgres => {
-            let pg_dump = postgres_program(args.pg_dump.as_deref(), "pg_dump")?;
-            let path = args.dest.join(PG_DUMP_FILE);
+            let pg_dump = postgres_program(pg_dump, "pg_dump")?;
+            let path = dest.join(PG_DUMP_FILE);
             let out = Command::new(&pg_dump)
                 .args(["--format=custom", "--no-owner", "--no-privileges", "--file"])
                 .arg(&path)
@@ -227,9 +231,8 @@ pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
             PG_DUMP_FILE
         }
     };
-    let key_text =
-        fs::read(&key_file).with_context(|| format!("reading {}", key_file.display()))?;
-    write_file(&args.dest.join(KEY_FILE), &key_text, 0o600)?;
+    let key_text = fs::read(key_file).with_context(|| format!("reading {}", key_file.display()))?;
+    write_file(&dest.join(KEY_FILE), &key_text, 0o600)?;
     let manifest = Manifest {
         format: FORMAT,
         release: env!("CARGO_PKG_VERSION").to_owned(),
@@ -244,15 +247,14 @@ pub fn backup(db: &DbArgs, args: &BackupArgs) -> Result<()> {
         key_file: KEY_FILE.to_owned(),
     };
     let text = serde_json::to_vec_pretty(&manifest)?;
-    write_file(&args.dest.join(MANIFEST), &text, 0o600)?;
-    fs::File::open(&args.dest).and_then(|d| d.sync_all())?;
-    let bytes = fs::metadata(args.dest.join(database)).map_or(0, |m| m.len());
-    print(json!({
-        "backup": args.dest,
+    write_file(&dest.join(MANIFEST), &text, 0o600)?;
+    fs::File::open(dest).and_then(|d| d.sync_all())?;
+    let bytes = fs::metadata(dest.join(database)).map_or(0, |m| m.len());
+    Ok(json!({
+        "backup": dest,
         "backend": manifest.backend,
         "database_bytes": bytes,
         "schema_version": manifest.schema_version,
         "installation_id": manifest.installation_id,
-    }));
-    Ok(())
+    }))
 }

@@ -9,8 +9,8 @@
 //!
 //! Connections are served by arbiters of their own (one thread each, as many as HTTP
 //! workers), the listeners given out in turn. Each listener and each connection holds a
-//! permit of the port form's share of the open-files budget ([`switchboard_runtime::open_files`]): without
-//! one, a listener is not opened (path form) and a connection waits in the kernel's backlog.
+//! permit of the port form's share of the open-files budget (`Plan::new`'s `descriptors`):
+//! without one, a listener is not opened (path form) and a connection waits in the kernel's backlog.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr, TcpListener};
@@ -23,19 +23,15 @@ use actix_http::HttpService;
 use actix_service::{IntoServiceFactory, Service, ServiceFactory, ServiceFactoryExt, map_config};
 use actix_web::dev::AppConfig;
 use actix_web::web::Data;
-use switchboard_api::sandbox_proxy::url_ports::{BoundPorts, PortConnection, UrlForm};
-use switchboard_api::{AppState, create_app};
 use switchboard_domain::SandboxId;
 use switchboard_domain::jobs::{Job, Schedule};
 use switchboard_domain::ports::UrlPortStore;
 use switchboard_domain::sandboxes::url_ports::{UrlPort, UrlPortRange};
-use switchboard_storage::DieselStore;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::sandbox_urls::SandboxUrlArgs;
-use switchboard_runtime::FileBudget;
-use switchboard_runtime::{Supervisor, Wakes};
+use super::url_ports::{BoundPorts, PortConnection, UrlForm};
+use crate::{AppState, create_app};
 
 /// How often the job runs without a wake-up (a start, resume or delete wakes it).
 pub const PERIOD: Duration = Duration::from_secs(1);
@@ -57,40 +53,35 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// The plan of `serve` bound on `addr` (and `gateway`, the Docker bridge's listener) with
-    /// the budget `files` and `workers` HTTP workers.
-    ///
-    /// # Errors
-    /// The flags contradict each other, or the range overlaps the ephemeral range or a port
-    /// Switchboard listens on.
+    /// The plan of a server bound on `addr` showing the URL `form`, its sandboxes holding the
+    /// ports of `range` (the port form; `None`: no port listeners), at most `descriptors`
+    /// listeners and connections together (the port form's share of the open-files budget) on
+    /// `threads` arbiters (as many as HTTP workers).
     pub fn new(
-        args: &SandboxUrlArgs,
+        form: UrlForm,
+        range: Option<UrlPortRange>,
         addr: SocketAddr,
-        gateway: Option<&TcpListener>,
-        files: &FileBudget,
-        workers: usize,
-    ) -> anyhow::Result<Plan> {
-        let mut listening = vec![addr];
-        listening.extend(gateway.and_then(|l| l.local_addr().ok()));
-        Ok(Plan {
-            form: args.form()?,
+        descriptors: usize,
+        threads: usize,
+    ) -> Plan {
+        Plan {
+            form,
             bound: BoundPorts::default(),
-            range: args.ports(&listening)?,
+            range,
             ip: addr.ip(),
-            descriptors: usize::try_from(files.url_ports).unwrap_or(usize::MAX),
-            threads: workers,
-        })
+            descriptors,
+            threads,
+        }
     }
 
-    /// In the port form: the listeners serving `state`'s app, and their `url-ports` job
-    /// added to `supervisor` (woken by `wakes`). Must be called inside the actix system.
+    /// In the port form: the listeners serving `state`'s app, and their `url-ports` job over
+    /// `store` for the server's supervisor to run (woken by starts, resumes and deletes).
+    /// Must be called inside the actix system.
     pub fn start(
         self,
         state: Data<AppState>,
-        store: &Arc<DieselStore>,
-        supervisor: &mut Supervisor,
-        wakes: &Wakes,
-    ) -> Option<Arc<UrlListeners>> {
+        store: Arc<dyn UrlPortStore>,
+    ) -> Option<(Arc<UrlListeners>, Job)> {
         let range = self.range?;
         let listeners = Arc::new(UrlListeners::new(
             self.ip,
@@ -99,9 +90,8 @@ impl Plan {
             self.descriptors,
             self.threads,
         ));
-        supervisor.add(job(store.clone(), range, listeners.clone()), wakes);
         tracing::info!(ports = %range, "sandbox URLs in the port form");
-        Some(listeners)
+        Some((listeners.clone(), job(store, range, listeners)))
     }
 }
 

@@ -13,8 +13,7 @@ use switchboard_domain::identity::installation::{Installation, KeyVerdict};
 use switchboard_domain::identity::sealing::Sealer;
 use switchboard_storage::DieselStore;
 
-use crate::output::domain;
-use crate::secret_key;
+use crate::{domain, secret_key};
 
 /// The key a server seals with and the installation it serves.
 pub struct InstallationKey {

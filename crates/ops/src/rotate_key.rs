@@ -22,13 +22,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_domain::Switchboard;
 use switchboard_domain::identity::sealing::Sealer;
 
-use crate::cli::DbArgs;
-use crate::output::{domain, print};
-use crate::secret_key;
+use crate::{Database, domain, secret_key};
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -36,17 +34,17 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Runs the rotation (module text).
+/// Runs the rotation (module text) of the database of `db` and the key file `path`. Returns
+/// the command's report: the values re-sealed, the key file, the previous key's file, the key id.
 ///
 /// # Errors
 /// A key file missing or refused, a server connected, an interrupted earlier rotation, a
 /// sealed value the current key does not open (nothing changed), storage, or the file system.
-pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
-    let path = crate::installation::key_file(secret_key_file.as_deref(), &db.data_dir);
-    let old = secret_key::load(&path)?;
-    let old_text = fs::read_to_string(&path)
+pub fn rotate_key(db: &Database, path: &Path) -> Result<Value> {
+    let old = secret_key::load(path)?;
+    let old_text = fs::read_to_string(path)
         .with_context(|| format!("reading the secret key file {}", path.display()))?;
-    let new_path = sibling(&path, ".new");
+    let new_path = sibling(path, ".new");
     if new_path.exists() {
         bail!(
             "{} exists: an earlier rotation was interrupted. If the server does not open its secrets with {}, the key in {} is the one: move it over the key file; otherwise remove it, then run the command again",
@@ -69,7 +67,7 @@ pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
     crate::installation::require_key(
         &services,
         &old,
-        &path,
+        path,
         "Rotate with the installation's key file (--secret-key-file)",
     )?;
     let key = Sealer::generate_key();
@@ -84,12 +82,12 @@ pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
                 .context("nothing changed: the database and the key file are as they were"));
         }
     };
-    let old_path = sibling(&path, ".old");
+    let old_path = sibling(path, ".old");
     let _ = fs::remove_file(&old_path);
     if let Err(e) = secret_key::write_new(&old_path, &old_text) {
         eprintln!("warning: the previous key was not kept: {e:#}");
     }
-    fs::rename(&new_path, &path).with_context(|| {
+    fs::rename(&new_path, path).with_context(|| {
         format!(
             "the database is sealed with the new key, which is in {}: move it over {}",
             new_path.display(),
@@ -101,11 +99,10 @@ pub fn rotate_key(db: &DbArgs, secret_key_file: Option<PathBuf>) -> Result<()> {
             .and_then(|d| d.sync_all())
             .with_context(|| format!("syncing {}", dir.display()))?;
     }
-    print(json!({
+    Ok(json!({
         "resealed": resealed,
         "key_file": path,
         "old_key_file": old_path,
         "key_id": key_id,
-    }));
-    Ok(())
+    }))
 }

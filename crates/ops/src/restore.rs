@@ -15,15 +15,13 @@ use std::process::Command;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_domain::Switchboard;
 use switchboard_storage::DatabaseUrl;
 use switchboard_storage::migrations::{known_versions, table_count};
 
 use crate::backup::{FORMAT, KEY_FILE, MANIFEST, Manifest, backend_name, write_file};
-use crate::cli::DbArgs;
-use crate::cli_backup::RestoreArgs;
-use crate::output::{domain, print};
+use crate::{Database, domain};
 
 fn read_manifest(from: &Path) -> Result<Manifest> {
     let path = from.join(MANIFEST);
@@ -99,7 +97,7 @@ fn copy_database(
     manifest: &Manifest,
     from: &Path,
     url: &DatabaseUrl,
-    args: &RestoreArgs,
+    pg_restore: Option<&Path>,
 ) -> Result<()> {
     let source = from.join(&manifest.database);
     match url {
@@ -119,8 +117,7 @@ fn copy_database(
                 .with_context(|| format!("moving {} to {}", partial.display(), path.display()))?;
         }
         DatabaseUrl::Postgres(pg) => {
-            let pg_restore =
-                crate::backup::postgres_program(args.pg_restore.as_deref(), "pg_restore")?;
+            let pg_restore = crate::backup::postgres_program(pg_restore, "pg_restore")?;
             let out = Command::new(&pg_restore)
                 .args([
                     "--no-owner",
@@ -145,14 +142,22 @@ fn copy_database(
     Ok(())
 }
 
-/// `switchboard restore FROM` (module text).
+/// `switchboard restore FROM` (module text): the backup in `from` into the empty database of
+/// `db`, its key into `key_file`; `replaces_original` keeps the original's installation id and
+/// sandboxes; `pg_restore` names the program for PostgreSQL. Returns the command's report.
 ///
 /// # Errors
 /// Not a backup, another backend's, a schema newer than this binary, a target database that
 /// is not empty (SQLite: a file that exists), a key file holding another key, pg_restore
 /// missing or failing, storage.
-pub fn restore(db: &DbArgs, args: &RestoreArgs) -> Result<()> {
-    let manifest = read_manifest(&args.from)?;
+pub fn restore(
+    db: &Database,
+    from: &Path,
+    key_file: &Path,
+    replaces_original: bool,
+    pg_restore: Option<&Path>,
+) -> Result<Value> {
+    let manifest = read_manifest(from)?;
     let raw_url = db.url()?;
     let url = DatabaseUrl::parse(&raw_url)?;
     if backend_name(url.kind()) != manifest.backend {
@@ -170,28 +175,26 @@ pub fn restore(db: &DbArgs, args: &RestoreArgs) -> Result<()> {
             path.display()
         );
     }
-    let key_file = crate::installation::key_file(args.secret_key_file.as_deref(), &db.data_dir);
-    let key_text = backup_key(&args.from, &key_file)?;
+    let key_text = backup_key(from, key_file)?;
     check_schema(&manifest, &url)?;
-    copy_database(&manifest, &args.from, &url, args)?;
-    place_key(&key_text, &key_file)?;
+    copy_database(&manifest, from, &url, pg_restore)?;
+    place_key(&key_text, key_file)?;
     let (store, applied) = db.open(Some(2), false)?;
     let store = Arc::new(store);
-    let key = crate::installation::open_key(&store, &key_file)?;
+    let key = crate::installation::open_key(&store, key_file)?;
     let services = Switchboard::new(store);
-    let (installation, detached) = if args.replaces_original {
+    let (installation, detached) = if replaces_original {
         (key.installation, 0)
     } else {
         services.detach_restored_installation().map_err(domain)?
     };
-    print(json!({
-        "restored": args.from,
+    Ok(json!({
+        "restored": from,
         "backend": manifest.backend,
         "migrations_applied": applied,
         "installation_id": installation.id,
         "restored_from": installation.restored_from,
-        "replaces_original": args.replaces_original,
+        "replaces_original": replaces_original,
         "sandboxes_detached": detached,
-    }));
-    Ok(())
+    }))
 }
