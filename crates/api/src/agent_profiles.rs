@@ -6,15 +6,18 @@
 
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
-use switchboard_domain::agent_profiles::parse_agent_profile;
-use switchboard_domain::user_settings::profiles::{RenameProfileRequest, check_profile_name};
-use switchboard_domain::validation::loc;
+use switchboard_domain::agent_profiles::{
+    AgentProfileDetailResponse, AgentProfileListResponse, parse_agent_profile,
+};
+use switchboard_domain::identity::OrgContext;
+use switchboard_domain::user_settings::profiles::RenameProfileRequest;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::dto::{ActivateAgentProfileResponse, ErrorDetail, ProfileMutationResponse};
 use crate::error::ApiResult;
-use crate::extract::{Caller, RawBody};
+use crate::extract::{Body, Caller, RawBody};
+use crate::named_profiles::{self, ProfileRoutes};
 use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -27,29 +30,19 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(activate_agent_profile);
 }
 
-fn name_ok(name: &str) -> ApiResult<()> {
-    check_profile_name(name, loc(["path", "name"]))?;
-    Ok(())
-}
-
 /// The caller's agent profiles (`AgentProfileListResponse`: `profiles`, each `{id, name,
 /// agent_kind, revision, llm_profile_ref, mcp_server_refs}`, by name; and
 /// `active_agent_profile_id`). None are seeded.
 #[utoipa::path(tag = "Agent Profiles",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses((status = 200, description = "`AgentProfileListResponse`", body = Object), ApiKeyErrors))]
+    responses((status = 200, description = "The caller's agent profiles and the active one", body = AgentProfileListResponse), ApiKeyErrors))]
 #[get("/api/agent-profiles")]
 pub async fn list_agent_profiles(
     state: web::Data<AppState>,
     caller: Caller,
-) -> ApiResult<web::Json<Value>> {
-    let list = caller
-        .run(state, |s, ctx| {
-            Ok(s.services.agent_profiles().list(&ctx)?)
-        })
-        .await?;
-    Ok(web::Json(list))
+) -> ApiResult<web::Json<AgentProfileListResponse>> {
+    named_profiles::list::<AgentProfiles>(state, caller, ()).await
 }
 
 /// One agent profile (`AgentProfileDetailResponse`: `{name, profile}`, the whole profile with
@@ -59,7 +52,7 @@ pub async fn list_agent_profiles(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`AgentProfileDetailResponse`", body = Object),
+        (status = 200, description = "The whole profile", body = AgentProfileDetailResponse),
         ApiKeyErrors,
         (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
     ))]
@@ -68,15 +61,8 @@ pub async fn get_agent_profile(
     state: web::Data<AppState>,
     caller: Caller,
     name: web::Path<String>,
-) -> ApiResult<web::Json<Value>> {
-    let name = name.into_inner();
-    let p = caller
-        .run(state, move |s, ctx| {
-            name_ok(&name)?;
-            Ok(s.services.agent_profiles().get(&ctx, &name)?)
-        })
-        .await?;
-    Ok(web::Json(p))
+) -> ApiResult<web::Json<AgentProfileDetailResponse>> {
+    named_profiles::get::<AgentProfiles>(state, caller, (), name.into_inner()).await
 }
 
 /// Saves an agent profile (the SDK's `AgentProfile`: `agent_kind` `openhands`, with
@@ -103,22 +89,7 @@ pub async fn save_agent_profile(
     name: web::Path<String>,
     body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let name = name.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    name_ok(&name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let n = name.clone();
-    state
-        .blocking(move || {
-            let input = parse_agent_profile(&body.json()?)?;
-            Ok(s.services.agent_profiles().save(&ctx, &n, input)?)
-        })
-        .await?;
-    Ok(HttpResponse::Created().json(ProfileMutationResponse {
-        message: format!("Agent profile '{name}' saved"),
-        name,
-    }))
+    named_profiles::save::<AgentProfiles>(state, caller, (), name.into_inner(), body).await
 }
 
 /// Deletes an agent profile; idempotent (200 when there was none). Deleting the active one
@@ -134,18 +105,7 @@ pub async fn delete_agent_profile(
     caller: Caller,
     name: web::Path<String>,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let name = name.into_inner();
-    let n = name.clone();
-    caller
-        .run(state, move |s, ctx| {
-            name_ok(&n)?;
-            Ok(s.services.agent_profiles().delete(&ctx, &n)?)
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        message: format!("Agent profile '{name}' deleted"),
-        name,
-    }))
+    named_profiles::delete::<AgentProfiles>(state, caller, (), name.into_inner()).await
 }
 
 /// Renames an agent profile (`{"new_name": …}`): id, revision and the active pointer kept.
@@ -169,22 +129,7 @@ pub async fn rename_agent_profile(
     name: web::Path<String>,
     body: RawBody,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let name = name.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    name_ok(&name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let (new_name, message) = state
-        .blocking(move || {
-            let new_name = body.typed::<RenameProfileRequest>()?.new_name;
-            let message = s.services.agent_profiles().rename(&ctx, &name, &new_name)?;
-            Ok((new_name, message))
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        name: new_name,
-        message,
-    }))
+    named_profiles::rename::<AgentProfiles>(state, caller, (), name.into_inner(), body).await
 }
 
 /// Makes the profile with this id the caller's active one (a pointer: no settings change;
@@ -217,4 +162,60 @@ pub async fn activate_agent_profile(
         id,
         agent_settings_applied: false,
     }))
+}
+
+/// A member's agent profiles in the effective organization.
+struct AgentProfiles;
+
+impl ProfileRoutes for AgentProfiles {
+    type Owner = ();
+    type Scope = ();
+    type List = AgentProfileListResponse;
+    type Detail = AgentProfileDetailResponse;
+    const NOUN: &'static str = "Agent profile";
+    const OPTIONAL_BODY: bool = false;
+
+    fn scope((): ()) -> ApiResult<()> {
+        Ok(())
+    }
+
+    fn list(s: &AppState, ctx: &OrgContext, (): ()) -> ApiResult<AgentProfileListResponse> {
+        Ok(s.services.agent_profiles().list(ctx)?)
+    }
+
+    fn get(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        name: &str,
+    ) -> ApiResult<AgentProfileDetailResponse> {
+        Ok(s.services.agent_profiles().get(ctx, name)?)
+    }
+
+    fn save(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        name: &str,
+        body: Option<&Value>,
+    ) -> ApiResult<()> {
+        let input = parse_agent_profile(body.unwrap_or(&Value::Null))?;
+        Ok(s.services.agent_profiles().save(ctx, name, input)?)
+    }
+
+    fn delete(s: &AppState, ctx: &OrgContext, (): (), name: &str) -> ApiResult<()> {
+        Ok(s.services.agent_profiles().delete(ctx, name)?)
+    }
+
+    fn rename(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        name: &str,
+        body: &Body,
+    ) -> ApiResult<(String, String)> {
+        let new_name = body.typed::<RenameProfileRequest>()?.new_name;
+        let message = s.services.agent_profiles().rename(ctx, name, &new_name)?;
+        Ok((new_name, message))
+    }
 }

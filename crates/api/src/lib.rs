@@ -29,6 +29,7 @@ pub mod llm_relay;
 pub mod member_sockets;
 pub mod members;
 pub mod metrics;
+pub mod named_profiles;
 pub mod openapi;
 pub mod org_defaults;
 pub mod org_profiles;

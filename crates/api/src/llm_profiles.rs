@@ -4,16 +4,18 @@
 
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
-use switchboard_domain::user_settings::profiles::{
-    RenameProfileRequest, check_profile_name, parse_save_profile,
-};
+use switchboard_domain::identity::OrgContext;
+use switchboard_domain::org_profiles::ProfileListResponse;
+use switchboard_domain::user_settings::profiles::{RenameProfileRequest, parse_save_profile};
+use switchboard_domain::user_settings::view::ProfileDetailResponse;
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
 use crate::dto::{ActivateProfileResponse, ErrorDetail, ProfileMutationResponse};
 use crate::error::ApiResult;
-use crate::extract::{Caller, RawBody};
+use crate::extract::{Body, Caller, RawBody};
+use crate::named_profiles::{self, ProfileRoutes};
 use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -26,28 +28,18 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(rename_profile);
 }
 
-fn name_ok(name: &str) -> ApiResult<()> {
-    check_profile_name(name, loc(["path", "name"]))?;
-    Ok(())
-}
-
 /// The caller's profiles (`ProfileListResponse`: name, model, base URL, `api_key_set`; never a
 /// key) and the active one.
 #[utoipa::path(tag = "Settings",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses((status = 200, description = "`ProfileListResponse`", body = Object), ApiKeyErrors))]
+    responses((status = 200, description = "The caller's profiles (no key) and the active one", body = ProfileListResponse), ApiKeyErrors))]
 #[get("/api/v1/settings/profiles")]
 pub async fn list_profiles(
     state: web::Data<AppState>,
     caller: Caller,
-) -> ApiResult<web::Json<Value>> {
-    let list = caller
-        .run(state, |s, ctx| {
-            Ok(s.services.user_settings().profiles(&ctx)?)
-        })
-        .await?;
-    Ok(web::Json(list))
+) -> ApiResult<web::Json<ProfileListResponse>> {
+    named_profiles::list::<MemberLlmProfiles>(state, caller, ()).await
 }
 
 /// One profile (`ProfileDetailResponse`: its LLM with `api_key` null, and `api_key_set`).
@@ -56,7 +48,7 @@ pub async fn list_profiles(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`ProfileDetailResponse`", body = Object),
+        (status = 200, description = "The profile (no key)", body = ProfileDetailResponse),
         ApiKeyErrors,
         (status = 404, description = "No such profile of the caller's", body = ErrorDetail),
     ))]
@@ -65,15 +57,8 @@ pub async fn get_profile(
     state: web::Data<AppState>,
     caller: Caller,
     name: web::Path<String>,
-) -> ApiResult<web::Json<Value>> {
-    let name = name.into_inner();
-    let p = caller
-        .run(state, move |s, ctx| {
-            name_ok(&name)?;
-            Ok(s.services.user_settings().profile(&ctx, &name)?)
-        })
-        .await?;
-    Ok(web::Json(p))
+) -> ApiResult<web::Json<ProfileDetailResponse>> {
+    named_profiles::get::<MemberLlmProfiles>(state, caller, (), name.into_inner()).await
 }
 
 /// Saves a profile (`SaveProfileRequest`, body optional): the LLM sent, else the settings'
@@ -97,28 +82,7 @@ pub async fn save_profile(
     name: web::Path<String>,
     body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let name = name.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    name_ok(&name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let n = name.clone();
-    state
-        .blocking(move || {
-            let empty = body.bytes().iter().all(u8::is_ascii_whitespace);
-            let json = if empty { None } else { Some(body.json()?) };
-            let save = parse_save_profile(json.as_ref())?;
-            s.llm_catalog.allow_list().check_field(
-                json.as_ref().and_then(|j| j.pointer("/llm/model")),
-                loc(["body", "llm", "model"]),
-            )?;
-            Ok(s.services.user_settings().save_profile(&ctx, &n, save)?)
-        })
-        .await?;
-    Ok(HttpResponse::Created().json(ProfileMutationResponse {
-        message: format!("Profile '{name}' saved"),
-        name,
-    }))
+    named_profiles::save::<MemberLlmProfiles>(state, caller, (), name.into_inner(), body).await
 }
 
 /// Deletes a profile; idempotent (200 when there was none).
@@ -133,18 +97,7 @@ pub async fn delete_profile(
     caller: Caller,
     name: web::Path<String>,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let name = name.into_inner();
-    let n = name.clone();
-    caller
-        .run(state, move |s, ctx| {
-            name_ok(&n)?;
-            Ok(s.services.user_settings().delete_profile(&ctx, &n)?)
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        message: format!("Profile '{name}' deleted"),
-        name,
-    }))
+    named_profiles::delete::<MemberLlmProfiles>(state, caller, (), name.into_inner()).await
 }
 
 /// Makes a profile the active one: its LLM (and key) becomes the settings' LLM, used by the
@@ -168,7 +121,7 @@ pub async fn activate_profile(
     let n = name.clone();
     let model = caller
         .run(state, move |s, ctx| {
-            name_ok(&n)?;
+            named_profiles::named::<MemberLlmProfiles>((), &n)?;
             Ok(s.services.user_settings().activate_profile(&ctx, &n)?)
         })
         .await?;
@@ -200,23 +153,64 @@ pub async fn rename_profile(
     name: web::Path<String>,
     body: RawBody,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let name = name.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    name_ok(&name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let n = name.clone();
-    let new_name = state
-        .blocking(move || {
-            let new_name = body.typed::<RenameProfileRequest>()?.new_name;
-            s.services
-                .user_settings()
-                .rename_profile(&ctx, &n, &new_name)?;
-            Ok(new_name)
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        message: format!("Profile '{name}' renamed to '{new_name}'"),
-        name: new_name,
-    }))
+    named_profiles::rename::<MemberLlmProfiles>(state, caller, (), name.into_inner(), body).await
+}
+
+/// A member's LLM profiles in the effective organization.
+struct MemberLlmProfiles;
+
+impl ProfileRoutes for MemberLlmProfiles {
+    type Owner = ();
+    type Scope = ();
+    type List = ProfileListResponse;
+    type Detail = ProfileDetailResponse;
+    const NOUN: &'static str = "Profile";
+    const OPTIONAL_BODY: bool = true;
+
+    fn scope((): ()) -> ApiResult<()> {
+        Ok(())
+    }
+
+    fn list(s: &AppState, ctx: &OrgContext, (): ()) -> ApiResult<ProfileListResponse> {
+        Ok(s.services.user_settings().profiles(ctx)?)
+    }
+
+    fn get(s: &AppState, ctx: &OrgContext, (): (), name: &str) -> ApiResult<ProfileDetailResponse> {
+        Ok(s.services.user_settings().profile(ctx, name)?)
+    }
+
+    /// The body read (`SaveProfileRequest`), then its model judged by the allow list.
+    fn save(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        name: &str,
+        body: Option<&Value>,
+    ) -> ApiResult<()> {
+        let save = parse_save_profile(body)?;
+        s.llm_catalog.allow_list().check_field(
+            body.and_then(|j| j.pointer("/llm/model")),
+            loc(["body", "llm", "model"]),
+        )?;
+        Ok(s.services.user_settings().save_profile(ctx, name, save)?)
+    }
+
+    fn delete(s: &AppState, ctx: &OrgContext, (): (), name: &str) -> ApiResult<()> {
+        Ok(s.services.user_settings().delete_profile(ctx, name)?)
+    }
+
+    fn rename(
+        s: &AppState,
+        ctx: &OrgContext,
+        (): (),
+        name: &str,
+        body: &Body,
+    ) -> ApiResult<(String, String)> {
+        let new_name = body.typed::<RenameProfileRequest>()?.new_name;
+        s.services
+            .user_settings()
+            .rename_profile(ctx, name, &new_name)?;
+        let message = format!("Profile '{name}' renamed to '{new_name}'");
+        Ok((new_name, message))
+    }
 }

@@ -8,15 +8,18 @@
 use actix_web::{HttpResponse, delete, get, patch, post, web};
 use serde_json::Value;
 use switchboard_domain::OrgId;
-use switchboard_domain::org_profiles::{ProviderConnection, ProviderConnectionList};
-use switchboard_domain::user_settings::profiles::check_profile_name;
+use switchboard_domain::identity::OrgContext;
+use switchboard_domain::org_profiles::{
+    OrgProfileDetail, ProfileListResponse, ProviderConnection, ProviderConnectionList,
+};
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
-use crate::dto::{ErrorDetail, ProfileMutationResponse};
+use crate::dto::{ErrorDetail, OrgActivateProfileResponse, ProfileMutationResponse};
 use crate::error::ApiResult;
-use crate::extract::{Caller, RawBody, path_uuid};
+use crate::extract::{Body, Caller, RawBody, path_uuid};
+use crate::named_profiles::{self, ProfileRoutes};
 use crate::responses::{ApiKeyErrors, BodyErrors};
 
 /// Registers the routes of this module and their OpenAPI paths.
@@ -33,12 +36,6 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
         .service(delete_connection);
 }
 
-fn org_and_name(raw: &str, name: &str) -> ApiResult<OrgId> {
-    let org = OrgId(path_uuid(raw, "org_id")?);
-    check_profile_name(name, loc(["path", "name"]))?;
-    Ok(org)
-}
-
 /// The organization's LLM profiles (`ProfileListResponse`: name, model, base URL,
 /// `api_key_set`; and `active_profile`, the one whose LLM is the organization's default).
 #[utoipa::path(tag = "Orgs",
@@ -46,7 +43,7 @@ fn org_and_name(raw: &str, name: &str) -> ApiResult<OrgId> {
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`ProfileListResponse`", body = Object),
+        (status = 200, description = "The organization's profiles (no key) and the active one", body = ProfileListResponse),
         (status = 404, description = "Not a member of that organization", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -55,15 +52,8 @@ pub async fn list_org_profiles(
     state: web::Data<AppState>,
     caller: Caller,
     org_id: web::Path<String>,
-) -> ApiResult<web::Json<Value>> {
-    let raw = org_id.into_inner();
-    let answer = caller
-        .run(state, move |s, ctx| {
-            let org = OrgId(path_uuid(&raw, "org_id")?);
-            Ok(s.services.org_defaults().profiles(&ctx, org)?)
-        })
-        .await?;
-    Ok(web::Json(answer))
+) -> ApiResult<web::Json<ProfileListResponse>> {
+    named_profiles::list::<OrgLlmProfiles>(state, caller, org_id.into_inner()).await
 }
 
 /// One organization profile: `{name, llm (api_key null), api_key_set}`.
@@ -73,7 +63,7 @@ pub async fn list_org_profiles(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`{name, llm, api_key_set}`", body = Object),
+        (status = 200, description = "The profile (no key)", body = OrgProfileDetail),
         (status = 404, description = "No such profile, or not a member", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -82,15 +72,9 @@ pub async fn get_org_profile(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
-) -> ApiResult<web::Json<Value>> {
-    let (raw, name) = path.into_inner();
-    let answer = caller
-        .run(state, move |s, ctx| {
-            let org = org_and_name(&raw, &name)?;
-            Ok(s.services.org_defaults().profile(&ctx, org, &name)?)
-        })
-        .await?;
-    Ok(web::Json(answer))
+) -> ApiResult<web::Json<OrgProfileDetail>> {
+    let (org, name) = path.into_inner();
+    named_profiles::get::<OrgLlmProfiles>(state, caller, org, name).await
 }
 
 /// Saves an organization profile (`SaveProfileRequest`, body optional: the LLM sent, else the
@@ -117,29 +101,8 @@ pub async fn save_org_profile(
     path: web::Path<(String, String)>,
     body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let (raw, name) = path.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    let org = org_and_name(&raw, &name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let n = name.clone();
-    state
-        .blocking(move || {
-            let empty = body.bytes().iter().all(u8::is_ascii_whitespace);
-            let json = if empty { None } else { Some(body.json()?) };
-            s.llm_catalog.allow_list().check_field(
-                json.as_ref().and_then(|j| j.pointer("/llm/model")),
-                loc(["body", "llm", "model"]),
-            )?;
-            Ok(s.services
-                .org_defaults()
-                .save_profile(&ctx, org, &n, json.as_ref())?)
-        })
-        .await?;
-    Ok(HttpResponse::Created().json(ProfileMutationResponse {
-        message: format!("Profile '{name}' saved"),
-        name,
-    }))
+    let (org, name) = path.into_inner();
+    named_profiles::save::<OrgLlmProfiles>(state, caller, org, name, body).await
 }
 
 /// Deletes an organization profile; idempotent. The organization's default LLM stays.
@@ -159,18 +122,8 @@ pub async fn delete_org_profile(
     caller: Caller,
     path: web::Path<(String, String)>,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let (raw, name) = path.into_inner();
-    let n = name.clone();
-    caller
-        .run(state, move |s, ctx| {
-            let org = org_and_name(&raw, &n)?;
-            Ok(s.services.org_defaults().delete_profile(&ctx, org, &n)?)
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        message: format!("Profile '{name}' deleted"),
-        name,
-    }))
+    let (org, name) = path.into_inner();
+    named_profiles::delete::<OrgLlmProfiles>(state, caller, org, name).await
 }
 
 /// Renames an organization profile (`{"new_name": …}`); 409 when the new name is taken.
@@ -194,23 +147,8 @@ pub async fn rename_org_profile(
     path: web::Path<(String, String)>,
     body: RawBody,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
-    let (raw, name) = path.into_inner();
-    let ctx = caller.authenticate(&state).await?;
-    let org = org_and_name(&raw, &name)?;
-    let body = body.read().await?;
-    let s = state.clone();
-    let n = name.clone();
-    let new_name = state
-        .blocking(move || {
-            Ok(s.services
-                .org_defaults()
-                .rename_profile(&ctx, org, &n, &body.json()?)?)
-        })
-        .await?;
-    Ok(web::Json(ProfileMutationResponse {
-        message: format!("Profile '{name}' renamed to '{new_name}'"),
-        name: new_name,
-    }))
+    let (org, name) = path.into_inner();
+    named_profiles::rename::<OrgLlmProfiles>(state, caller, org, name, body).await
 }
 
 /// Makes an organization profile's LLM (and key) the organization's default LLM: `{name,
@@ -221,7 +159,7 @@ pub async fn rename_org_profile(
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`{name, message, llm}`", body = Object),
+        (status = 200, description = "The organization's default LLM now (no key)", body = OrgActivateProfileResponse),
         (status = 404, description = "No such profile, or not a member", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -230,20 +168,20 @@ pub async fn activate_org_profile(
     state: web::Data<AppState>,
     caller: Caller,
     path: web::Path<(String, String)>,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<OrgActivateProfileResponse>> {
     let (raw, name) = path.into_inner();
     let n = name.clone();
     let llm = caller
         .run(state, move |s, ctx| {
-            let org = org_and_name(&raw, &n)?;
+            let org = named_profiles::named::<OrgLlmProfiles>(raw, &n)?;
             Ok(s.services.org_defaults().activate_profile(&ctx, org, &n)?)
         })
         .await?;
-    Ok(web::Json(serde_json::json!({
-        "message": format!("Switched to profile '{name}'"),
-        "name": name,
-        "llm": llm,
-    })))
+    Ok(web::Json(OrgActivateProfileResponse {
+        message: format!("Switched to profile '{name}'"),
+        name,
+        llm,
+    }))
 }
 
 /// The organization's LLM provider connections: `{connections: [{id, display_name,
@@ -375,4 +313,65 @@ pub async fn delete_connection(
         })
         .await?;
     Ok(web::Json(answer))
+}
+
+/// An organization's LLM profiles, the organization named in the path.
+struct OrgLlmProfiles;
+
+impl ProfileRoutes for OrgLlmProfiles {
+    type Owner = String;
+    type Scope = OrgId;
+    type List = ProfileListResponse;
+    type Detail = OrgProfileDetail;
+    const NOUN: &'static str = "Profile";
+    const OPTIONAL_BODY: bool = true;
+
+    fn scope(owner: String) -> ApiResult<OrgId> {
+        Ok(OrgId(path_uuid(&owner, "org_id")?))
+    }
+
+    fn list(s: &AppState, ctx: &OrgContext, org: OrgId) -> ApiResult<ProfileListResponse> {
+        Ok(s.services.org_defaults().profiles(ctx, org)?)
+    }
+
+    fn get(s: &AppState, ctx: &OrgContext, org: OrgId, name: &str) -> ApiResult<OrgProfileDetail> {
+        Ok(s.services.org_defaults().profile(ctx, org, name)?)
+    }
+
+    /// The model judged by the allow list, then the service (the permission, then the body).
+    fn save(
+        s: &AppState,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+        body: Option<&Value>,
+    ) -> ApiResult<()> {
+        s.llm_catalog.allow_list().check_field(
+            body.and_then(|j| j.pointer("/llm/model")),
+            loc(["body", "llm", "model"]),
+        )?;
+        Ok(s.services
+            .org_defaults()
+            .save_profile(ctx, org, name, body)?)
+    }
+
+    fn delete(s: &AppState, ctx: &OrgContext, org: OrgId, name: &str) -> ApiResult<()> {
+        Ok(s.services.org_defaults().delete_profile(ctx, org, name)?)
+    }
+
+    /// The service reads the body after the permission.
+    fn rename(
+        s: &AppState,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+        body: &Body,
+    ) -> ApiResult<(String, String)> {
+        let new_name = s
+            .services
+            .org_defaults()
+            .rename_profile(ctx, org, name, &body.json()?)?;
+        let message = format!("Profile '{name}' renamed to '{new_name}'");
+        Ok((new_name, message))
+    }
 }

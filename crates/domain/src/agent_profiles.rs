@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::agent_profile_fields::{
     AGENT_CLASS, check_acp_server, check_agent_class, parse_condenser, parse_verification,
 };
+use crate::named_profiles::{Collection, Named};
 use crate::user_settings::refuse_nul_deep;
 use crate::validation::{
     bool_type, field, float_type, list_type, loc, missing, model_type, not_one_of,
@@ -28,6 +29,57 @@ use crate::validation::{
 /// The most agent profiles a user keeps in one organization; one more is a 409 (the agent
 /// server's `MAX_AGENT_PROFILES`).
 pub const MAX_AGENT_PROFILES: usize = 50;
+
+/// Agent profiles as a collection: `Agent profile` in the messages, at most
+/// [`MAX_AGENT_PROFILES`] (the agent server's words at the limit).
+pub const AGENT_PROFILES: Collection = Collection {
+    noun: "Agent profile",
+    limit: MAX_AGENT_PROFILES,
+    full: || {
+        format!(
+            "Agent profile limit reached ({MAX_AGENT_PROFILES}). Delete a profile before saving a new one."
+        )
+    },
+};
+
+/// A profile as a list answers it (the agent server's `AgentProfileInfo`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct AgentProfileInfo {
+    /// Its id (a UUID), kept across saves and renames.
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// `openhands` or `acp`.
+    pub agent_kind: String,
+    /// Its revision: 0 when created, one more at each save.
+    pub revision: i64,
+    /// The LLM profile it names (`openhands`), or `null`.
+    #[schema(value_type = Option<String>)]
+    pub llm_profile_ref: Value,
+    /// The MCP servers it names, or `null`.
+    #[schema(value_type = Option<Vec<String>>)]
+    pub mcp_server_refs: Value,
+}
+
+/// `GET /api/agent-profiles`' answer (`AgentProfileListResponse`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct AgentProfileListResponse {
+    /// The profiles, by name.
+    pub profiles: Vec<AgentProfileInfo>,
+    /// The active profile's id, or `null` (none is seeded).
+    pub active_agent_profile_id: Option<String>,
+}
+
+/// `GET /api/agent-profiles/{name}`'s answer (`AgentProfileDetailResponse`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct AgentProfileDetailResponse {
+    /// The profile's name.
+    pub name: String,
+    /// The whole profile (the SDK's `AgentProfile`: its kind's fields, `id`, `name`,
+    /// `revision`, `agent_kind`, `schema_version`).
+    #[schema(value_type = Object)]
+    pub profile: Value,
+}
 
 /// The schema version profiles are stored at (the SDK's `AGENT_PROFILE_SCHEMA_VERSION`).
 pub const SCHEMA_VERSION: i64 = 3;
@@ -97,15 +149,16 @@ impl StoredAgentProfile {
     }
 
     /// The list entry (the agent server's `AgentProfileInfo`).
-    pub fn summary(&self) -> Value {
-        json!({
-            "id": self.id.to_string(),
-            "name": self.name,
-            "agent_kind": self.agent_kind,
-            "revision": self.revision,
-            "llm_profile_ref": self.body.get("llm_profile_ref").cloned().unwrap_or(Value::Null),
-            "mcp_server_refs": self.body.get("mcp_server_refs").cloned().unwrap_or(Value::Null),
-        })
+    pub fn summary(&self) -> AgentProfileInfo {
+        let field = |key: &str| self.body.get(key).cloned().unwrap_or(Value::Null);
+        AgentProfileInfo {
+            id: self.id.to_string(),
+            name: self.name.clone(),
+            agent_kind: self.agent_kind.clone(),
+            revision: self.revision,
+            llm_profile_ref: field("llm_profile_ref"),
+            mcp_server_refs: field("mcp_server_refs"),
+        }
     }
 
     /// `body.<key>` as text.
@@ -135,10 +188,20 @@ pub struct AgentProfileSet {
     pub active_id: Option<Uuid>,
 }
 
+impl Named for StoredAgentProfile {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn set_name(&mut self, name: &str) {
+        name.clone_into(&mut self.name);
+    }
+}
+
 impl AgentProfileSet {
     /// The profile named `name`.
     pub fn by_name(&self, name: &str) -> Option<&StoredAgentProfile> {
-        self.profiles.iter().find(|p| p.name == name)
+        Collection::find(&self.profiles, name)
     }
 
     /// The profile whose id is `id` (any text; not a UUID matches none).
@@ -148,11 +211,15 @@ impl AgentProfileSet {
     }
 
     /// `AgentProfileListResponse`: `{profiles: [AgentProfileInfo…], active_agent_profile_id}`.
-    pub fn list(&self) -> Value {
-        json!({
-            "profiles": self.profiles.iter().map(StoredAgentProfile::summary).collect::<Vec<_>>(),
-            "active_agent_profile_id": self.active_id.map(|i| i.to_string()),
-        })
+    pub fn list(&self) -> AgentProfileListResponse {
+        AgentProfileListResponse {
+            profiles: self
+                .profiles
+                .iter()
+                .map(StoredAgentProfile::summary)
+                .collect(),
+            active_agent_profile_id: self.active_id.map(|i| i.to_string()),
+        }
     }
 }
 

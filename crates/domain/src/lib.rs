@@ -29,6 +29,7 @@ pub mod live_frames;
 pub mod llm_allow;
 pub mod llm_catalog;
 pub mod llm_relay;
+pub mod named_profiles;
 pub mod org_defaults;
 pub mod org_profiles;
 mod permissions;

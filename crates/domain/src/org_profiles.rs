@@ -161,29 +161,57 @@ pub fn parse_connection(body: &Value, create: bool) -> Result<ConnectionInput, V
     })
 }
 
-/// The organization's profile list (`ProfileListResponse`): `{profiles: [`[`profile_item`]`],
-/// active_profile}`.
-pub fn org_profile_list(
+/// One LLM profile as a list answers it (the agent server's `ProfileInfo`), a member's or the
+/// organization's. Never a key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProfileInfo {
+    /// Its name.
+    pub name: String,
+    /// Its LLM's `model`, when set.
+    pub model: Option<String>,
+    /// Its LLM's `base_url`, when set (none when linked to a provider connection).
+    pub base_url: Option<String>,
+    /// The provider connection whose key and base URL it uses, by id, when it names one.
+    pub provider_connection_id: Option<String>,
+    /// Whether the connection it names no longer exists (a start from it then fails).
+    pub provider_connection_broken: bool,
+    /// Whether a key is stored: its own, or its connection's.
+    pub api_key_set: bool,
+}
+
+/// `GET …/profiles`' answer (`ProfileListResponse`), a member's or the organization's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct ProfileListResponse {
+    /// The profiles, by name.
+    pub profiles: Vec<ProfileInfo>,
+    /// The active profile's name (whose LLM is the member's settings' or the organization's
+    /// default), or `null`.
+    pub active_profile: Option<String>,
+}
+
+/// The profile list of `profiles` with `active` the active one's name, each item as
+/// [`profile_item`] answers it with `connections`.
+pub fn profile_list(
     profiles: &[crate::user_settings::StoredProfile],
     active: Option<&str>,
     connections: &[StoredConnection],
-) -> Value {
-    let items: Vec<Value> = profiles
-        .iter()
-        .map(|p| profile_item(p, connections))
-        .collect();
-    json!({"profiles": items, "active_profile": active})
+) -> ProfileListResponse {
+    ProfileListResponse {
+        profiles: profiles
+            .iter()
+            .map(|p| profile_item(p, connections))
+            .collect(),
+        active_profile: active.map(str::to_owned),
+    }
 }
 
-/// One LLM profile as a list answers it (the agent server's `ProfileInfo`), a member's or the
-/// organization's: `{name, model, base_url, provider_connection_id,
-/// provider_connection_broken, api_key_set}`. A profile linked to a provider connection of
+/// One LLM profile as a list answers it. A profile linked to a provider connection of
 /// `connections` has a key when the connection has one; `provider_connection_broken` is true
-/// when the connection it names no longer exists (a start from it then fails).
+/// when the connection it names no longer exists.
 pub fn profile_item(
     p: &crate::user_settings::StoredProfile,
     connections: &[StoredConnection],
-) -> Value {
+) -> ProfileInfo {
     let id = connection_id(&p.config);
     let linked = id.map(|id| connections.iter().find(|c| c.id.to_string() == id));
     let api_key_set = match linked {
@@ -191,9 +219,28 @@ pub fn profile_item(
         Some(None) => false,
         None => p.api_key_sealed.is_some(),
     };
-    json!({"name": p.name, "model": p.config_str("model"), "base_url": p.config_str("base_url"),
-           "provider_connection_id": id, "provider_connection_broken": matches!(linked, Some(None)),
-           "api_key_set": api_key_set})
+    ProfileInfo {
+        name: p.name.clone(),
+        model: p.config_str("model").map(str::to_owned),
+        base_url: p.config_str("base_url").map(str::to_owned),
+        provider_connection_id: id.map(str::to_owned),
+        provider_connection_broken: matches!(linked, Some(None)),
+        api_key_set,
+    }
+}
+
+/// `GET /api/organizations/{org_id}/profiles/{name}`'s answer: the profile's name, its LLM
+/// (`api_key` null, never the key), and whether a key is stored (its own or its
+/// connection's).
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct OrgProfileDetail {
+    /// The profile's name.
+    pub name: String,
+    /// Its LLM configuration (`model`, `base_url`, …; `api_key` null).
+    #[schema(value_type = Object)]
+    pub llm: Map<String, Value>,
+    /// Whether a key is stored.
+    pub api_key_set: bool,
 }
 
 /// `llm` (read from `config`, whose owner `owner` names, e.g. `LLM profile 'fast'`) through
@@ -236,10 +283,10 @@ pub fn through_connection(
 }
 
 /// A profile's LLM as answered: its configuration with `api_key` null.
-pub fn answered_llm(config: &Map<String, Value>) -> Value {
+pub fn answered_llm(config: &Map<String, Value>) -> Map<String, Value> {
     let mut llm = config.clone();
     llm.insert("api_key".into(), Value::Null);
-    Value::Object(llm)
+    llm
 }
 
 #[cfg(test)]
@@ -324,14 +371,14 @@ mod tests {
         };
         let here = profile_item(&p, std::slice::from_ref(&c));
         assert_eq!(
-            (&here["provider_connection_broken"], &here["api_key_set"]),
-            (&json!(false), &json!(true))
+            (here.provider_connection_broken, here.api_key_set),
+            (false, true)
         );
-        assert_eq!(here["provider_connection_id"], json!(c.id.to_string()));
+        assert_eq!(here.provider_connection_id, Some(c.id.to_string()));
         let gone = profile_item(&p, &[]);
         assert_eq!(
-            (&gone["provider_connection_broken"], &gone["api_key_set"]),
-            (&json!(true), &json!(false))
+            (gone.provider_connection_broken, gone.api_key_set),
+            (true, false)
         );
     }
 

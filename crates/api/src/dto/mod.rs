@@ -30,8 +30,8 @@ pub use start_tasks::{
 };
 pub use user_settings::{
     ActivateAgentProfileResponse, ActivateProfileResponse, CurrentKeyResponse, CustomSecretPage,
-    EditResponse, OrgMeResponse, OrgPage, OrgResponse, ProfileMutationResponse, SecretNameItem,
-    SecretNamesResponse,
+    EditResponse, OrgActivateProfileResponse, OrgMeResponse, OrgPage, OrgResponse,
+    ProfileMutationResponse, SecretNameItem, SecretNamesResponse,
 };
 pub use users::MeResponse;
 pub use workspace::{

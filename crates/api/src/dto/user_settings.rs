@@ -33,6 +33,18 @@ pub struct ActivateProfileResponse {
     pub model: Option<String>,
 }
 
+/// An organization profile activated: its LLM (and key) is now the organization's default.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct OrgActivateProfileResponse {
+    /// What was done.
+    pub message: String,
+    /// The profile's name.
+    pub name: String,
+    /// The organization's default LLM now (`api_key` null, never the key).
+    #[schema(value_type = Object)]
+    pub llm: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A page of secret names (OpenHands' `CustomSecretPage`).
 #[derive(Debug, Serialize, ToSchema)]
 pub struct CustomSecretPage {

@@ -6,14 +6,15 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::agent_profiles::{
-    AgentProfileInput, AgentProfileSet, MAX_AGENT_PROFILES, StoredAgentProfile,
+    AGENT_PROFILES, AgentProfileDetailResponse, AgentProfileInput, AgentProfileListResponse,
+    AgentProfileSet, StoredAgentProfile,
 };
 use crate::error::DomainError;
 use crate::identity::OrgContext;
+use crate::named_profiles::Collection;
 use crate::ports::AgentProfileStore;
 use crate::time_input::now_micros;
 
@@ -21,10 +22,6 @@ use crate::time_input::now_micros;
 #[derive(Clone)]
 pub struct AgentProfileService {
     store: Arc<dyn AgentProfileStore>,
-}
-
-fn not_found(name: &str) -> DomainError {
-    DomainError::NotFound(format!("Agent profile '{name}' not found"))
 }
 
 impl AgentProfileService {
@@ -61,7 +58,7 @@ impl AgentProfileService {
     ///
     /// # Errors
     /// Storage.
-    pub fn list(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
+    pub fn list(&self, ctx: &OrgContext) -> Result<AgentProfileListResponse, DomainError> {
         Ok(self.set(ctx)?.list())
     }
 
@@ -69,17 +66,27 @@ impl AgentProfileService {
     ///
     /// # Errors
     /// [`DomainError::NotFound`] (404); storage.
-    pub fn get(&self, ctx: &OrgContext, name: &str) -> Result<Value, DomainError> {
+    pub fn get(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+    ) -> Result<AgentProfileDetailResponse, DomainError> {
         let set = self.set(ctx)?;
-        let p = set.by_name(name).ok_or_else(|| not_found(name))?;
-        Ok(json!({"name": name, "profile": p.document()}))
+        let p = set
+            .by_name(name)
+            .ok_or_else(|| AGENT_PROFILES.not_found(name))?;
+        Ok(AgentProfileDetailResponse {
+            name: name.to_owned(),
+            profile: p.document(),
+        })
     }
 
     /// `POST /api/agent-profiles/{name}`: stores `input` under `name`, replacing a namesake
     /// (its id kept, its revision bumped) or creating one (a new id, revision 0).
     ///
     /// # Errors
-    /// [`DomainError::AlreadyExists`] (409) for a new name past [`MAX_AGENT_PROFILES`];
+    /// [`DomainError::AlreadyExists`] (409) for a new name past
+    /// [`MAX_AGENT_PROFILES`](crate::agent_profiles::MAX_AGENT_PROFILES);
     /// storage.
     pub fn save(
         &self,
@@ -92,22 +99,20 @@ impl AgentProfileService {
             ctx.principal.user_id,
             now_micros(),
             &mut |set| {
-                let existing = set.by_name(name).map(|p| (p.id, p.revision));
-                if existing.is_none() && set.profiles.len() >= MAX_AGENT_PROFILES {
-                    return Err(DomainError::AlreadyExists(format!(
-                        "Agent profile limit reached ({MAX_AGENT_PROFILES}). Delete a profile before saving a new one."
-                    )));
-                }
+                let existing = AGENT_PROFILES
+                    .room_for(&set.profiles, name)?
+                    .map(|p| (p.id, p.revision));
                 let (id, revision) = existing.map_or((Uuid::new_v4(), 0), |(id, r)| (id, r + 1));
-                set.profiles.retain(|p| p.name != name);
-                set.profiles.push(StoredAgentProfile {
-                    id,
-                    name: name.to_owned(),
-                    revision,
-                    agent_kind: input.agent_kind.clone(),
-                    body: input.body.clone(),
-                });
-                set.profiles.sort_by(|a, b| a.name.cmp(&b.name));
+                Collection::put(
+                    &mut set.profiles,
+                    StoredAgentProfile {
+                        id,
+                        name: name.to_owned(),
+                        revision,
+                        agent_kind: input.agent_kind.clone(),
+                        body: input.body.clone(),
+                    },
+                );
                 Ok(true)
             },
         )?;
@@ -125,11 +130,10 @@ impl AgentProfileService {
             ctx.principal.user_id,
             now_micros(),
             &mut |set| {
-                let Some(id) = set.by_name(name).map(|p| p.id) else {
+                let Some(removed) = Collection::remove(&mut set.profiles, name) else {
                     return Ok(false);
                 };
-                set.profiles.retain(|p| p.id != id);
-                if set.active_id == Some(id) {
+                if set.active_id == Some(removed.id) {
                     set.active_id = None;
                 }
                 Ok(true)
@@ -154,26 +158,7 @@ impl AgentProfileService {
             ctx.org.id,
             ctx.principal.user_id,
             now_micros(),
-            &mut |set| {
-                if set.by_name(name).is_none() {
-                    return Err(not_found(name));
-                }
-                if name == new_name {
-                    return Ok(false);
-                }
-                if set.by_name(new_name).is_some() {
-                    return Err(DomainError::AlreadyExists(format!(
-                        "Agent profile '{new_name}' already exists"
-                    )));
-                }
-                for p in &mut set.profiles {
-                    if p.name == name {
-                        new_name.clone_into(&mut p.name);
-                    }
-                }
-                set.profiles.sort_by(|a, b| a.name.cmp(&b.name));
-                Ok(true)
-            },
+            &mut |set| AGENT_PROFILES.rename(&mut set.profiles, name, new_name),
         )?;
         Ok(if name == new_name {
             format!("Agent profile '{name}' unchanged (same name)")

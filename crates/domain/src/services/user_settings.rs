@@ -14,7 +14,7 @@ use crate::identity::OrgContext;
 use crate::identity::mcp_redaction::{keep_masked, mask_mcp};
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
-use crate::org_profiles::profile_item;
+use crate::org_profiles::{ProfileListResponse, profile_item, profile_list};
 use crate::ports::{
     IdentityStore, OrgDefaultsStore, OrgSettingsStore, UserSecretStore, UserSettingsStore,
 };
@@ -24,7 +24,7 @@ use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{
     SaveProfile, StoredProfile, delete_in, profile_not_found, rename_in, save_into,
 };
-use crate::user_settings::view::{ViewParts, profile_list, settings_view};
+use crate::user_settings::view::{ProfileDetailResponse, ViewParts, settings_view};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
 /// Users' settings and profiles.
@@ -258,9 +258,11 @@ impl UserSettingsService {
     ///
     /// # Errors
     /// Storage.
-    pub fn profiles(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
+    pub fn profiles(&self, ctx: &OrgContext) -> Result<ProfileListResponse, DomainError> {
+        let rec = self.record(ctx.org.id, ctx.principal.user_id)?;
         Ok(profile_list(
-            &self.record(ctx.org.id, ctx.principal.user_id)?,
+            &rec.profiles,
+            rec.active_profile.as_deref(),
             &self.links.connections(ctx.org.id)?,
         ))
     }
@@ -270,13 +272,18 @@ impl UserSettingsService {
     ///
     /// # Errors
     /// [`DomainError::NotFound`] for an unknown profile; storage.
-    pub fn profile(&self, ctx: &OrgContext, name: &str) -> Result<Value, DomainError> {
+    pub fn profile(
+        &self,
+        ctx: &OrgContext,
+        name: &str,
+    ) -> Result<ProfileDetailResponse, DomainError> {
         let rec = self.record(ctx.org.id, ctx.principal.user_id)?;
         let p = rec.profile(name).ok_or_else(|| profile_not_found(name))?;
-        let mut config = p.config.clone();
-        config.insert("api_key".into(), Value::Null);
-        let item = profile_item(p, &self.links.connections(ctx.org.id)?);
-        Ok(json!({"name": name, "config": config, "api_key_set": item["api_key_set"]}))
+        Ok(ProfileDetailResponse {
+            name: name.to_owned(),
+            config: crate::org_profiles::answered_llm(&p.config),
+            api_key_set: profile_item(p, &self.links.connections(ctx.org.id)?).api_key_set,
+        })
     }
 
     /// `POST /api/v1/settings/profiles/{name}` (OpenHands' rules): the LLM sent, else the

@@ -8,6 +8,7 @@ use switchboard_model::{LocItem, ValidationError};
 
 use super::patch::check_llm_fields;
 use super::refuse_nul_deep;
+use crate::named_profiles::{Collection, Named};
 use crate::validation::{bool_type, field, loc, model_type, string_pattern_mismatch};
 
 /// The most profiles a user keeps in one organization; one more is a 409 (OpenHands'
@@ -28,6 +29,24 @@ pub struct StoredProfile {
     /// The key, sealed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_key_sealed: Option<String>,
+}
+
+/// LLM profiles as a collection (a member's and an organization's alike): `Profile` in the
+/// messages, at most [`MAX_PROFILES_PER_USER`].
+pub const LLM_PROFILES: Collection = Collection {
+    noun: "Profile",
+    limit: MAX_PROFILES_PER_USER,
+    full: || format!("Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"),
+};
+
+impl Named for StoredProfile {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn set_name(&mut self, name: &str) {
+        name.clone_into(&mut self.name);
+    }
 }
 
 impl StoredProfile {
@@ -111,12 +130,7 @@ pub fn save_into(
     sent_key: Option<&str>,
     current: impl FnOnce() -> Result<(Map<String, Value>, Option<String>), crate::error::DomainError>,
 ) -> Result<(), crate::error::DomainError> {
-    let existing = profiles.iter().find(|p| p.name == name);
-    if existing.is_none() && profiles.len() >= MAX_PROFILES_PER_USER {
-        return Err(crate::error::DomainError::AlreadyExists(format!(
-            "Profile limit reached: at most {MAX_PROFILES_PER_USER} profiles"
-        )));
-    }
+    let existing = LLM_PROFILES.room_for(profiles, name)?;
     let stored_key = existing.map(|p| p.api_key_sealed.clone());
     let (config, mut key) = match &save.llm {
         Some(llm) => (
@@ -140,19 +154,20 @@ pub fn save_into(
         config.remove("base_url");
         key = None;
     }
-    profiles.retain(|p| p.name != name);
-    profiles.push(StoredProfile {
-        name: name.to_owned(),
-        config,
-        api_key_sealed: key,
-    });
-    profiles.sort_by(|a, b| a.name.cmp(&b.name));
+    Collection::put(
+        profiles,
+        StoredProfile {
+            name: name.to_owned(),
+            config,
+            api_key_sealed: key,
+        },
+    );
     Ok(())
 }
 
 /// The 404 of a profile route naming no profile: `Profile '<name>' not found`.
 pub fn profile_not_found(name: &str) -> crate::error::DomainError {
-    crate::error::DomainError::NotFound(format!("Profile '{name}' not found"))
+    LLM_PROFILES.not_found(name)
 }
 
 /// Renames profile `name` to `new_name` in `profiles` (kept sorted), the `active` pointer
@@ -168,27 +183,11 @@ pub fn rename_in(
     name: &str,
     new_name: &str,
 ) -> Result<bool, crate::error::DomainError> {
-    if !profiles.iter().any(|p| p.name == name) {
-        return Err(profile_not_found(name));
-    }
-    if name == new_name {
-        return Ok(false);
-    }
-    if profiles.iter().any(|p| p.name == new_name) {
-        return Err(crate::error::DomainError::AlreadyExists(format!(
-            "Profile '{new_name}' already exists"
-        )));
-    }
-    for p in profiles.iter_mut() {
-        if p.name == name {
-            new_name.clone_into(&mut p.name);
-        }
-    }
-    profiles.sort_by(|a, b| a.name.cmp(&b.name));
-    if active.as_deref() == Some(name) {
+    let renamed = LLM_PROFILES.rename(profiles, name, new_name)?;
+    if renamed && active.as_deref() == Some(name) {
         *active = Some(new_name.to_owned());
     }
-    Ok(true)
+    Ok(renamed)
 }
 
 /// Deletes profile `name` from `profiles` (idempotent), ending `active` when it named it.
@@ -198,12 +197,10 @@ pub fn delete_in(
     active: &mut Option<String>,
     name: &str,
 ) -> bool {
-    let before = profiles.len();
-    profiles.retain(|p| p.name != name);
     if active.as_deref() == Some(name) {
         *active = None;
     }
-    profiles.len() != before
+    Collection::remove(profiles, name).is_some()
 }
 
 /// Reads a save-profile body: none or `null` means all defaults.

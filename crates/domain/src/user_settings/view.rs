@@ -124,19 +124,18 @@ pub fn profiles_object(rec: &UserSettingsRecord) -> Value {
     json!({"profiles": profiles, "active": rec.active_profile})
 }
 
-/// `ProfileListResponse`: `{"profiles": [{name, model, base_url, provider_connection_id,
-/// provider_connection_broken, api_key_set}], "active_profile"}`
-/// ([`crate::org_profiles::profile_item`], over the organization's provider `connections`).
-pub fn profile_list(
-    rec: &UserSettingsRecord,
-    connections: &[crate::org_profiles::StoredConnection],
-) -> Value {
-    let items: Vec<Value> = rec
-        .profiles
-        .iter()
-        .map(|p| crate::org_profiles::profile_item(p, connections))
-        .collect();
-    json!({"profiles": items, "active_profile": rec.active_profile})
+/// `GET /api/v1/settings/profiles/{name}`'s answer (OpenHands' `ProfileDetailResponse`): the
+/// profile's name, its LLM configuration (`api_key` null, never the key), and whether a key
+/// is stored (its own, or its provider connection's).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
+pub struct ProfileDetailResponse {
+    /// The profile's name.
+    pub name: String,
+    /// Its LLM configuration (`model`, `base_url`, …; `api_key` null).
+    #[schema(value_type = Object)]
+    pub config: Map<String, Value>,
+    /// Whether a key is stored.
+    pub api_key_set: bool,
 }
 
 #[cfg(test)]

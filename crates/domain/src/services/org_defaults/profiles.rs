@@ -18,8 +18,9 @@ use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
 use crate::org_defaults::{OrgBinding, OrgDefaultsRecord};
 use crate::org_profiles::{
-    MAX_CONNECTIONS, ProviderConnection, ProviderConnectionList, StoredConnection, answered_llm,
-    org_profile_list, parse_connection, profile_item, through_connection,
+    MAX_CONNECTIONS, OrgProfileDetail, ProfileListResponse, ProviderConnection,
+    ProviderConnectionList, StoredConnection, answered_llm, parse_connection, profile_item,
+    profile_list, through_connection,
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
@@ -53,7 +54,7 @@ fn apply_profile(
     name: &str,
     sealer: Option<&Sealer>,
     org: OrgId,
-) -> Result<Value, DomainError> {
+) -> Result<Map<String, Value>, DomainError> {
     let p = rec
         .profiles
         .iter()
@@ -101,9 +102,13 @@ impl OrgDefaultsService {
     ///
     /// # Errors
     /// 403 for a key bound elsewhere, 404 when not a member; storage.
-    pub fn profiles(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
+    pub fn profiles(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+    ) -> Result<ProfileListResponse, DomainError> {
         let rec = self.read_org(ctx, org)?;
-        Ok(org_profile_list(
+        Ok(profile_list(
             &rec.profiles,
             rec.active_profile.as_deref(),
             &rec.provider_connections,
@@ -115,16 +120,23 @@ impl OrgDefaultsService {
     ///
     /// # Errors
     /// 404 for an unknown profile (or when not a member); 403 for a key bound elsewhere.
-    pub fn profile(&self, ctx: &OrgContext, org: OrgId, name: &str) -> Result<Value, DomainError> {
+    pub fn profile(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        name: &str,
+    ) -> Result<OrgProfileDetail, DomainError> {
         let rec = self.read_org(ctx, org)?;
         let p = rec
             .profiles
             .iter()
             .find(|p| p.name == name)
             .ok_or_else(|| profile_not_found(name))?;
-        let item = profile_item(p, &rec.provider_connections);
-        Ok(json!({"name": name, "llm": answered_llm(&p.config),
-                  "api_key_set": item["api_key_set"]}))
+        Ok(OrgProfileDetail {
+            name: name.to_owned(),
+            llm: answered_llm(&p.config),
+            api_key_set: profile_item(p, &rec.provider_connections).api_key_set,
+        })
     }
 
     /// `POST /api/organizations/{org_id}/profiles/{name}` (`edit_org_settings`), with the
@@ -226,9 +238,9 @@ impl OrgDefaultsService {
         ctx: &OrgContext,
         org: OrgId,
         name: &str,
-    ) -> Result<Value, DomainError> {
+    ) -> Result<Map<String, Value>, DomainError> {
         let sealer = self.sealer.clone();
-        let mut llm = Value::Null;
+        let mut llm = Map::new();
         self.edit_org(ctx, org, &mut |rec| {
             llm = apply_profile(rec, name, sealer.as_ref(), org)?;
             Ok(true)
