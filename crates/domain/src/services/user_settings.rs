@@ -14,7 +14,7 @@ use crate::identity::OrgContext;
 use crate::identity::mcp_redaction::{keep_masked, mask_mcp};
 use crate::identity::sealing::Sealer;
 use crate::ids::{OrgId, UserId};
-use crate::org_profiles::{ProfileListResponse, profile_item, profile_list};
+use crate::org_profiles::{ProfileListResponse, profile_list};
 use crate::ports::{
     IdentityStore, OrgDefaultsStore, OrgSettingsStore, UserSecretStore, UserSettingsStore,
 };
@@ -24,7 +24,7 @@ use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{
     SaveProfile, StoredProfile, delete_in, profile_not_found, rename_in, save_into,
 };
-use crate::user_settings::view::{ProfileDetailResponse, ViewParts, settings_view};
+use crate::user_settings::view::{ProfileDetailResponse, ViewParts, profile_detail, settings_view};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
 /// Users' settings and profiles.
@@ -279,11 +279,7 @@ impl UserSettingsService {
     ) -> Result<ProfileDetailResponse, DomainError> {
         let rec = self.record(ctx.org.id, ctx.principal.user_id)?;
         let p = rec.profile(name).ok_or_else(|| profile_not_found(name))?;
-        Ok(ProfileDetailResponse {
-            name: name.to_owned(),
-            config: crate::org_profiles::answered_llm(&p.config),
-            api_key_set: profile_item(p, &self.links.connections(ctx.org.id)?).api_key_set,
-        })
+        Ok(profile_detail(p, &self.links.connections(ctx.org.id)?))
     }
 
     /// `POST /api/v1/settings/profiles/{name}` (OpenHands' rules): the LLM sent, else the

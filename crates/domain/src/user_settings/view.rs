@@ -138,6 +138,19 @@ pub struct ProfileDetailResponse {
     pub api_key_set: bool,
 }
 
+/// Profile `p`'s detail, its key judged with the organization's provider `connections`
+/// ([`crate::org_profiles::profile_item`]).
+pub fn profile_detail(
+    p: &super::StoredProfile,
+    connections: &[crate::org_profiles::StoredConnection],
+) -> ProfileDetailResponse {
+    ProfileDetailResponse {
+        name: p.name.clone(),
+        config: crate::org_profiles::answered_llm(&p.config),
+        api_key_set: crate::org_profiles::profile_item(p, connections).api_key_set,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
