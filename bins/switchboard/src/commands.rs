@@ -9,14 +9,11 @@ use anyhow::Result;
 use serde_json::{Value, json};
 use switchboard_domain::time_input::parse_datetime;
 use switchboard_domain::{ApiKeyId, ApiKeyView, OrgId, Switchboard, UserId};
-
-use switchboard_ops::Database;
+use switchboard_ops::{Database, domain};
 
 use crate::cli::{
     KeysCommand, OperatorCommand as Command, SandboxesCommand, SecretsCommand, SpecsCommand,
 };
-use switchboard_ops::domain;
-
 use crate::output::{parse_id, print};
 
 fn key_json(k: &switchboard_domain::identity::api_keys::ApiKeyRecord) -> Value {

@@ -133,10 +133,12 @@ pub fn configure(
         key_file,
         installation: record,
     } = key;
+    let asked = args.confine.confinement();
     let (process, local_repositories) = confinement::process_runtime(
-        &args.confine.confinement(),
+        &asked,
         &args.allow_local_repositories,
-        (&specs, &args.specs.sandbox_runtime),
+        &specs,
+        &args.specs.sandbox_runtime,
         &data_dir,
         &key_file,
         hidden,
@@ -161,7 +163,7 @@ pub fn configure(
             &public_url,
             args.sandbox_log_max_mib,
             &local_repositories,
-            confinement::docker_egress(&args.confine.confinement(), args.docker.docker_network)?,
+            confinement::docker_egress(&asked, args.docker.docker_network)?,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
         Some(wiring)

@@ -15,13 +15,10 @@ use switchboard_domain::skills::SkillLibrary;
 use switchboard_storage::BackendKind;
 
 use switchboard_domain::jobs::Job;
+use switchboard_ops::{Database, domain};
 use switchboard_storage::DieselStore;
 
-use switchboard_ops::Database;
-
 use crate::cli::{LogFormat, ServeArgs};
-use switchboard_ops::domain;
-
 use crate::output::print;
 use crate::sandboxes;
 use switchboard_runtime::FileBudget;

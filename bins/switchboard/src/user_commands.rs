@@ -11,12 +11,9 @@ use switchboard_domain::identity::User;
 use switchboard_domain::identity::audit::Actor;
 use switchboard_domain::time_input::format_rfc3339_micros;
 use switchboard_domain::{OrgId, Role, Switchboard, UserId};
-
-use switchboard_ops::Database;
+use switchboard_ops::{Database, domain};
 
 use crate::cli::{AuditCommand, MembersCommand, UsersCommand};
-use switchboard_ops::domain;
-
 use crate::output::{parse_id, print};
 
 /// The domain's services over the database.

@@ -148,18 +148,20 @@ pub async fn save<P: ProfileRoutes>(
     name: String,
     body: RawBody,
 ) -> ApiResult<HttpResponse> {
-    let ctx = caller.authenticate(&state).await?;
-    let scope = named::<P>(owner, &name)?;
-    let body = body.read().await?;
-    let s = state.clone();
     let n = name.clone();
-    state
-        .blocking(move || {
+    with_body::<P, _>(
+        state,
+        caller,
+        owner,
+        &name,
+        body,
+        move |s, ctx, scope, body| {
             let empty = P::OPTIONAL_BODY && body.bytes().iter().all(u8::is_ascii_whitespace);
             let json = if empty { None } else { Some(body.json()?) };
-            P::save(&s, &ctx, scope, &n, json.as_ref())
-        })
-        .await?;
+            P::save(s, ctx, scope, &n, json.as_ref())
+        },
+    )
+    .await?;
     Ok(HttpResponse::Created().json(ProfileMutationResponse {
         message: format!("{} '{name}' saved", P::NOUN),
         name,
@@ -201,12 +203,32 @@ pub async fn rename<P: ProfileRoutes>(
     name: String,
     body: RawBody,
 ) -> ApiResult<web::Json<ProfileMutationResponse>> {
+    let n = name.clone();
+    let (name, message) = with_body::<P, _>(
+        state,
+        caller,
+        owner,
+        &name,
+        body,
+        move |s, ctx, scope, body| P::rename(s, ctx, scope, &n, &body),
+    )
+    .await?;
+    Ok(web::Json(ProfileMutationResponse { name, message }))
+}
+
+/// A route with a body, in the order every collection keeps: the key, the path (owner, then
+/// `name`), the body read (only then), then `f` on the blocking pool.
+async fn with_body<P: ProfileRoutes, T: Send + 'static>(
+    state: web::Data<AppState>,
+    caller: Caller,
+    owner: P::Owner,
+    name: &str,
+    body: RawBody,
+    f: impl FnOnce(&AppState, &OrgContext, P::Scope, Body) -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
     let ctx = caller.authenticate(&state).await?;
-    let scope = named::<P>(owner, &name)?;
+    let scope = named::<P>(owner, name)?;
     let body = body.read().await?;
     let s = state.clone();
-    let (name, message) = state
-        .blocking(move || P::rename(&s, &ctx, scope, &name, &body))
-        .await?;
-    Ok(web::Json(ProfileMutationResponse { name, message }))
+    state.blocking(move || f(&s, &ctx, scope, body)).await
 }

@@ -67,7 +67,9 @@ impl Database {
     /// in the data directory made absolute (the process runtime hides it from sandboxes by
     /// path).
     pub fn key_file(&self, secret_key_file: Option<&Path>) -> PathBuf {
-        crate::installation::key_file(secret_key_file, &self.data_dir)
+        let data_dir =
+            std::path::absolute(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        secret_key_file.map_or_else(|| data_dir.join("secret.key"), Path::to_path_buf)
     }
 
     /// Opens the store, applying pending migrations (their versions are returned).

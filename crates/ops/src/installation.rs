@@ -25,13 +25,6 @@ pub struct InstallationKey {
     pub installation: Installation,
 }
 
-/// The key file of `serve`: `--secret-key-file`, else `secret.key` in the data directory (made
-/// absolute: the process runtime hides it from sandboxes by path).
-pub fn key_file(secret_key_file: Option<&Path>, data_dir: &Path) -> PathBuf {
-    let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
-    secret_key_file.map_or_else(|| data_dir.join("secret.key"), Path::to_path_buf)
-}
-
 /// The key in `key_file`, accepted only when the database's record names it; made (and
 /// recorded) when neither the file nor a record exists.
 ///

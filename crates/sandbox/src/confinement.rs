@@ -42,31 +42,30 @@ pub struct Confinement {
     pub workspace_mb: u64,
 }
 
-/// The process runtime under `<data_dir>/sandboxes`, confined as `confinement` says, and the
-/// canonical `repositories` (`--allow-local-repositories`); the data directory made 0700
-/// first. Hidden from sandboxes: the data directory, the secret key file and `hidden`.
+/// The process runtime under `<data_dir>/sandboxes`, confined as `asked`, and the canonical
+/// `repositories` (`--allow-local-repositories`); the data directory made 0700 first. Hidden from sandboxes: the data directory, the secret key file and `hidden`.
 /// Nothing is checked or warned when no spec of `specs` runs on the process runtime (their
 /// own `runtime`, else `default_runtime`).
 ///
 /// # Errors
 /// See [`tighten_data_dir`], [`local_repositories`] and [`process_isolation`].
 pub fn process_runtime(
-    confinement: &Confinement,
+    asked: &Confinement,
     repositories: &[PathBuf],
-    (specs, default_runtime): (&[SandboxSpec], &str),
+    specs: &[SandboxSpec],
+    default_runtime: &str,
     data_dir: &Path,
     key_file: &Path,
     hidden: Vec<PathBuf>,
 ) -> Result<(Arc<ProcessRuntime>, Vec<PathBuf>)> {
-    let flags = confinement;
     tighten_data_dir(data_dir)?;
     let repositories = local_repositories(repositories, data_dir)?;
     let mut hide = vec![data_dir.to_path_buf(), key_file.to_path_buf()];
     hide.extend(hidden);
-    let confinement = process_isolation(flags, hide, uses_process_runtime(specs, default_runtime))?;
-    let groups = sandbox_groups(flags, &confinement)?;
-    let quota = workspace_quota(flags, &confinement)?;
-    let mut runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(confinement);
+    let isolation = process_isolation(asked, hide, uses_process_runtime(specs, default_runtime))?;
+    let groups = sandbox_groups(asked, &isolation)?;
+    let quota = workspace_quota(asked, &isolation)?;
+    let mut runtime = ProcessRuntime::new(data_dir.join("sandboxes")).with_isolation(isolation);
     if let Some(groups) = groups {
         runtime = runtime.with_groups(groups);
     }
