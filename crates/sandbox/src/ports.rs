@@ -33,13 +33,24 @@ impl PortPool {
     /// # Errors
     /// [`RuntimeError::Launch`] when no port can be bound.
     pub fn reserve(&self, address: Ipv4Addr) -> Result<u16, RuntimeError> {
+        self.reserve_avoiding(address, &[])
+    }
+
+    /// As [`PortPool::reserve`], never one of `avoid`: ports that are not listened on now but
+    /// are taken otherwise (a confined process sandbox's `--sandbox-host-port`s, which `pasta`
+    /// binds inside its network to reach the host: a service on the host that is down at the
+    /// moment leaves its port free to bind, and a sandbox given it could not listen on it).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Launch`] when no port can be bound.
+    pub fn reserve_avoiding(&self, address: Ipv4Addr, avoid: &[u16]) -> Result<u16, RuntimeError> {
         let mut reserved = self.reserved.lock().expect("port set poisoned");
         for _ in 0..64 {
             let port = TcpListener::bind((address, 0))
                 .and_then(|listener| listener.local_addr())
                 .map_err(|e| RuntimeError::Launch(format!("no free port on {address}: {e}")))?
                 .port();
-            if reserved.insert(port) {
+            if !avoid.contains(&port) && reserved.insert(port) {
                 return Ok(port);
             }
         }
@@ -72,5 +83,25 @@ mod tests {
             pool.release(*port);
         }
         assert!(pool.reserved.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn avoided_ports_are_never_handed_out() {
+        // A port the kernel just gave out and released, so likely to be given again: every
+        // such port is avoided, and the reserved ones are all others.
+        let pool = PortPool::default();
+        let avoid: Vec<u16> = (0..20)
+            .map(|_| {
+                TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port()
+            })
+            .collect();
+        for _ in 0..50 {
+            let port = pool.reserve_avoiding(Ipv4Addr::LOCALHOST, &avoid).unwrap();
+            assert!(!avoid.contains(&port), "{port} is avoided");
+        }
     }
 }

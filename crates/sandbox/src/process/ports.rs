@@ -7,12 +7,22 @@ use switchboard_domain::sandboxes::runtime::{LaunchSpec, RuntimeError};
 use switchboard_domain::sandboxes::services::ServiceEndpoint;
 
 use super::{LISTEN_HOST, ProcessRuntime};
+use crate::confine::Isolation;
 use crate::ports::PortPool;
 
 impl ProcessRuntime {
-    /// A loopback port nothing listens on and no sandbox of this process was given.
+    /// A loopback port nothing listens on, no sandbox of this process was given, and not one
+    /// of the host ports confined sandboxes reach (`--sandbox-host-port`: `pasta` binds those
+    /// inside each sandbox's network, where the agent server could then not listen).
     pub(super) fn reserve_port(&self) -> Result<u16, RuntimeError> {
-        PortPool::shared().reserve(LISTEN_HOST)
+        let avoid = match &self.isolation {
+            Isolation::Bwrap(bwrap) => bwrap
+                .network
+                .as_ref()
+                .map_or(&[][..], |pasta| &pasta.host_ports[..]),
+            Isolation::None => &[],
+        };
+        PortPool::shared().reserve_avoiding(LISTEN_HOST, avoid)
     }
 
     pub(super) fn release_port(&self, port: u16) {
