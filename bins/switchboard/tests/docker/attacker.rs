@@ -375,10 +375,14 @@ fn wait_task_ready(server: &Server, key: &str, id: &str) -> Value {
     }
 }
 
-/// The fake LLM's message: clone `repository` (afresh) and run its tests.
+/// The fake LLM's message: clone `repository` (afresh) and run its tests. It leaves the clone
+/// first: the terminal keeps its working directory between commands, and a second run (see
+/// `wait_job`) that removed the directory it stands in would fail in `git clone` (`getcwd()
+/// failed`).
 fn job(repository: &Path) -> String {
     format!(
-        "run: rm -rf /workspace/project/clone && git clone -q {} /workspace/project/clone && \
+        "run: cd /workspace/project && rm -rf /workspace/project/clone && \
+         git clone -q {} /workspace/project/clone && \
          cd /workspace/project/clone && python3 -m unittest -v 2>&1 | tail -n 4 && \
          git log --format=%s -1",
         repository.display()
