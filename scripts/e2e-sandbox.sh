@@ -44,7 +44,7 @@ if [ ! -x "$VENV/bin/agent-server" ]; then
   "$PY312" -m venv "$VENV"
   "$VENV/bin/pip" install -q uv
   echo "certifi>=2026.1.4" > "$VENV/overrides.txt"
-  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
+  "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-agent-server==1.58.2 openhands-sdk==1.58.2 openhands-tools==1.58.2
 fi
 

@@ -63,12 +63,16 @@ fi
 log() { printf '[switchboard e2e] %s\n' "$*" >&2; }
 
 # ---------------------------------------------------------------- agent server venv
+# Every venv is installed with its bytecode compiled (--compile-bytecode): a sandbox runs the
+# agent server as a user of its own that cannot write __pycache__ into the venv, and would
+# otherwise compile every module it imports at each start (importing the agent server: 12.9
+# CPU-seconds without its bytecode, 7.2 with it).
 if [ ! -x "$VENV/bin/agent-server" ]; then
   log "installing openhands-agent-server 1.58.2 into $VENV (Python $("$PY312" -c 'import platform; print(platform.python_version())'))"
   "$PY312" -m venv "$VENV"
   "$VENV/bin/pip" install -q uv
   echo "certifi>=2026.1.4" > "$VENV/overrides.txt"
-  "$VENV/bin/uv" pip install -q --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
+  "$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-agent-server==1.58.2 openhands-sdk==1.58.2 openhands-tools==1.58.2
 fi
 
@@ -81,7 +85,7 @@ SDK_VENV="${SDK_VENV:-${TMPDIR:-/tmp}/openhands-workspace-venv}"
 if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$SDK_VENV/bin/python" ]; then
   log "installing openhands-workspace 1.58.2 into $SDK_VENV"
   "$PY312" -m venv "$SDK_VENV"
-  "$VENV/bin/uv" pip install -q --python "$SDK_VENV/bin/python" --override "$VENV/overrides.txt" \
+  "$VENV/bin/uv" pip install -q --compile-bytecode --python "$SDK_VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-workspace==1.58.2 openhands-tools==1.58.2
 fi
 
@@ -94,7 +98,7 @@ CLI_VENV="${CLI_VENV:-${TMPDIR:-/tmp}/openhands-cli-venv}"
 if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$CLI_VENV/bin/openhands" ]; then
   log "installing the OpenHands CLI (openhands 1.16.0) into $CLI_VENV"
   "$PY312" -m venv "$CLI_VENV"
-  "$VENV/bin/uv" pip install -q --python "$CLI_VENV/bin/python" --override "$VENV/overrides.txt" \
+  "$VENV/bin/uv" pip install -q --compile-bytecode --python "$CLI_VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands==1.16.0
 fi
 
@@ -106,7 +110,7 @@ AUTOMATION_VENV="${AUTOMATION_VENV:-${TMPDIR:-/tmp}/openhands-automation-venv}"
 if [ -n "$PY312" ] && [ -x "$VENV/bin/uv" ] && [ ! -x "$AUTOMATION_VENV/bin/uvicorn" ]; then
   log "installing the automation service (openhands-automation 1.26.0) into $AUTOMATION_VENV"
   "$PY312" -m venv "$AUTOMATION_VENV"
-  "$VENV/bin/uv" pip install -q --python "$AUTOMATION_VENV/bin/python" --override "$VENV/overrides.txt" \
+  "$VENV/bin/uv" pip install -q --compile-bytecode --python "$AUTOMATION_VENV/bin/python" --override "$VENV/overrides.txt" \
     openhands-automation==1.26.0
 fi
 
