@@ -57,7 +57,7 @@ command -v chromium >/dev/null 2>&1 || missing+=("chromium")
 "$VENV/bin/python" -c 'import playwright' 2>/dev/null || missing+=("playwright venv")
 [ -f "$DIR/package/build/index.html" ] || missing+=("the Agent Canvas package")
 if [ "${#missing[@]}" -eq 0 ]; then
-  log "ready: the browser walk runs (cargo test -p switchboard --test agent_canvas)"
+  log "ready: the browser walk runs (cargo test -p switchboard --test integration agent_canvas::)"
 else
   log "the browser walk will be SKIPPED: missing ${missing[*]}"
 fi

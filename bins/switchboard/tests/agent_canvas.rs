@@ -20,7 +20,7 @@
 //! which and passes. The requests table is written to `$AGENT_CANVAS_REQUESTS` (default:
 //! the system's temporary directory), one file per backend.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -9,7 +9,7 @@
 //! database instead, it leaves the start alone while the dead replica's claim holds, then
 //! fails it the same way once the claim lapses, and runs starts of its own.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

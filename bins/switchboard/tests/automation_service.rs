@@ -14,10 +14,8 @@
 //! `finished`. Without the service's venv or the real agent server each test says so and
 //! passes (`scripts/e2e.sh prepare` makes both).
 
-mod common;
-#[path = "event_catch_up/rig.rs"]
-#[allow(dead_code)]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -8,7 +8,7 @@
 //!   a few seconds after the burst the resident set is within [`AFTER_BURST_GROWTH_MIB`] of its
 //!   level before.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpStream};

@@ -2,7 +2,7 @@
 //! one JSON object on stdout and exits 0, or prints a message on stderr, nothing on stdout,
 //! and exits non-zero.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, cli, cli_error, cli_json, command, expect_json, output, str_of};
 use serde_json::{Value, json};

@@ -5,7 +5,7 @@
 //! the member's model, base URL and key. On both backends, against the real binary. Without the
 //! CLI's venv on this machine the test says so and passes (`scripts/e2e.sh prepare` makes it).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

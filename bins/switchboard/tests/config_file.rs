@@ -2,7 +2,7 @@
 //! and an environment variable winning over it, the operator commands reading the same file,
 //! and the first start on SQLite after the operator commands logging no lock error.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

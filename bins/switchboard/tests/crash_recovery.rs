@@ -7,7 +7,7 @@
 //! Rounds: `SWITCHBOARD_CRASH_ROUNDS` (default 20); the kill comes 150 to 1,500 ms after the
 //! load started, drawn from a seed printed at the start (`SWITCHBOARD_CRASH_SEED` replays it).
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -1,7 +1,7 @@
 //! `--database-url-file` (env `SWITCHBOARD_DATABASE_URL_FILE`): the database URL read from a
 //! file, as compose secrets and systemd credentials hand it over, on SQLite and PostgreSQL.
 
-mod common;
+use crate::common;
 
 use common::{TempDir, command, expect_error, expect_json, output, str_of};
 use switchboard_testkit::{Backend, TestDatabase};

@@ -3,7 +3,7 @@
 //! writes answer 503 while reads keep working, the server stays up, nothing acknowledged is
 //! lost, the file passes `PRAGMA integrity_check`, and writes succeed again once space returns.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

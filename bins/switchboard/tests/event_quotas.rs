@@ -5,7 +5,7 @@
 //! stopped at `--max-event-bytes-per-org` while another organization's sandbox still stores;
 //! under `--min-free-disk` (SQLite) appends are 507, reads answer and `/ready` says `degraded`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! ingest a conversation log through the webhook, stop with SIGTERM, serve again on the same
 //! database, and search finds everything, in order.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

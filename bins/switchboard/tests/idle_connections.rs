@@ -2,7 +2,7 @@
 //! never send a request cost little memory, do not keep the server from answering others, and
 //! are closed by the server (actix's client request timeout, 5 s), not held open forever.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::net::TcpStream;

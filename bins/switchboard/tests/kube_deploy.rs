@@ -12,7 +12,7 @@
 //! the images. Without the cluster (or Docker, kubectl, ctr, PostgreSQL's programs) it says so
 //! and passes; with `SWITCHBOARD_REQUIRE_KUBE=1` it fails instead.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! a user disabled by the CLI is refused by both, each within a second (the key caches are
 //! dropped by `NOTIFY`).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

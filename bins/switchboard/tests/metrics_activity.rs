@@ -7,7 +7,7 @@
 //! route template, the request id and the caller, never a key or a raw path. And the access
 //! log in the text format, switched off through the log filter.
 
-mod common;
+use crate::common;
 
 use std::net::TcpStream;
 use std::time::{Duration, Instant};

@@ -8,7 +8,7 @@
 //! `max_proxy_sockets` in the log), no more than that share is served, and meanwhile the API
 //! and `/health` answer.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -18,7 +18,7 @@
 //! namespace: the victim's ports are its own `pasta`'s on the host, the start goes on to
 //! `READY`, and the squatter still receives nothing.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! `/ready` answer 200 again, and every event acknowledged before, during or after is stored
 //! exactly once.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 //! limited; webhooks are limited by session key and every batch is either stored (200) or
 //! refused with 429, never dropped.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! `serve` starts; no sandbox and no conversation left behind by a start that fails before its
 //! agent runs; and the unclaimed warm-pool sandboxes stopped with the server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

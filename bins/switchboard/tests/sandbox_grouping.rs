@@ -12,11 +12,8 @@
 //! their sandbox is chosen. Without the real agent server on this machine each test says so
 //! and passes.
 
-#[path = "common/mod.rs"]
-mod common;
-#[path = "event_catch_up/rig.rs"]
-#[allow(dead_code)]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -6,7 +6,7 @@
 //! Switchboard (issue 24, item 4); `serve` refuses the process runtime when it cannot confine
 //! and warns for `--process-isolation none` and a password in `--database-url`.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::PermissionsExt;

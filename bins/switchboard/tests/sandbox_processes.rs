@@ -3,7 +3,7 @@
 //! limit pausing sandboxes one after the other (which once killed Switchboard with SIGSEGV:
 //! the waiting thread of a child that ended ran out of stack in the allocator).
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! killed meanwhile is `MISSING`. Also: a bad specs file and a secret key file others can
 //! read stop `serve` with a message naming the file.
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::time::{Duration, Instant};

@@ -10,11 +10,8 @@
 //! Without the real agent server or the SDK's venv on this machine each test says so and
 //! passes (`scripts/e2e.sh` installs both).
 
-#[path = "common/mod.rs"]
-mod common;
-#[path = "event_catch_up/rig.rs"]
-#[allow(dead_code)]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! unknown resources. Then every secret it issued is looked for in Switchboard's stderr, in
 //! every error body, and in `/metrics`: none may appear, whole or its random part.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

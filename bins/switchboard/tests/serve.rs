@@ -1,7 +1,7 @@
 //! `switchboard serve` as a black box, on SQLite and PostgreSQL: first-start bootstrap,
 //! the printed address and key, restarts that keep everything, request ids and JSON logs.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! one is seen by the other at once (`NOTIFY` invalidates), and `last_known_updated_at` is
 //! checked against the database, not a cache.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

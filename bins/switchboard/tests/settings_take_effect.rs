@@ -11,7 +11,7 @@
 //! are checked where the clone and the start's body are: `user_settings/clone.rs`,
 //! `user_settings/org_defaults.rs`.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! flight when the signal arrives completes with a full response, new connections are
 //! refused, and the process exits with status 0.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -8,7 +8,7 @@
 //! Node or the provider's packages (`scripts/oidc-provider/setup.sh`) the test says so and
 //! passes.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};

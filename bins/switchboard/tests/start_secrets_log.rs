@@ -5,7 +5,7 @@
 //! and one with a clone URL holding a token. No run of 8 characters of any of them may appear
 //! in stderr or in a task.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

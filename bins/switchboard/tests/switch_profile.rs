@@ -6,11 +6,8 @@
 //! (404). The profile's key appears in no answer and no line of Switchboard's log. Without the
 //! real agent server on this machine each test says so and passes.
 
-#[path = "common/mod.rs"]
-mod common;
-#[path = "event_catch_up/rig.rs"]
-#[allow(dead_code)]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! `nobody` through `setpriv`, so they need root (and a system `python3` nobody may run);
 //! elsewhere they say why they skip.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

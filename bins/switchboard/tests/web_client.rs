@@ -3,7 +3,7 @@
 //! browser walk is agent_canvas.rs). And `--llm-model-allow` / `--skills-dir` from the flags to
 //! the routes.
 
-mod common;
+use crate::common;
 
 use common::*;
 use switchboard_testkit::{Backend, TestDatabase};

@@ -4,8 +4,7 @@
 //! its query strings, its paging walks to the end, and what it reads from each answer; the
 //! operator's restriction; the 422s of bad paging input.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::{TestApp, spawn_app_on_with_state, status_json};
 use reqwest::Method;

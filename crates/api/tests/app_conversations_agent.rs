@@ -4,8 +4,7 @@
 //! resumed first, delete on the agent server then in the database (exactly one
 //! conversation's rows) then the sandbox once unused, and the 404/410/422/502/503 paths.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

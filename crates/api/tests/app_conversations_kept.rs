@@ -7,8 +7,7 @@
 //! the count. A `deleting` `ConversationInfo` brings its title but never its status, and
 //! creates nothing; the same info twice moves nothing.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::sandboxes::{SandboxApp, SandboxOptions, spawn_sandbox_app};
 use common::*;

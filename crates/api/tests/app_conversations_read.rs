@@ -4,8 +4,7 @@
 //! exact while conversations are created. Conversations come from the conversations webhook
 //! of registered sandboxes.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -7,8 +7,7 @@
 //! `detail`; a clone URL's credentials never appear in any echo of the request (task, stream,
 //! search), while the clone itself is given the real URL.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

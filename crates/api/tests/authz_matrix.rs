@@ -19,8 +19,7 @@
 //! the rule no table may break: no 2xx for a resource of the other organization, except a
 //! batch get answering `null` for it (checked: the body holds no such resource).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::sandboxes::{SandboxOptions, spawn_sandbox_app};
 use reqwest::Method;

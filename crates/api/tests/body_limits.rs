@@ -4,8 +4,7 @@
 //! the read timeout is a 408 that closes the connection; bodies wait for room among the bytes
 //! in flight and are refused with 503 when none comes in time.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,7 @@
 //! `GET /server_info`, `GET /api/v1/web-client/config` in OpenHands' shapes (every field its
 //! `WebClientConfig` requires), and CORS for browser clients of the allowed origins only.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::{TestApp, spawn_app_on_with_state, status_json};
 use reqwest::Method;

@@ -1,8 +1,7 @@
 //! Concurrent writes of organization app settings (API.md: the version check and the write
 //! are one conditional update, no lost update under any interleaving).
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -4,8 +4,7 @@
 //! in the same order, plus the `full_state` snapshots it posted; the run state and title follow
 //! the traffic.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

@@ -2,8 +2,7 @@
 //! events keep arriving, older and newer than the current page, sees every pre-existing event
 //! exactly once and in order, and nothing twice.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -3,8 +3,7 @@
 //! and Event ingestion): canonical JSON, ordered by (instant, arrival), every filter, both
 //! orders, every page size, no duplicates, no gaps.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 

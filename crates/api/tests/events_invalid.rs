@@ -3,8 +3,7 @@
 //! organizations' conversations are 404 to readers and store nothing from another
 //! organization's sandbox, malformed queries are FastAPI-shaped 422s.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

@@ -5,8 +5,7 @@
 //! is 409; a webhook for a conversation its sandbox may not write is answered as any other and
 //! stores nothing.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

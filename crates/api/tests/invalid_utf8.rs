@@ -6,8 +6,7 @@
 //! nothing; path segments and header values that do not decode are a 4xx; never a 500, and
 //! what was stored before is read back unchanged.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::*;
 use reqwest::Method;

@@ -6,8 +6,7 @@
 //! Per organization (`--max-sockets-per-org`): its members together hold at most the limit,
 //! whoever opens them, while another organization's member is not refused.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -15,8 +15,7 @@
 //!   down; the body limit; bodies forwarded byte for byte;
 //! - the Prometheus counters.
 
-#[macro_use]
-mod common;
+use crate::common;
 #[path = "llm_relay/rig.rs"]
 mod rig;
 #[path = "llm_relay/seed.rs"]

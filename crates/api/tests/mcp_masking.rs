@@ -8,8 +8,7 @@
 //! and what the organization's defaults hold), and a credential does not follow a server whose
 //! address changed. A member's own configuration keeps its credentials the same way.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,8 +4,7 @@
 //! (an event id, a key name), sanitized next to the original kept in the JSON (a conversation
 //! title), or a lookup that finds nothing (an event id in a query); never a 500.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::{Value, json};

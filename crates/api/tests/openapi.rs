@@ -1,8 +1,7 @@
 //! The OpenAPI document (a snapshot, and checked against the routes the app serves), and the
 //! operational routes: `/health`, `/ready`, `/metrics`, request ids, unknown paths.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

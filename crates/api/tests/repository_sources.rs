@@ -6,8 +6,7 @@
 //! allowed directories) is a 422 naming the field, with no task written and no sandbox
 //! started.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -6,8 +6,7 @@
 //! told; `ERROR` sandboxes do not count), concurrent starts (exactly the quota succeed), and
 //! on PostgreSQL concurrent starts through two replicas of one database.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,8 +4,7 @@
 //! itself); `session_api_key` only for the creator and admins/owners. Also the warm pool
 //! under 20 concurrent starts and the per-user running limit.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};

@@ -4,8 +4,7 @@
 //! resume, a process killed behind Switchboard's back (MISSING), failed starts (ERROR),
 //! delete (the key stops authenticating, the process and directory go), paging.
 
-#[macro_use]
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

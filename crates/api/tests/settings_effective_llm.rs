@@ -4,9 +4,7 @@
 //! where they set their own, theirs. And `GET /api/keys/llm/byor`: the caller's own key only.
 //! Both backends, the real app with the installation key (sandboxes configured, none run).
 
-#[path = "common/mod.rs"]
-#[macro_use]
-mod common;
+use crate::common;
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,6 +1,6 @@
 //! Smoke: the harness serves the app on both backends.
 
-mod common;
+use crate::common;
 
 use common::{spawn_app, status_json};
 use switchboard_testkit::Backend;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::common::*;
-use crate::helpers::*;
+use crate::docker::helpers::*;
 
 /// The probe run inside sandbox A.
 const PROBE: &str = include_str!("sandbox_probe.py");

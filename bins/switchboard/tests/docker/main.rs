@@ -5,8 +5,7 @@
 //! `SWITCHBOARD_REQUIRE_DOCKER=1` it fails instead.
 
 mod attacker;
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod helpers;
 mod unpublished;
 mod workers;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::helpers::*;
+use crate::docker::helpers::*;
 
 /// Docker's default bridge's gateway: the host as containers reach it (`host.docker.internal`);
 /// Debian's daemon names only the subnet, whose first address it is.

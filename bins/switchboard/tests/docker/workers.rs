@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::helpers::*;
+use crate::docker::helpers::*;
 
 #[test]
 fn workers_are_reached_through_the_proxy_published_or_not() {

@@ -32,9 +32,10 @@
 //! The stream path alone (webhooks lost, pull path outpaced) and a stream dropped mid-run:
 //! `streams.rs`, on both backends.
 
-#[path = "../common/mod.rs"]
-mod common;
-mod rig;
+use crate::common;
+/// The rig shared with the other modules that start sandboxes with the real agent server.
+#[allow(dead_code)]
+pub mod rig;
 mod streams;
 mod subscriber;
 

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
-use crate::rig::{Agent, Rig};
-use crate::subscriber::Subscriber;
-use crate::{REPAIRED_WITHIN, finish_watching};
+use crate::event_catch_up::rig::{Agent, Rig};
+use crate::event_catch_up::subscriber::Subscriber;
+use crate::event_catch_up::{REPAIRED_WITHIN, finish_watching};
 
 /// The stream's line for the events it stored (with their ids).
 const BY_STREAM: &str = "stored from the agent server's event stream";

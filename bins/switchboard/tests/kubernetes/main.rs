@@ -6,8 +6,7 @@
 //! address (10.89.0.1), where pods post their webhooks and reach the fake LLM. Without the
 //! cluster each test says so and passes; with `SWITCHBOARD_REQUIRE_KUBE=1` it fails instead.
 
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod helpers;
 
 use std::time::Duration;

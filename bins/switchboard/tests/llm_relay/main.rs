@@ -13,11 +13,8 @@
 //! nothing, the start fails saying why). Without the real agent server each test says so and
 //! passes (`scripts/e2e.sh` installs it).
 
-#[path = "../common/mod.rs"]
-mod common;
-#[path = "../event_catch_up/rig.rs"]
-#[allow(dead_code)]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 mod scan;
 
 use std::io::Read;

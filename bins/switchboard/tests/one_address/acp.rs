@@ -16,9 +16,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
-use crate::cli::{CliHome, poll, run_bounded};
 use crate::common::*;
-use crate::netns::{Netns, reachable_from, real_agent_specs};
+use crate::one_address::cli::{CliHome, poll, run_bounded};
+use crate::one_address::netns::{Netns, reachable_from, real_agent_specs};
 
 /// How long each CLI command may take (imports alone take 10 to 60 s, by load).
 const CLI_LIMIT: Duration = Duration::from_secs(420);

@@ -20,7 +20,7 @@ use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::netns::{Netns, reachable_from, real_agent_specs};
+use crate::one_address::netns::{Netns, reachable_from, real_agent_specs};
 
 /// The task: the fake LLM runs the command after `run: `, then finishes.
 const TASK: &str = "Check the workspace, run: echo one-address-cli";

@@ -14,7 +14,5 @@
 
 mod acp;
 mod cli;
-#[path = "../common/mod.rs"]
-mod common;
 mod netns;
 mod sdk;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::netns::{Netns, reachable_from, real_agent_specs};
+use crate::one_address::netns::{Netns, reachable_from, real_agent_specs};
 
 fn sdk_through_switchboard_alone(backend: Backend, tag: u8) {
     let (Some(agent_server), Some(sdk_python)) = (

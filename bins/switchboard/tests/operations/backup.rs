@@ -13,7 +13,7 @@ use crate::common::{
     ServeOptions, Server, TempDir, cli, cli_json, client, expect_error, sandbox_agent, send_json,
     standin_specs_file, str_of, wait_sandbox_status,
 };
-use crate::replicas::fingerprint;
+use crate::operations::replicas::fingerprint;
 
 fn serve(url: &str, data: &Path, specs: &str) -> Server {
     let dir = data.display().to_string();

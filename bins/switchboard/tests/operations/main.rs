@@ -7,8 +7,6 @@
 //! or stops the original's sandbox, and what restore refuses).
 
 mod backup;
-#[path = "../common/mod.rs"]
-mod common;
 mod replicas;
 
 use switchboard_testkit::Backend;

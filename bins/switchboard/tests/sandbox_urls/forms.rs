@@ -8,8 +8,8 @@ use switchboard_testkit::{Backend, TestDatabase};
 use tungstenite::Message;
 use tungstenite::client::IntoClientRequest;
 
-use crate::DEFAULT_RANGE;
 use crate::common::*;
+use crate::sandbox_urls::DEFAULT_RANGE;
 
 /// A data directory with the stand-in's spec, its path and the spec file's path.
 pub fn standin_data() -> (TempDir, String, String) {

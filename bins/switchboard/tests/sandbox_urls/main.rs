@@ -8,8 +8,6 @@
 //!   sandbox's port; a third on an address already serving it shows the path form;
 //! - `sdk`: the SDK's `OpenHandsCloudWorkspace` against `serve` as the README starts it.
 
-#[path = "../common/mod.rs"]
-mod common;
 mod forms;
 mod replicas;
 mod sdk;

@@ -6,7 +6,9 @@ use serde_json::json;
 use switchboard_testkit::{Backend, TestDatabase};
 
 use crate::common::*;
-use crate::forms::{agent_url, echo, port_of, running_sandbox, standin_data, wait_refused};
+use crate::sandbox_urls::forms::{
+    agent_url, echo, port_of, running_sandbox, standin_data, wait_refused,
+};
 
 /// `serve` bound on `bind` with the stand-in, the ports `21200-21209`, its own data
 /// directory (each replica has its own id there) and the installation's one secret key.

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use switchboard_testkit::{Backend, TestDatabase};
 
-use crate::DEFAULT_RANGE;
 use crate::common::*;
+use crate::sandbox_urls::DEFAULT_RANGE;
 
 /// A spec running the real agent server (its venv's program) with the environment the tests
 /// give it.

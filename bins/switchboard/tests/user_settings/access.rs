@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{cli_json, client, str_of};
-use crate::rig::{GITHUB_TOKEN, MCP_KEY, PROFILE_KEY, Rig, SECRET_VALUE, detail};
+use crate::user_settings::rig::{GITHUB_TOKEN, MCP_KEY, PROFILE_KEY, Rig, SECRET_VALUE, detail};
 
 pub fn auth_matrix(r: &Rig, backend: Backend) {
     let routes = [

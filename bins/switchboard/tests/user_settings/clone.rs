@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{TempDir, client, direct_agent_url, python};
-use crate::rig::{GITHUB_TOKEN, GITLAB_TOKEN, Rig};
+use crate::user_settings::rig::{GITHUB_TOKEN, GITLAB_TOKEN, Rig};
 
 /// The host the owner stores with their GitLab token, mapped by the operator to the server.
 pub const GITLAB_HOST: &str = "git.test.internal";

@@ -17,8 +17,7 @@
 
 mod access;
 mod clone;
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod org_defaults;
 mod relayed;
 mod rig;

@@ -5,12 +5,12 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::relayed::{Chosen, assert_relayed};
-use crate::rig::{
+use crate::user_settings::relayed::{Chosen, assert_relayed};
+use crate::user_settings::rig::{
     CONNECTION_KEY, LLM_KEY, OPERATOR_KEY, ORG_KEY, ORG_MCP_KEY, ORG_PROFILE_KEY, ORG_SEARCH_KEY,
     Rig, detail,
 };
-use crate::starts::start;
+use crate::user_settings::starts::start;
 
 pub const ORG_URL: &str = "http://127.0.0.1:7/v1";
 

@@ -11,8 +11,8 @@ use switchboard_domain::ports::SealedRef;
 use switchboard_domain::services::binding_of;
 use switchboard_testkit::Backend;
 
-use crate::rig::Rig;
-use crate::rotation::sealer_of;
+use crate::user_settings::rig::Rig;
+use crate::user_settings::rotation::sealer_of;
 
 /// What a relayed start must have chosen: the model sent, and the route's upstream, key owner
 /// (`organization`, `operator`) and key.

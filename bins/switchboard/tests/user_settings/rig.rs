@@ -4,11 +4,11 @@
 use serde_json::{Value, json};
 use switchboard_testkit::{Backend, TestDatabase};
 
-use crate::clone::{GITLAB_HOST, GitServer};
 use crate::common::{
     ServeOptions, Server, TempDir, add_member, cli_json, client, python, str_of,
     wait_sandbox_status,
 };
+use crate::user_settings::clone::{GITLAB_HOST, GitServer};
 
 pub const LLM_KEY: &str = "sk-user-Hq7Zp3Lw9Xv2Nc5Rt8Kd";
 pub const PROFILE_KEY: &str = "sk-profile-Jm4Ys6Bf1Qa8Wz3Ue7Gh";

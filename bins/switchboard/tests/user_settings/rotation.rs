@@ -17,12 +17,12 @@ use switchboard_storage::DieselStore;
 use switchboard_testkit::Backend;
 
 use crate::common::{cli, expect_error, expect_json, str_of, wait_sandbox_status};
-use crate::org_defaults::ORG_URL;
-use crate::relayed::{Chosen, assert_relayed};
-use crate::rig::{
+use crate::user_settings::org_defaults::ORG_URL;
+use crate::user_settings::relayed::{Chosen, assert_relayed};
+use crate::user_settings::rig::{
     GITHUB_TOKEN, LLM_KEY, MCP_KEY, ORG_KEY, ORG_MCP_KEY, PROFILE_KEY, Rig, SECRET_VALUE, serve,
 };
-use crate::starts::start;
+use crate::user_settings::starts::start;
 
 /// Every sealed value: (where it belongs, the sealed text), sorted (PostgreSQL's row order
 /// changes with updates).

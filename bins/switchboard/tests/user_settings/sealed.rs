@@ -3,7 +3,7 @@
 
 use switchboard_testkit::Backend;
 
-use crate::rig::{OPERATOR_KEY, Rig, VALUES};
+use crate::user_settings::rig::{OPERATOR_KEY, Rig, VALUES};
 
 pub fn every_value_stays_sealed(r: &Rig, backend: Backend) {
     let mut leaks = Vec::new();

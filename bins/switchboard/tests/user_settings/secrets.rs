@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::rig::{GITHUB_TOKEN, Rig, SECRET_VALUE};
+use crate::user_settings::rig::{GITHUB_TOKEN, Rig, SECRET_VALUE};
 
 pub fn secrets_and_provider_tokens(r: &Rig, backend: Backend) {
     for name in ["API_TOKEN", "DB_PASSWORD", "OTHER"] {

@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::rig::{LLM_KEY, MCP_KEY, PROFILE_KEY, Rig, SEARCH_KEY};
+use crate::user_settings::rig::{LLM_KEY, MCP_KEY, PROFILE_KEY, Rig, SEARCH_KEY};
 
 pub fn settings_profiles_and_validation(r: &Rig, backend: Backend) {
     // Defaults before anything is stored; the LLM a start would use is the operator's (issue

@@ -7,8 +7,10 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{client, direct_agent_url};
-use crate::relayed::{Chosen, assert_relayed};
-use crate::rig::{GITHUB_TOKEN, LLM_KEY, MCP_KEY, OPERATOR_KEY, PROFILE_KEY, Rig, SECRET_VALUE};
+use crate::user_settings::relayed::{Chosen, assert_relayed};
+use crate::user_settings::rig::{
+    GITHUB_TOKEN, LLM_KEY, MCP_KEY, OPERATOR_KEY, PROFILE_KEY, Rig, SECRET_VALUE,
+};
 
 /// Starts a conversation in `sandbox` and waits for READY; the create body the stand-in got.
 pub fn start(r: &Rig, key: &str, sandbox: &str, url: &str, extra: Value) -> Value {

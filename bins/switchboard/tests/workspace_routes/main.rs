@@ -15,11 +15,8 @@
 //! holding `meta.json` and every stored event, in order, as stored; a paused sandbox is 409
 //! for the workspace reads while the download still answers.
 
-#[path = "../common/mod.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../event_catch_up/rig.rs"]
-mod rig;
+use crate::common;
+use crate::event_catch_up::rig;
 
 mod files_tab;
 

@@ -5,9 +5,6 @@
 //! organization routes (`orgs.rs`); `relayed.rs` checks a start sending a key not the member's
 //! own through the LLM pass-through.
 
-#[path = "../common/mod.rs"]
-#[macro_use]
-mod common;
 mod orgs;
 mod profiles;
 mod relayed;

@@ -8,9 +8,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
+use crate::agent_canvas::profiles::send;
+use crate::agent_canvas::{fixture, has_reads, request};
 use crate::common::sandboxes::{SandboxApp, SandboxOptions, spawn_sandbox_app};
-use crate::profiles::send;
-use crate::{fixture, has_reads, request};
 
 on_both_backends!(who_and_where, organization_profiles, provider_connections);
 

@@ -6,8 +6,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
+use crate::agent_canvas::{fixture, has_reads, method, path, request};
 use crate::common::{TestApp, spawn_app, status_json};
-use crate::{fixture, has_reads, method, path, request};
 
 on_both_backends!(agent_profiles_as_the_client_uses_them, agent_profile_errors);
 

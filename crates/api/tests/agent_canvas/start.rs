@@ -17,9 +17,9 @@ use serde_json::{Value, json};
 use switchboard_domain::services::LlmConfig;
 use switchboard_testkit::Backend;
 
+use crate::agent_canvas::relayed::{Chosen, assert_relayed};
+use crate::agent_canvas::{fixture, has_reads, request};
 use crate::common::sandboxes::{SandboxApp, SandboxOptions, spawn_sandbox_app_with};
-use crate::relayed::{Chosen, assert_relayed};
-use crate::{fixture, has_reads, request};
 
 on_both_backends!(
     a_start_launches_from_the_profile,

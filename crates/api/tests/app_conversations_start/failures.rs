@@ -4,8 +4,10 @@
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
+use crate::app_conversations_start::rig::{
+    FAIL_BASH, FAIL_CREATE, LLM_KEY, app, finished, git_repo, hello, start,
+};
 use crate::common::sandboxes::{CRASHES, SandboxApp, SandboxOptions};
-use crate::rig::{FAIL_BASH, FAIL_CREATE, LLM_KEY, app, finished, git_repo, hello, start};
 
 /// Starts `body`, expects ERROR; returns the task. The sandbox it started, if any, is deleted.
 pub async fn fails(app: &SandboxApp, body: Value, want_in_detail: &str) -> Value {

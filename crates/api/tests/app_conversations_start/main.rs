@@ -10,9 +10,6 @@
 //! `requests.rs` (the 400, 409 and 422 answers), `tasks.rs` (visibility, search and count,
 //! concurrent starts).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod failures;
 mod ready;
 mod requests;

@@ -8,8 +8,10 @@ use switchboard_domain::ConversationId;
 use switchboard_domain::ports::ConversationStore;
 use switchboard_testkit::Backend;
 
+use crate::app_conversations_start::rig::{
+    LLM_KEY, app, events_of, finished, git_repo, hello, start, stream_start,
+};
 use crate::common::sandboxes::SandboxOptions;
-use crate::rig::{LLM_KEY, app, events_of, finished, git_repo, hello, start, stream_start};
 
 pub async fn start_to_ready(backend: Backend) {
     let app = app(backend, SandboxOptions::default()).await;

@@ -7,9 +7,9 @@ use switchboard_domain::ConversationId;
 use switchboard_domain::ports::ConversationStore;
 use switchboard_testkit::Backend;
 
+use crate::app_conversations_start::rig::{START, app, finished, hello, start};
 use crate::common::sandboxes::SandboxOptions;
 use crate::common::{detail, status_json};
-use crate::rig::{START, app, finished, hello, start};
 
 pub async fn bad_requests(backend: Backend) {
     let app = app(backend, SandboxOptions::default()).await;

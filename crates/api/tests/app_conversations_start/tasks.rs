@@ -6,8 +6,8 @@ use reqwest::Method;
 use serde_json::json;
 use switchboard_testkit::Backend;
 
+use crate::app_conversations_start::rig::{START, app, finished, hello, start};
 use crate::common::sandboxes::SandboxOptions;
-use crate::rig::{START, app, finished, hello, start};
 
 pub async fn visibility(backend: Backend) {
     let app = app(backend, SandboxOptions::default()).await;

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use switchboard_domain::services::ServiceKey;
 use switchboard_testkit::Backend;
 
+use crate::automation_service::{SERVICE_KEY, replay_ok};
 use crate::common::sandboxes::{SandboxOptions, spawn_sandbox_app_with};
 use crate::common::status_json;
-use crate::{SERVICE_KEY, replay_ok};
 
 pub async fn one_run_as_the_service_sends_it(backend: Backend) {
     let app = spawn_sandbox_app_with(backend, SandboxOptions::default(), &[], |s| {

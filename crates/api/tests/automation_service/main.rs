@@ -4,9 +4,7 @@
 //! requests in order with the stand-in agent server as the sandbox (`flow.rs`), and the
 //! service route's rules (`rules.rs`).
 
-#[path = "../common/mod.rs"]
-#[macro_use]
-mod common;
+use crate::common;
 mod flow;
 mod rules;
 

@@ -10,10 +10,10 @@ use switchboard_api::extract::BodyLimits;
 use switchboard_domain::services::ServiceKey;
 use switchboard_testkit::Backend;
 
+use crate::automation_service::{SERVICE_KEY, replay};
 use crate::common::{
     TestApp, assert_one_error, detail, spawn_app, spawn_app_configured, status_json,
 };
-use crate::{SERVICE_KEY, replay};
 
 async fn with_service_key(backend: Backend) -> TestApp {
     spawn_app_configured(backend, BodyLimits::default(), |s| {

@@ -316,8 +316,8 @@ pub async fn spawn_app_on_with_state(
 }
 
 /// For each `async fn name(backend: Backend)` named, declares a module `name` with one
-/// `#[tokio::test]` per backend: `name::sqlite` and `name::postgres`. Use with
-/// `#[macro_use] mod common;`.
+/// `#[tokio::test]` per backend: `name::sqlite` and `name::postgres`. In scope in every module
+/// of the test binary (`tests/integration.rs` declares `#[macro_use] mod common;` first).
 #[allow(unused_macros)]
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {

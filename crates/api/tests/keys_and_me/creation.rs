@@ -7,7 +7,7 @@ use switchboard_testkit::Backend;
 use switchboard_api::extract::BodyLimits;
 
 use crate::common::{assert_one_error, detail, spawn_app, spawn_app_configured, status_json};
-use crate::rig::{create_key, delete_key, list_keys};
+use crate::keys_and_me::rig::{create_key, delete_key, list_keys};
 
 pub async fn create_validation(backend: Backend) {
     let app = spawn_app(backend).await;

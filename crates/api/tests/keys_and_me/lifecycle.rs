@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{SETTINGS, detail, instant, spawn_app, status_json};
-use crate::rig::{KEY_ELSEWHERE, KEY_FIELDS, create_key, delete_key, find, list_keys, me, secrets};
+use crate::keys_and_me::rig::{
+    KEY_ELSEWHERE, KEY_FIELDS, create_key, delete_key, find, list_keys, me, secrets,
+};
 
 pub async fn create_use_list_revoke(backend: Backend) {
     let app = spawn_app(backend).await;

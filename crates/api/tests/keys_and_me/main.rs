@@ -6,9 +6,6 @@
 //! effective organization, other users' keys, bad ids), `creation.rs` (the create body's
 //! rules), `me.rs` (`users/me`).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod creation;
 mod lifecycle;
 mod me;

@@ -4,7 +4,9 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app, status_json};
-use crate::rig::{MEMBER_PERMISSIONS, NOT_FOR_ADMINS, OWNER_PERMISSIONS, list_keys, me, sorted};
+use crate::keys_and_me::rig::{
+    MEMBER_PERMISSIONS, NOT_FOR_ADMINS, OWNER_PERMISSIONS, list_keys, me, sorted,
+};
 
 pub async fn users_me(backend: Backend) {
     let app = spawn_app(backend).await;

@@ -9,7 +9,9 @@ use switchboard_domain::Role;
 use switchboard_testkit::Backend;
 
 use crate::common::{SETTINGS, assert_one_error, detail, spawn_app, status_json};
-use crate::rig::{KEY_ELSEWHERE, MEMBER_PERMISSIONS, delete_key, list_keys, me, sorted};
+use crate::keys_and_me::rig::{
+    KEY_ELSEWHERE, MEMBER_PERMISSIONS, delete_key, list_keys, me, sorted,
+};
 
 /// Keys are bound to the effective organization: a key made with `X-Org-Id: B` acts on B.
 pub async fn keys_follow_the_effective_org(backend: Backend) {

@@ -8,8 +8,8 @@ use serde_json::Value;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::client::{connect, is_full_state, next_json, quiet, store_order};
 use crate::common;
+use crate::live_delivery::client::{connect, is_full_state, next_json, quiet, store_order};
 
 /// A sandbox app with a started (stand-in) sandbox, RUNNING, and a conversation on it made
 /// through the sandbox's webhook: the app, the owner's key, the agent server's URL and the

@@ -7,10 +7,10 @@ use futures_util::SinkExt;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::client::{
+use crate::common::spawn_app;
+use crate::live_delivery::client::{
     Auth, close_code, connect, conversation, is_full_state, next_json, try_connect,
 };
-use crate::common::spawn_app;
 
 pub async fn auth_and_close_codes(backend: Backend) {
     let app = spawn_app(backend).await;

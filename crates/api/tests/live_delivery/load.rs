@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use switchboard_testkit::Backend;
 
-use crate::client::{connect, conversation, ingest, next_json, quiet, store_order};
 use crate::common::spawn_app;
+use crate::live_delivery::client::{connect, conversation, ingest, next_json, quiet, store_order};
 
 /// Deterministic pseudo-random numbers (xorshift).
 pub struct Rng(u64);

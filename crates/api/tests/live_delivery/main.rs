@@ -11,9 +11,7 @@
 //! subscriber), `agent.rs` (messages to and deltas from a running sandbox's agent server),
 //! `pings.rs` (heartbeats), `replicas.rs` (a second replica; the test itself is below).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod agent;
 mod auth;
 mod client;

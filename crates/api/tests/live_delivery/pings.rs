@@ -7,8 +7,8 @@ use serde_json::json;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::client::{connect, conversation, ingest, next_json};
 use crate::common::spawn_app;
+use crate::live_delivery::client::{connect, conversation, ingest, next_json};
 
 /// A websocket client that answers nothing (no pong, no close): the upgrade written by hand
 /// on a TCP stream, then the server's frames read as bytes (unmasked, RFC 6455 §5.2).

@@ -6,8 +6,10 @@ use serde_json::Value;
 use switchboard_testkit::Backend;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::client::{connect, conversation, event, ingest, is_full_state, next_json, quiet};
 use crate::common::spawn_app;
+use crate::live_delivery::client::{
+    connect, conversation, event, ingest, is_full_state, next_json, quiet,
+};
 
 pub async fn resend_modes(backend: Backend) {
     let app = spawn_app(backend).await;

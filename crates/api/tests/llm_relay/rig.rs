@@ -18,8 +18,8 @@ use time::{Date, OffsetDateTime};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{TestApp, spawn_app_configured, status_json};
-use crate::seed::seed_conversation;
-use crate::upstream::Upstream;
+use crate::llm_relay::seed::seed_conversation;
+use crate::llm_relay::upstream::Upstream;
 use switchboard_domain::llm_relay::token_hash;
 
 /// The real key: must reach the upstream, and only where the token was.

@@ -10,8 +10,10 @@ use switchboard_api::llm_relay::forward::MAX_BODY;
 use switchboard_testkit::Backend;
 
 use crate::common::status_json;
-use crate::rig::{Relay, RouteSpec, anthropic_error, openai_error};
-use crate::upstream::{JSON_USAGE, SSE_CHUNKS, SSE_GAP, SSE_USAGE, dead_address, sse_body};
+use crate::llm_relay::rig::{Relay, RouteSpec, anthropic_error, openai_error};
+use crate::llm_relay::upstream::{
+    JSON_USAGE, SSE_CHUNKS, SSE_GAP, SSE_USAGE, dead_address, sse_body,
+};
 
 pub async fn streams_pass_through_as_streamed(backend: Backend) {
     let relay = Relay::start(backend).await;
@@ -105,7 +107,7 @@ pub async fn redirects_are_not_followed_and_failures_are_shaped(backend: Backend
     anthropic_error(status, &body, 502, "api_error");
     // Neither the redirect nor the failures recorded any usage.
     let (_, page) = relay
-        .org_usage(&relay.app.owner.key, &crate::rig::around_today())
+        .org_usage(&relay.app.owner.key, &crate::llm_relay::rig::around_today())
         .await;
     assert_eq!(page["total"]["requests"], 0, "{backend}: {page}");
     relay.stop().await;
@@ -206,13 +208,13 @@ pub async fn metrics_count_the_outcomes(backend: Backend) {
     relay
         .wait_metric("llm_relay_cost_usd_total", JSON_USAGE.2)
         .await;
-    let unknown = crate::rig::new_token();
+    let unknown = crate::llm_relay::rig::new_token();
     let (status, _) = status_json(relay.chat("chat/completions", &unknown).await).await;
     assert_eq!(status, 401, "{backend}");
     relay.wait_metric(&outcome("unknown_token"), 1.0).await;
     // The conversation's budget (0.1) is now spent.
     relay.wait_requests(1).await;
-    crate::rig::past_cache().await;
+    crate::llm_relay::rig::past_cache().await;
     let (status, _) = status_json(relay.chat("chat/completions", &r.token).await).await;
     assert_eq!(status, 400, "{backend}");
     relay.wait_metric(&outcome("task_budget"), 1.0).await;

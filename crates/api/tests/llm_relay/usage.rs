@@ -5,10 +5,10 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, status_json};
-use crate::rig::{
+use crate::llm_relay::rig::{
     Relay, Route, RouteSpec, anthropic_error, around_today, day, first_of_month, openai_error,
 };
-use crate::upstream::{ANTHROPIC_USAGE, JSON_USAGE, NOCOST_USAGE, Reported, SSE_USAGE};
+use crate::llm_relay::upstream::{ANTHROPIC_USAGE, JSON_USAGE, NOCOST_USAGE, Reported, SSE_USAGE};
 
 /// `POST chat/completions` with `route`'s token as a bearer, its body read: the status.
 async fn chat_status(relay: &Relay, route: &Route) -> u16 {
@@ -19,7 +19,7 @@ async fn chat_status(relay: &Relay, route: &Route) -> u16 {
 /// Asserts `route` is refused for a spent budget naming `what`, as a bearer (OpenAI's shape)
 /// and as `x-api-key` (Anthropic's).
 async fn assert_budget_refused(relay: &Relay, route: &Route, what: &str, backend: Backend) {
-    crate::rig::past_cache().await;
+    crate::llm_relay::rig::past_cache().await;
     let (status, body) = status_json(relay.chat("chat/completions", &route.token).await).await;
     let message = openai_error(status, &body, 400, "budget_exceeded");
     assert!(message.contains(what), "{backend}: {message}");

@@ -6,7 +6,7 @@ use switchboard_domain::Role;
 use switchboard_testkit::Backend;
 
 use crate::common::{detail, spawn_app};
-use crate::rig::{call, member, members, new_member};
+use crate::members_api::rig::{call, member, members, new_member};
 
 /// Every change is in the log with who, what, whom, when and from where; owners read it,
 /// newest first, in pages; admins and members do not.

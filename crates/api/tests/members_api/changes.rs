@@ -6,7 +6,7 @@ use switchboard_domain::Role;
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app, status_json};
-use crate::rig::{call, emails, member, members, new_member, patch};
+use crate::members_api::rig::{call, emails, member, members, new_member, patch};
 
 /// Owners change admins and members to any role; admins change members to admin or member;
 /// nobody changes themselves or an owner; bad bodies are 422; nothing changes on a refusal.

@@ -6,9 +6,6 @@
 //! `rig.rs` (the calls, a new member), `paging.rs` (pages, filter, count), `changes.rs` (role
 //! changes and removals), `audit.rs` (the audit log, disabled users).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod audit;
 mod changes;
 mod paging;

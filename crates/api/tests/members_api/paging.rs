@@ -6,7 +6,7 @@ use switchboard_domain::Role;
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app};
-use crate::rig::{call, emails, members, new_member};
+use crate::members_api::rig::{call, emails, members, new_member};
 
 /// Pages in the order members joined, `current_page` counted, the e-mail filter any case and
 /// literal, the count; bad paging and filters are 422; another organization is 404.

@@ -8,9 +8,6 @@
 //! `matrix.rs` (the cases read and written, the fields by role), `order.rs` (the order of the
 //! checks, an organization deleted).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod cases;
 mod matrix;
 mod order;

@@ -5,8 +5,8 @@ use serde_json::{Value, json};
 use switchboard_domain::OrgId;
 use switchboard_testkit::Backend;
 
-use crate::cases::{Expect, MISSING_EDIT, cases, expect_error, request};
 use crate::common::{TestApp, detail, spawn_app, status_json};
+use crate::permissions::cases::{Expect, MISSING_EDIT, cases, expect_error, request};
 
 /// Gives organization A a budget of 7 (and a monthly one of 70) so that answers show which
 /// organization was read.

@@ -5,8 +5,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
-use crate::cases::{Cred, KEY_ELSEWHERE, NOT_MEMBER, expect_error, request};
 use crate::common::{SETTINGS, assert_one_error, detail, spawn_app, status_json};
+use crate::permissions::cases::{Cred, KEY_ELSEWHERE, NOT_MEMBER, expect_error, request};
 
 /// Authentication comes before anything about the body, and the organization checks (403,
 /// malformed `X-Org-Id`) too; a member's invalid marketplace list is a 422 before the 403.

@@ -7,9 +7,7 @@
 //! exposes (`WORKER_1`, `WORKER_2`), a real HTTP server in the sandbox reached through the
 //! proxy alone.
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
+use crate::common;
 mod access;
 mod http;
 mod limits;

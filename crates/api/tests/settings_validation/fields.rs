@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::spawn_app;
-use crate::rig::{non_default_state, refused};
+use crate::settings_validation::rig::{non_default_state, refused};
 
 pub async fn field_types_and_values(backend: Backend) {
     let app = spawn_app(backend).await;

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{assert_one_error, detail, spawn_app};
-use crate::rig::non_default_state;
+use crate::settings_validation::rig::non_default_state;
 
 pub async fn body_framing(backend: Backend) {
     let app = spawn_app(backend).await;

@@ -8,9 +8,6 @@
 //! bodies, duplicate names), `patches.rs` (patch semantics, what comes back, bodies that write
 //! nothing), `versions.rs` (versions and the optimistic lock).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod fields;
 mod framing;
 mod patches;

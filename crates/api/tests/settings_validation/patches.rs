@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::spawn_app;
-use crate::rig::non_default_state;
+use crate::settings_validation::rig::non_default_state;
 
 /// The settings without their version.
 pub fn unversioned(v: &Value) -> Value {

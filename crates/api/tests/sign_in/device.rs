@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 use switchboard_testkit::Backend;
 
 use crate::common::{spawn_app, status_json};
-use crate::rig::{csrf, provider_missing, spawn};
+use crate::sign_in::rig::{csrf, provider_missing, spawn};
 
 /// `POST /oauth/device/token` with `device_code` as the CLI sends it (a form, nothing else).
 async fn poll(app: &crate::common::TestApp, code: &str) -> (u16, Value) {

@@ -9,9 +9,6 @@
 //! `rig.rs` (the app with sign-in, a signed-in browser), `web.rs` (sign-in, account page,
 //! refusals), `device.rs` (device logins).
 
-#[macro_use]
-#[path = "../common/mod.rs"]
-mod common;
 mod device;
 mod rig;
 mod web;

@@ -7,7 +7,7 @@ use switchboard_testkit::Backend;
 use switchboard_testkit::oidc::Browser;
 
 use crate::common::status_json;
-use crate::rig::{ENGINEERING, EXAMPLE_COM, csrf, provider_missing, spawn};
+use crate::sign_in::rig::{ENGINEERING, EXAMPLE_COM, csrf, provider_missing, spawn};
 
 const RULES: [&str; 2] = [
     "group:engineering=6a1e0c52-4b7f-4d2e-9c31-0f5e8d7a6b41:member",
@@ -275,7 +275,7 @@ pub async fn refusals(backend: Backend) {
     assert!(page.body.contains("disabled"), "{backend}");
 
     // An expired ID token (the provider's clock two minutes behind, tokens living one).
-    let expired = crate::rig::spawn_behind(backend, &RULES, 60, 120).await;
+    let expired = crate::sign_in::rig::spawn_behind(backend, &RULES, 60, 120).await;
     let (_, page) = expired.signed_in("alice", "/account").await;
     assert_eq!(page.status, 403, "{backend}: {page:?}");
     assert!(
