@@ -37,9 +37,9 @@ impl PortPool {
     }
 
     /// As [`PortPool::reserve`], never one of `avoid`: ports that are not listened on now but
-    /// are taken otherwise (a confined process sandbox's `--sandbox-host-port`s, which `pasta`
-    /// binds inside its network to reach the host: a service on the host that is down at the
-    /// moment leaves its port free to bind, and a sandbox given it could not listen on it).
+    /// are taken otherwise (the host ports `pasta` binds inside a confined process sandbox's
+    /// network to reach the host: a service on the host that is down at the moment leaves its
+    /// port free to bind, and a sandbox given it could not listen on it).
     ///
     /// # Errors
     /// [`RuntimeError::Launch`] when no port can be bound.

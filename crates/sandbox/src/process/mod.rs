@@ -362,8 +362,9 @@ impl ProcessRuntime {
         sandbox_dir: &Path,
     ) -> Result<RuntimeHandle, RuntimeError> {
         let waiter = self.waiter()?;
-        let port = self.reserve_port()?;
-        let services = match self.reserve_services(launch) {
+        let avoid = self.bound_inside(launch);
+        let port = self.reserve_port(&avoid)?;
+        let services = match self.reserve_services(launch, &avoid) {
             Ok(s) => s,
             Err(e) => {
                 self.release_port(port);

@@ -11,17 +11,24 @@ use crate::confine::Isolation;
 use crate::ports::PortPool;
 
 impl ProcessRuntime {
-    /// A loopback port nothing listens on, no sandbox of this process was given, and not one
-    /// of the host ports confined sandboxes reach (`--sandbox-host-port`: `pasta` binds those
-    /// inside each sandbox's network, where the agent server could then not listen).
-    pub(super) fn reserve_port(&self) -> Result<u16, RuntimeError> {
-        let avoid = match &self.isolation {
+    /// The host ports `pasta` binds inside a confined sandbox's own network to reach the host
+    /// ([`Pasta::outbound`](crate::confine::Pasta::outbound): `--sandbox-host-port`s and the
+    /// webhook URL's loopback port): no port the sandbox listens on may be one of them, even
+    /// when nothing listens on it on the host at the moment (a host service that is down).
+    pub(super) fn bound_inside(&self, launch: &LaunchSpec) -> Vec<u16> {
+        match &self.isolation {
             Isolation::Bwrap(bwrap) => bwrap
                 .network
                 .as_ref()
-                .map_or(&[][..], |pasta| &pasta.host_ports[..]),
-            Isolation::None => &[],
-        };
+                .map(|pasta| pasta.outbound(&launch.webhook_base_url))
+                .unwrap_or_default(),
+            Isolation::None => Vec::new(),
+        }
+    }
+
+    /// A loopback port nothing listens on, no sandbox of this process was given, and not one
+    /// of `avoid` ([`ProcessRuntime::bound_inside`]).
+    pub(super) fn reserve_port(&self, avoid: &[u16]) -> Result<u16, RuntimeError> {
         PortPool::shared().reserve_avoiding(LISTEN_HOST, avoid)
     }
 
@@ -35,10 +42,11 @@ impl ProcessRuntime {
     pub(super) fn reserve_services(
         &self,
         launch: &LaunchSpec,
+        avoid: &[u16],
     ) -> Result<Vec<ServiceEndpoint>, RuntimeError> {
         let mut services = Vec::with_capacity(launch.spec.exposed_services.len());
         for service in &launch.spec.exposed_services {
-            match self.reserve_port() {
+            match self.reserve_port(avoid) {
                 Ok(port) => services.push(ServiceEndpoint {
                     service: *service,
                     url: format!("http://{LISTEN_HOST}:{port}"),
