@@ -6,7 +6,7 @@
 
 use serde::Deserialize;
 use utoipa::openapi::extensions::{Extensions, ExtensionsBuilder};
-use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::schema::{AnyOfBuilder, Object, ObjectBuilder, Schema, SchemaType, Type};
 
 use crate::validation::NO_NUL_PATTERN;
 
@@ -87,6 +87,46 @@ pub fn only(value: &str) -> ObjectBuilder {
 pub fn value_error_words(text: &str) -> Extensions {
     ExtensionsBuilder::new()
         .add(super::pydantic::VALUE_ERROR_KEYWORD, text)
+        .build()
+}
+
+/// As [`value_error_words`], except that a string with a NUL keeps the entry API.md gives
+/// every NUL (NUL characters): `string_pattern_mismatch` against
+/// [`NO_NUL_PATTERN`](crate::validation::NO_NUL_PATTERN), whatever keyword refused it.
+pub fn value_error_words_nul_apart(text: &str) -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::pydantic::VALUE_ERROR_KEYWORD, text)
+        .add(super::pydantic::NUL_APART_KEYWORD, true)
+        .build()
+}
+
+/// A date-time as [`crate::time_input::parse_datetime_value`] reads it, or `null`: the
+/// document states a string matching `pattern` or Unix seconds in `[from, to)` (the subset a
+/// generator can only make valid values of; `description` says what more is taken), and
+/// marks it [`ACCEPTS_MORE_KEYWORD`](super::ACCEPTS_MORE_KEYWORD): the validator takes any
+/// value there, the body's [`RequestBody::check`](super::RequestBody::check) reads it.
+pub fn date_time(pattern: &str, from: i64, to: i64, description: &str) -> Schema {
+    let any = AnyOfBuilder::new()
+        .description(Some(description))
+        .item(string().pattern(Some(pattern)))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(from))
+                .exclusive_maximum(Some(to)),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .extensions(Some(accepts_more()))
+        .build();
+    Schema::AnyOf(any)
+}
+
+/// The annotation of a schema that states a subset of what the body takes there (see
+/// [`ACCEPTS_MORE_KEYWORD`](super::ACCEPTS_MORE_KEYWORD)): the validator keeps only its
+/// `type`, the body's `check` judges the rest.
+pub fn accepts_more() -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::ACCEPTS_MORE_KEYWORD, true)
         .build()
 }
 

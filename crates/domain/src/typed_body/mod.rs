@@ -13,6 +13,9 @@
 //! Adding a field is a one-place change: the field and its attributes on the type.
 //! Shared field shapes whose pattern is a constant of the domain (a profile name, a secret
 //! name, NUL-free text) are [`fields`]' schema builders, named by `#[schema(schema_with = …)]`.
+//! A value whose document states only a subset of what the body takes (a date-time:
+//! [`fields::date_time`]) is marked [`ACCEPTS_MORE_KEYWORD`]: the validator keeps only its type
+//! there, and the type's [`RequestBody::check`] reads it.
 //! A property marked `writeOnly` (`#[schema(write_only)]`, e.g. a secret's value) is never
 //! echoed: its `input` reads `**********` in every entry.
 
@@ -26,12 +29,38 @@ use std::sync::{LazyLock, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchboard_model::ValidationError;
+use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 
 use crate::validation::{loc, value_error};
 
 pub use document::schema_document;
+
+/// The keyword marking a schema that states a subset of what the body accepts there (for
+/// generated clients and fuzzers, which then only make valid values): the validator keeps
+/// only its `type` (or takes any value when it has none), and [`RequestBody::check`] judges
+/// the rest. `"x-accepts-more": true`.
+pub const ACCEPTS_MORE_KEYWORD: &str = "x-accepts-more";
+
+/// `document` for the validator: each schema marked [`ACCEPTS_MORE_KEYWORD`] replaced by its
+/// `type` alone, or by `true` (any value) when it states none.
+fn for_validator(document: &Value) -> Value {
+    match document {
+        Value::Object(o) if o.get(ACCEPTS_MORE_KEYWORD) == Some(&Value::Bool(true)) => {
+            match o.get("type") {
+                Some(t) => serde_json::json!({ "type": t }),
+                None => Value::Bool(true),
+            }
+        }
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), for_validator(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(for_validator).collect()),
+        other => other.clone(),
+    }
+}
 
 /// A request body read through [`parse`].
 pub trait RequestBody: DeserializeOwned + ToSchema + 'static {
@@ -61,7 +90,7 @@ fn compiled<T: RequestBody>() -> &'static Compiled {
         return c;
     }
     let document = schema_document::<T>();
-    let validator = jsonschema::validator_for(&document)
+    let validator = jsonschema::validator_for(&for_validator(&document))
         .unwrap_or_else(|e| panic!("the derived schema of {} does not compile: {e}", T::name()));
     let made: &'static Compiled = Box::leak(Box::new(Compiled {
         validator,
@@ -88,6 +117,23 @@ pub fn parse<T: RequestBody>(body: &Value) -> Result<T, Vec<ValidationError>> {
     })?;
     value.check()?;
     Ok(value)
+}
+
+/// As [`parse`], for a value nested at `at` in a larger body (e.g. `["body",
+/// "registered_marketplaces", 2]`): the entries' locations start with `at` instead of `body`.
+///
+/// # Errors
+/// The entries [`parse`] gives, relocated.
+pub fn parse_at<T: RequestBody>(value: &Value, at: &[LocItem]) -> Result<T, Vec<ValidationError>> {
+    parse(value).map_err(|entries| {
+        entries
+            .into_iter()
+            .map(|mut e| {
+                e.loc.splice(..1, at.iter().cloned());
+                e
+            })
+            .collect()
+    })
 }
 
 /// As [`parse`], answering the first entry only (for callers that report one).
