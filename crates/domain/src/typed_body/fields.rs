@@ -67,11 +67,14 @@ pub fn literal(values: &[&str], nullable: bool) -> Object {
                 .map(|v| serde_json::Value::from(*v))
                 .chain(null),
         ))
-        .extensions(Some(
-            ExtensionsBuilder::new()
-                .add(super::pydantic::LITERAL_KEYWORD, true)
-                .build(),
-        ))
+        .extensions(Some(literal_mark()))
+        .build()
+}
+
+/// The annotation that words an `enum`'s failures `literal_error` (pydantic's `Literal[…]`).
+pub fn literal_mark() -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::pydantic::LITERAL_KEYWORD, true)
         .build()
 }
 
@@ -90,9 +93,10 @@ pub fn value_error_words(text: &str) -> Extensions {
         .build()
 }
 
-/// As [`value_error_words`], except that a string with a NUL keeps the entry API.md gives
-/// every NUL (NUL characters): `string_pattern_mismatch` against
-/// [`NO_NUL_PATTERN`](crate::validation::NO_NUL_PATTERN), whatever keyword refused it.
+/// As [`value_error_words`], except that a pattern refusing a string with a NUL (at or under
+/// the schema) keeps the entry API.md gives every NUL (NUL characters):
+/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`](crate::validation::NO_NUL_PATTERN)
+/// at that string.
 pub fn value_error_words_nul_apart(text: &str) -> Extensions {
     ExtensionsBuilder::new()
         .add(super::pydantic::VALUE_ERROR_KEYWORD, text)

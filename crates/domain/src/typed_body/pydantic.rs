@@ -71,9 +71,10 @@ pub(super) fn entries(
 /// at the annotated value itself, or a missing field there, keeps its own wording.
 pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
 
-/// The keyword that keeps a NUL's own entry under a schema marked [`VALUE_ERROR_KEYWORD`]:
-/// a string holding a NUL is worded `string_pattern_mismatch` against [`NO_NUL_PATTERN`]
-/// (API.md, NUL characters), whatever keyword refused it. `"x-nul-apart": true`.
+/// The keyword that keeps a NUL's own entry under a schema marked [`VALUE_ERROR_KEYWORD`]: a
+/// pattern refusing a string that holds a NUL, at or under that schema, is worded
+/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`] at that string (API.md, NUL
+/// characters). `"x-nul-apart": true`.
 pub(super) const NUL_APART_KEYWORD: &str = "x-nul-apart";
 
 /// The keyword that marks an `enum` as pydantic's `Literal[…]` (its failures worded
@@ -93,6 +94,13 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
     if own {
         return entry;
     }
+    if marked[NUL_APART_KEYWORD] == true
+        && entry.error_type == ErrorType::StringPatternMismatch
+        && let Some(Value::String(s)) = entry.input.as_deref()
+        && s.contains('\0')
+    {
+        return string_pattern_mismatch(entry.loc.clone(), NO_NUL_PATTERN, s);
+    }
     let text = marked[VALUE_ERROR_KEYWORD].as_str().unwrap_or_default();
     let mut input = body;
     for step in &path[..n] {
@@ -100,12 +108,6 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
             LocItem::Key(k) => &input[k.as_str()],
             LocItem::Index(i) => &input[*i],
         };
-    }
-    if marked[NUL_APART_KEYWORD] == true
-        && let Value::String(s) = input
-        && s.contains('\0')
-    {
-        return string_pattern_mismatch(entry.loc[..=n].to_vec(), NO_NUL_PATTERN, s);
     }
     value_error(entry.loc[..=n].to_vec(), text, input)
 }
