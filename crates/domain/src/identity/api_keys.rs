@@ -224,18 +224,28 @@ impl ApiKeyCreate {
 
 /// A new key's name: blank or too long is one `value_error`, a NUL its own entry.
 fn new_key_name_schema() -> utoipa::openapi::schema::Object {
+    key_name_schema(
+        "",
+        crate::typed_body::fields::value_error_words_nul_apart(&format!(
+            "name must have 1 to {MAX_KEY_NAME_CHARS} characters"
+        )),
+    )
+}
+
+/// A key's name ([`KEY_NAME_PATTERN`], 1 to [`MAX_KEY_NAME_CHARS`] characters), described
+/// after `what` and worded by `words` (a `value_error` annotation).
+pub(crate) fn key_name_schema(
+    what: &str,
+    words: utoipa::openapi::extensions::Extensions,
+) -> utoipa::openapi::schema::Object {
     crate::typed_body::fields::string()
         .description(Some(format!(
-            "1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."
+            "{what}1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."
         )))
         .min_length(Some(1))
         .max_length(Some(MAX_KEY_NAME_CHARS))
         .pattern(Some(KEY_NAME_PATTERN))
-        .extensions(Some(
-            crate::typed_body::fields::value_error_words_nul_apart(&format!(
-                "name must have 1 to {MAX_KEY_NAME_CHARS} characters"
-            )),
-        ))
+        .extensions(Some(words))
         .build()
 }
 
