@@ -4,128 +4,12 @@
 //! that a request valid by the document is accepted and one invalid by it is refused.
 
 use serde_json::{Map, Value, json};
-use switchboard_domain::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
-use switchboard_domain::conversations::repository::{
-    BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
-};
-use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
 use super::{canvas_requests, settings_requests};
 
 pub use switchboard_domain::UUID_PATTERN;
 pub use switchboard_domain::time_input::DATE_TIME_PATTERN;
-
-/// The request body schemas still written by hand, by component name.
-pub fn schemas() -> Vec<(&'static str, Value)> {
-    vec![("AppConversationStartRequest", start_request_schema())]
-}
-
-/// `AppConversationStartRequest` (reference app-server §5.1) as
-/// [`parse_start_request`](switchboard_domain::conversations::start_request::parse_start_request)
-/// reads it: only its fields (`additionalProperties: false`), each nullable, text without NUL,
-/// enums for `git_provider`, `trigger` and `agent_type`, a `SendMessageRequest`-shaped
-/// `initial_message`. What JSON Schema cannot state (a `suggested_task` excludes an
-/// `initial_message`; the parent must exist) is a 400 the operation documents.
-fn start_request_schema() -> Value {
-    let text = || json!({"type": ["string", "null"], "pattern": NO_NUL_PATTERN});
-    let uuid = || json!({"anyOf": [{"type": "string", "format": "uuid", "pattern": UUID_PATTERN}, {"type": "null"}]});
-    let string_map = || {
-        json!({
-            "type": ["object", "null"],
-            "additionalProperties": {"type": "string", "pattern": NO_NUL_PATTERN},
-        })
-    };
-    let triggers: Vec<Value> = ConversationTrigger::ALL
-        .iter()
-        .map(|t| json!(t.as_str()))
-        .chain([Value::Null])
-        .collect();
-    let providers: Vec<Value> = GIT_PROVIDERS
-        .iter()
-        .map(|p| json!(p))
-        .chain([Value::Null])
-        .collect();
-    let properties = json!({
-        "sandbox_id": uuid(),
-        "conversation_id": uuid(),
-        "initial_message": {
-            "anyOf": [
-                {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["content"],
-                    "properties": {
-                        "role": {"enum": ["user", null]},
-                        "content": {
-                            "type": "array",
-                            "items": {"anyOf": [
-                                {"type": "object", "required": ["type", "text"], "properties": {"type": {"const": "text"}, "text": {"type": "string", "pattern": NO_NUL_PATTERN}}},
-                                {"type": "object", "required": ["type", "image_urls"], "properties": {"type": {"const": "image"}, "image_urls": {"type": "array"}}},
-                            ]},
-                        },
-                        "run": {"type": "boolean", "default": true},
-                    },
-                },
-                {"type": "null"},
-            ],
-        },
-        "system_message_suffix": text(),
-        "processors": {"type": ["array", "null"]},
-        "llm_model": text(),
-        "agent_profile_id": text(),
-        "selected_repository": {
-            "type": ["string", "null"],
-            "maxLength": MAX_REPOSITORY_LEN,
-            "pattern": REPOSITORY_PATTERN,
-            "description": "The repository to clone (issue 18, Repository sources): `owner/repo` (cloned from its `git_provider`'s public host, GitHub when none), an `https://` or `ssh://` URL, or `user@host:path`, in printable ASCII without spaces. A local path or `file://` URL is accepted besides only under a directory the server's operator allows (`--allow-local-repositories`; none by default, and this pattern describes such a server). Anything else is a 422 at this field, before any sandbox starts.",
-        },
-        "selected_branch": {
-            "type": ["string", "null"],
-            "maxLength": MAX_BRANCH_LEN,
-            "pattern": BRANCH_PATTERN,
-            "description": "The branch to check out: a plain branch name, never anything git could read as an option.",
-        },
-        "git_provider": {"enum": providers},
-        "suggested_task": {"type": ["object", "null"]},
-        "title": text(),
-        "trigger": {"enum": triggers},
-        "pr_number": {"type": ["array", "null"], "items": {"type": "integer", "minimum": i64::MIN, "maximum": i64::MAX}},
-        "parent_conversation_id": uuid(),
-        "agent_type": {"enum": ["default", "plan", null], "default": "default"},
-        "public": {"type": ["boolean", "null"]},
-        "plugins": {"type": ["array", "null"]},
-        "secrets": string_map(),
-        "sandbox_spec_id": text(),
-        "max_iterations": {"type": ["integer", "null"], "minimum": 1, "maximum": i64::MAX},
-        "tags": string_map(),
-    });
-    debug_assert!(
-        START_REQUEST_FIELDS
-            .iter()
-            .all(|f| properties.get(f).is_some())
-    );
-    json!({
-        "type": "object",
-        "description": "OpenHands' `AppConversationStartRequest`, read strictly: an unknown field or a value of the wrong shape is a 422. Switchboard also takes `sandbox_spec_id` (the spec of a new sandbox), `max_iterations` and `tags`. `secrets` are sealed at rest and never echoed.",
-        "additionalProperties": false,
-        "properties": properties,
-    })
-}
-
-/// Which operation takes which body: `(path, method, schema name)`.
-const BODIES: [(&str, &str, &str); 2] = [
-    (
-        "/api/v1/app-conversations",
-        "post",
-        "AppConversationStartRequest",
-    ),
-    (
-        "/api/v1/app-conversations/stream-start",
-        "post",
-        "AppConversationStartRequest",
-    ),
-];
 
 /// The `X-Org-Id` header: a UUID, optional, never null.
 fn org_header_schema() -> Value {
@@ -139,18 +23,15 @@ pub fn apply(doc: &mut Value) {
     let schemas = doc["components"]["schemas"]
         .as_object_mut()
         .expect("the document has schemas");
-    for (name, schema) in self::schemas()
+    for (name, schema) in settings_requests::schemas()
         .into_iter()
-        .chain(settings_requests::schemas())
         .chain(canvas_requests::schemas())
     {
         schemas.insert(name.to_owned(), schema);
     }
     sort(schemas);
-    let bodies = BODIES.map(|(path, method, name)| (path, method, name, true));
-    for (path, method, name, required) in bodies
+    for (path, method, name, required) in settings_requests::BODIES
         .into_iter()
-        .chain(settings_requests::BODIES)
         .chain(canvas_requests::BODIES)
     {
         let op = &mut doc["paths"][path][method];
