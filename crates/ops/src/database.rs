@@ -93,6 +93,18 @@ impl Database {
         DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
 
+    /// The domain's services over this database, opened (migrated) with a pool of 2, as an
+    /// operator command uses it.
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn services(&self) -> Result<switchboard_domain::Switchboard> {
+        let (store, _) = self.open(Some(2), false)?;
+        Ok(switchboard_domain::Switchboard::new(std::sync::Arc::new(
+            store,
+        )))
+    }
+
     /// Warns when `--database-url` was given on the command line with a password: every
     /// local user can read a process's command line (`/proc/<pid>/cmdline`, `ps`).
     pub fn warn_if_password_on_command_line(&self) {
