@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use switchboard_ops::Database;
 
@@ -60,8 +60,8 @@ pub enum Command {
 
 // The operator commands (API.md): they need database access, no API key.
 pub use crate::cli_users::{AuditCommand, MembersCommand, UsersCommand};
-// Docker's flags, part of the sandboxes' (docker.rs names them here).
-pub use crate::cli_docker::DockerArgs;
+// The sandboxes' and the specs' flags.
+pub use crate::cli_sandboxes::{SandboxArgs, SpecArgs};
 
 #[derive(Subcommand)]
 pub enum OperatorCommand {
@@ -331,7 +331,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
-    pub service: crate::service_key::ServiceKeyArgs,
+    pub service: crate::sign_in::ServiceKeyArgs,
     #[command(flatten)]
     pub sign_in: crate::sign_in::SignInArgs,
 }
@@ -364,20 +364,12 @@ pub struct LlmArgs {
 
 impl LlmArgs {
     /// The LLM configuration: the key from `--llm-api-key-file`, else the `LLM_API_KEY`
-    /// variable (read here, never a flag: a flag shows in `ps`).
+    /// variable (read there, never a flag: a flag shows in `ps`).
     ///
     /// # Errors
     /// The key file cannot be read.
     pub fn config(&self) -> Result<switchboard_domain::services::LlmConfig> {
-        let api_key = match &self.llm_api_key_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("reading the LLM API key file {}", path.display()))?
-                    .trim_end()
-                    .to_owned(),
-            ),
-            None => std::env::var("LLM_API_KEY").ok().filter(|k| !k.is_empty()),
-        };
+        let api_key = switchboard_ops::key_files::llm_api_key(self.llm_api_key_file.as_deref())?;
         Ok(switchboard_domain::services::LlmConfig {
             model: self.llm_model.clone().filter(|m| !m.is_empty()),
             base_url: self.llm_base_url.clone().filter(|b| !b.is_empty()),
@@ -424,86 +416,6 @@ fn parse_in_flight(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-// How Switchboard runs sandboxes (issue 9; docs/sandbox-specs.md).
-#[derive(Args, Clone)]
-pub struct SandboxArgs {
-    #[command(flatten)]
-    pub specs: SpecArgs,
-    /// Switchboard's URL as clients and sandboxes reach it: sandboxes post webhooks to it + /api/v1/webhooks, and the API shows every sandbox's services under it + /sandboxes/{id}/{service} (exposed_urls, conversation_url, agent_server_url; default: the bound address).
-    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL", help_heading = heading::SERVER)]
-    pub public_url: Option<String>,
-    /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
-    #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL", help_heading = heading::SERVER)]
-    pub webhook_url: Option<String>,
-    /// Switchboard's URL as process sandboxes reach its LLM pass-through, when it differs from --webhook-url's (the pass-through is at it + /api/v1/llm-proxy; Docker and Kubernetes sandboxes use the address they post webhooks to). Default: --webhook-url, else --public-url.
-    #[arg(long, env = "SWITCHBOARD_LLM_PROXY_URL", help_heading = heading::SERVER)]
-    pub llm_proxy_url: Option<String>,
-    /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
-    #[arg(long = "sandbox-env", value_name = "NAME", env = "SWITCHBOARD_SANDBOX_ENV", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub sandbox_env: Vec<String>,
-    /// Do not stream events from the agent servers' own event sockets: events then arrive by the webhooks and the pull path only.
-    #[arg(long, env = "SWITCHBOARD_NO_EVENT_STREAMS", help_heading = heading::SANDBOXES)]
-    pub no_event_streams: bool,
-    /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120", help_heading = heading::SANDBOXES)]
-    pub sandbox_start_timeout: u64,
-    /// Running sandboxes per user; starting or resuming beyond it pauses the user's least recently used one.
-    #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_running_sandboxes: u32,
-    /// Sandboxes holding resources (STARTING, RUNNING or PAUSED: paused ones keep their memory) per user; a start beyond it is 409 naming which to delete.
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_USER", default_value_t = switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_sandboxes_per_user: u32,
-    /// Sandboxes holding resources per organization, for hosts shared between teams [default: unbounded].
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_sandboxes_per_org: Option<u32>,
-    /// Conversations one sandbox holds before a start grouped by its member's sandbox_grouping_strategy starts another (docs/API.md, Sandbox grouping).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_MAX_CONVERSATIONS", default_value_t = switchboard_domain::sandboxes::grouping::DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub sandbox_max_conversations: u32,
-    /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
-    #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0", help_heading = heading::WARM_POOL)]
-    pub warm_sandboxes: u32,
-    /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
-    #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE", help_heading = heading::STORAGE)]
-    pub secret_key_file: Option<PathBuf>,
-    /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64", help_heading = heading::SANDBOXES)]
-    pub sandbox_log_max_mib: u64,
-    #[command(flatten)]
-    pub confine: crate::cli_confine::ConfineArgs,
-    /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (docs/API.md, Repository sources).
-    #[arg(long = "allow-local-repositories", value_name = "DIR", env = "SWITCHBOARD_ALLOW_LOCAL_REPOSITORIES", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub allow_local_repositories: Vec<PathBuf>,
-    /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here.
-    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url, env = "SWITCHBOARD_GIT_PROVIDER_URLS", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub git_provider_urls: Vec<(String, String)>,
-    #[command(flatten)]
-    pub docker: crate::cli_docker::DockerArgs,
-    #[command(flatten)]
-    pub kube: crate::cli_kube::KubeArgs,
-}
-
-// Which sandbox specs there are (`serve` and `specs pull`).
-#[derive(Args, Clone)]
-pub struct SpecArgs {
-    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` or `kubernetes` a container of `--agent-server-image`).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS", help_heading = heading::SANDBOXES)]
-    pub sandbox_specs: Option<PathBuf>,
-    /// The agent server command of the built-in process spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
-    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND", help_heading = heading::PROCESS)]
-    pub agent_server_command: Option<String>,
-    /// The runtime of specs that name none: process, docker or kubernetes.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process", help_heading = heading::SANDBOXES)]
-    pub sandbox_runtime: String,
-    /// The image of the built-in container spec (with `--sandbox-runtime docker` or `kubernetes` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
-    #[arg(
-        long,
-        env = "SWITCHBOARD_AGENT_SERVER_IMAGE",
-        default_value = switchboard_domain::sandboxes::specs::DEFAULT_AGENT_SERVER_IMAGE,
-        help_heading = heading::SANDBOXES
-    )]
-    pub agent_server_image: String,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -526,9 +438,4 @@ impl DbArgs {
 /// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.
 fn parse_web_client(s: &str) -> Result<switchboard_api::web_client::WebClient, String> {
     switchboard_api::web_client::WebClient::new(std::path::Path::new(s))
-}
-
-/// One `--git-provider-url KEY=URL`.
-fn parse_git_provider_url(entry: &str) -> Result<(String, String), String> {
-    switchboard_domain::conversations::provider_remote::parse_provider_url(entry)
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use switchboard_domain::event_quota::{
     DEFAULT_MAX_BYTES_PER_CONVERSATION, DEFAULT_MAX_EVENTS_PER_CONVERSATION, EventQuota,
 };
-use switchboard_storage::{DatabaseUrl, DieselStore, DiskReserve};
+use switchboard_storage::{DieselStore, DiskReserve};
 
 use crate::cli_help::heading;
 
@@ -39,25 +39,12 @@ impl StorageLimitArgs {
     }
 
     /// `store` with the quotas and, on SQLite (database `url`), the disk reserve on the
-    /// database file's directory.
+    /// database file's directory ([`DiskReserve::for_url`]).
     pub fn apply(&self, store: DieselStore, url: &str) -> DieselStore {
         let store = store.with_event_quota(self.quota());
-        match DatabaseUrl::parse(url) {
-            Ok(DatabaseUrl::Sqlite(path)) if self.min_free_disk > 0 => {
-                let dir = path
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map_or_else(
-                        || std::path::PathBuf::from("."),
-                        std::path::Path::to_path_buf,
-                    );
-                store.with_disk_reserve(DiskReserve {
-                    path: dir,
-                    reserve: self.min_free_disk.saturating_mul(1 << 20),
-                    database: Some(path.clone()),
-                })
-            }
-            _ => store,
+        match DiskReserve::for_url(url, self.min_free_disk) {
+            Some(reserve) => store.with_disk_reserve(reserve),
+            None => store,
         }
     }
 }

@@ -5,14 +5,10 @@
 //! Every command reads it: `serve` and the operator commands that take the same flags
 //! (`--database-url`, `--data-dir`, `--secret-key-file`, `--sandbox-specs`, …). How the file's
 //! values become the flags' defaults, and how it is checked, is
-//! [`switchboard_runtime::config_file`]'s; this module names the file's flag and variable and
-//! its tests hold the real command line to the example file and the documentation.
+//! [`switchboard_runtime::config_file`]'s; this module names the file's variable.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
-
-use clap::{Arg, Command, CommandFactory};
-use switchboard_runtime::config_file::{self, ParseError};
+use clap::{Command, CommandFactory};
+use switchboard_runtime::config_file;
 
 use crate::cli::Cli;
 
@@ -20,47 +16,14 @@ use crate::cli::Cli;
 pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
 
 /// The command line parsed with the configuration file's values (if one is named) as the
-/// flags' defaults; prints the error and exits as clap does (status 2) when the file or the
-/// command line is wrong, and prints help or the version and exits when asked.
+/// flags' defaults ([`config_file::parse_or_exit`]).
 pub fn parse() -> Cli {
-    let args: Vec<OsString> = std::env::args_os().collect();
-    let env = std::env::var_os(CONFIG_ENV);
-    match parse_from(&args, env.as_deref()) {
-        Ok(cli) => cli,
-        Err(ParseError::Clap(e)) => e.exit(),
-        Err(ParseError::Config(e)) => {
-            eprintln!("error: {e:#}");
-            std::process::exit(2);
-        }
-    }
-}
-
-/// [`parse`] of `args` (the program's name first), `env` being `SWITCHBOARD_CONFIG`'s value.
-///
-/// # Errors
-/// As [`switchboard_runtime::config_file::parse_from`].
-pub fn parse_from(args: &[OsString], env: Option<&std::ffi::OsStr>) -> Result<Cli, ParseError> {
-    config_file::parse_from(command(), args, env)
+    config_file::parse_or_exit(command(), CONFIG_ENV)
 }
 
 /// The whole command line: [`Cli`]'s, `--config`, and `-h` made short
-/// ([`crate::cli_help::short_help`]).
+/// ([`switchboard_runtime::help::short_help`]).
 pub fn command() -> Command {
-    let config = Arg::new("config")
-        .long("config")
-        .env(CONFIG_ENV)
-        .global(true)
-        .value_name("FILE")
-        .value_parser(clap::value_parser!(PathBuf))
-        .help_heading(None)
-        .help("A TOML configuration file whose keys are the flags' long names")
-        .long_help(
-            "A TOML configuration file whose keys are the flags' long names (e.g. \
-             `database-url = \"postgres://…\"`); a flag or its environment variable wins over \
-             the file, the file over the defaults (docs/configuration.md).",
-        );
-    crate::cli_help::short_help(Cli::command().arg(config))
+    let cmd = config_file::with_config_flag(Cli::command(), CONFIG_ENV);
+    switchboard_runtime::help::short_help(cmd)
 }
-
-#[cfg(test)]
-mod tests;

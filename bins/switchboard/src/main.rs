@@ -14,22 +14,15 @@ mod cli_confine;
 mod cli_docker;
 mod cli_help;
 mod cli_kube;
+mod cli_sandboxes;
 mod cli_storage;
 mod cli_users;
 mod commands;
 mod config_file;
-mod docker;
-mod kube;
-mod metrics_listener;
-mod open_files;
 mod output;
 mod sandbox_urls;
-mod sandboxes;
 mod serve;
-mod service_key;
 mod sign_in;
-mod specs;
-mod user_commands;
 
 /// The allocator: jemalloc with its background threads, which give freed memory back to the
 /// system on their own (dirty pages decay over 10 s), where glibc's arenas kept hundreds of MiB

@@ -1,12 +1,13 @@
 //! `serve --oidc-*` (issue 34): signing a team in through the company's OpenID provider, the
 //! operator's membership rules for first sign-ins, the session lifetime, and the device logins
 //! of `openhands login` (which need sign-in: a signed-in member approves them). Without
-//! `--oidc-issuer`, none of it: keys only.
+//! `--oidc-issuer`, none of it: keys only. And `--service-api-key-file`, the key of the
+//! trusted service's routes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use switchboard_api::sign_in::{Oidc, OidcConfig, SignIn};
 use switchboard_domain::Switchboard;
@@ -79,25 +80,10 @@ impl SignInArgs {
                 "--oidc-issuer needs --oidc-client-id, --oidc-client-secret-file and --oidc-redirect-url"
             );
         };
-        let secret = std::fs::read_to_string(secret_file)
-            .with_context(|| {
-                format!(
-                    "reading the OIDC client secret file {}",
-                    secret_file.display()
-                )
-            })?
-            .trim()
-            .to_owned();
-        if secret.is_empty() {
-            bail!(
-                "the OIDC client secret file {} is empty",
-                secret_file.display()
-            );
-        }
         let oidc = Oidc::new(OidcConfig {
             issuer: issuer.clone(),
             client_id: client_id.clone(),
-            client_secret: secret,
+            client_secret: switchboard_ops::key_files::oidc_client_secret(secret_file)?,
             redirect_url: redirect_url.clone(),
             scopes: self
                 .oidc_scopes
@@ -113,4 +99,15 @@ impl SignInArgs {
         let services = services.with_sign_in(|s| s.configured(rules, ttl));
         Ok((services, Some(SignIn::new(oidc))))
     }
+}
+
+/// The service routes' key (`--service-api-key-file`): the shared key a trusted service (the
+/// OpenHands automation service) presents as `X-Service-API-Key` to mint its runs' API keys
+/// (docs/API.md, "The automation service"); read by [`switchboard_ops::key_files`].
+#[derive(Args, Clone)]
+#[command(next_help_heading = heading::SIGN_IN)]
+pub struct ServiceKeyArgs {
+    /// A file holding the service key (surrounding whitespace ignored; keep it 0600) that the OpenHands automation service sends as X-Service-API-Key (its AUTOMATION_SERVICE_KEY) to mint its runs' API keys. Without it the /api/service routes answer 503.
+    #[arg(long, env = "SWITCHBOARD_SERVICE_API_KEY_FILE", value_name = "FILE")]
+    pub service_api_key_file: Option<PathBuf>,
 }
