@@ -1,14 +1,37 @@
 //! The command line: clap types for `serve` and the operator commands, and the database
-//! options every command shares.
+//! options every command shares; parsed with the configuration file of `--config FILE` (or
+//! `SWITCHBOARD_CONFIG=FILE`), TOML whose keys are the flags' long names, e.g. `bind =
+//! "0.0.0.0:3000"` or `cors-allowed-origin = ["https://app.example.com"]`
+//! (docs/configuration.md). Every command reads it: `serve` and the operator commands that
+//! take the same flags (`--database-url`, `--data-dir`, `--secret-key-file`, …). How the
+//! file's values become the flags' defaults, and how it is checked, is
+//! [`switchboard_runtime::config_file`]'s.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::Result;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use switchboard_ops::Database;
 
 use crate::cli_help::heading;
+use crate::cli_operator::OperatorCommand;
+use crate::cli_sandboxes::SandboxArgs;
+
+/// The environment variable naming the configuration file when `--config` is not given.
+pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
+
+/// The command line parsed with the configuration file's values (if one is named) as the
+/// flags' defaults ([`switchboard_runtime::config_file::parse_or_exit`]).
+pub fn parse() -> Cli {
+    switchboard_runtime::config_file::parse_or_exit(command(), CONFIG_ENV)
+}
+
+/// The whole command line: [`Cli`]'s, `--config`, and `-h` made short
+/// ([`switchboard_runtime::help::short_help`]).
+pub fn command() -> clap::Command {
+    let cmd = switchboard_runtime::config_file::with_config_flag(Cli::command(), CONFIG_ENV);
+    switchboard_runtime::help::short_help(cmd)
+}
 
 #[derive(Parser)]
 #[command(
@@ -58,115 +81,6 @@ pub enum Command {
     Operator(OperatorCommand),
 }
 
-// The operator commands (API.md): they need database access, no API key.
-pub use crate::cli_users::{AuditCommand, MembersCommand, UsersCommand};
-// The sandboxes' and the specs' flags.
-pub use crate::cli_sandboxes::{SandboxArgs, SpecArgs};
-
-#[derive(Subcommand)]
-pub enum OperatorCommand {
-    /// Apply pending migrations and exit (with --status, only report them).
-    Migrate(crate::cli_backup::MigrateArgs),
-    /// Back up the database and the installation key into a directory (SQLite: an online copy; PostgreSQL: pg_dump).
-    Backup(crate::cli_backup::BackupArgs),
-    /// Restore a backup into an empty database (SQLite: a new file; PostgreSQL: pg_restore).
-    Restore(crate::cli_backup::RestoreArgs),
-    /// Create (if absent) an organization and its owner, and issue a new API key for the owner.
-    Bootstrap {
-        /// Organization name.
-        #[arg(long, default_value = "default")]
-        org_name: String,
-        /// Owner's e-mail.
-        #[arg(long, default_value = "admin@localhost")]
-        email: String,
-    },
-    /// Users.
-    #[command(subcommand)]
-    Users(UsersCommand),
-    /// Memberships.
-    #[command(subcommand)]
-    Members(MembersCommand),
-    /// The audit log of changes to members, users and keys.
-    #[command(subcommand)]
-    Audit(AuditCommand),
-    /// API keys.
-    #[command(subcommand)]
-    Keys(KeysCommand),
-    /// Sandboxes (agent servers run elsewhere).
-    #[command(subcommand)]
-    Sandboxes(SandboxesCommand),
-    /// Sandbox specs.
-    #[command(subcommand)]
-    Specs(SpecsCommand),
-    /// The installation key sealing secrets at rest.
-    #[command(subcommand)]
-    Secrets(SecretsCommand),
-}
-
-#[derive(Subcommand)]
-pub enum SecretsCommand {
-    /// Replace the installation key: a new key, every sealed value of the database re-sealed with it in one transaction, then the key file replaced (the old key kept beside it, with .old added to its name). Stop every server first.
-    RotateKey {
-        /// The current key file [default: DATA_DIR/secret.key].
-        #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
-        secret_key_file: Option<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum SpecsCommand {
-    /// Pull the images of the Docker specs that are not on the Docker host (`DOCKER_HOST`); prints one line per image and fails when one could not be pulled.
-    Pull {
-        #[command(flatten)]
-        specs: SpecArgs,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum SandboxesCommand {
-    /// Register an agent server as a sandbox of an organization, owned by a member; prints its
-    /// session key (`X-Session-API-Key` of the webhooks), shown once.
-    Register {
-        /// Organization id.
-        #[arg(long)]
-        org_id: String,
-        /// Owner's user id (a member of the organization).
-        #[arg(long)]
-        user_id: String,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum KeysCommand {
-    /// Issue a key for a user (bound to --org-id when given).
-    Create {
-        /// User id.
-        #[arg(long)]
-        user_id: String,
-        /// Bind the key to this organization.
-        #[arg(long)]
-        org_id: Option<String>,
-        /// Name.
-        #[arg(long, default_value = "cli")]
-        name: String,
-        /// Expiry (RFC 3339).
-        #[arg(long)]
-        expires_at: Option<String>,
-    },
-    /// List a user's keys.
-    List {
-        /// User id.
-        #[arg(long)]
-        user_id: String,
-    },
-    /// Revoke a key.
-    Revoke {
-        /// Key id.
-        #[arg(long)]
-        id: String,
-    },
-}
-
 #[derive(Args)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
@@ -205,7 +119,7 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_MAX_BODY_BYTES_IN_FLIGHT",
         default_value_t = switchboard_api::extract::DEFAULT_MAX_BODY_BYTES_IN_FLIGHT,
-        value_parser = parse_in_flight,
+        value_parser = switchboard_api::extract::parse_max_in_flight,
         help_heading = heading::LIMITS
     )]
     pub max_body_bytes_in_flight: usize,
@@ -324,7 +238,7 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR", help_heading = heading::LLM)]
     pub skills_dir: Option<PathBuf>,
     /// Serves a browser client's built files at `/` from DIR (e.g. the `build/` directory of the npm package `@openhands/agent-canvas`), beside the API on the same origin; client-side routes get its `index.html`.
-    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client, help_heading = heading::SERVER)]
+    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = switchboard_api::web_client::WebClient::parse, help_heading = heading::SERVER)]
     pub web_client: Option<switchboard_api::web_client::WebClient>,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
@@ -362,60 +276,6 @@ pub struct LlmArgs {
     pub start_workers: u64,
 }
 
-impl LlmArgs {
-    /// The LLM configuration: the key from `--llm-api-key-file`, else the `LLM_API_KEY`
-    /// variable (read there, never a flag: a flag shows in `ps`).
-    ///
-    /// # Errors
-    /// The key file cannot be read.
-    pub fn config(&self) -> Result<switchboard_domain::services::LlmConfig> {
-        let api_key = switchboard_ops::key_files::llm_api_key(self.llm_api_key_file.as_deref())?;
-        Ok(switchboard_domain::services::LlmConfig {
-            model: self.llm_model.clone().filter(|m| !m.is_empty()),
-            base_url: self.llm_base_url.clone().filter(|b| !b.is_empty()),
-            key_owner: api_key.is_some().then_some("operator"),
-            api_key,
-            stream: self.llm_stream,
-        })
-    }
-}
-
-impl ServeArgs {
-    /// The body limits these options give.
-    pub fn body_limits(&self) -> switchboard_api::extract::BodyLimits {
-        switchboard_api::extract::BodyLimits {
-            max_in_flight: self.max_body_bytes_in_flight,
-            read_timeout: std::time::Duration::from_secs(self.body_read_timeout),
-            min_rate: self.body_min_rate,
-        }
-    }
-
-    /// The request rate limits these options give.
-    pub fn rate_limits(&self) -> switchboard_api::rate_limit::RateLimitConfig {
-        switchboard_api::rate_limit::RateLimitConfig {
-            per_key: self.rate_limit_per_key,
-            per_ip: self.rate_limit_per_ip,
-        }
-    }
-}
-
-/// `--max-body-bytes-in-flight`: a byte count no smaller than the largest body limit (a body
-/// larger than the whole budget could never be admitted).
-fn parse_in_flight(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|e| format!("not a byte count: {e}"))?;
-    let floor = switchboard_api::extract::WEBHOOK_BODY_LIMIT;
-    if n < floor {
-        return Err(format!("at least {floor} bytes (the webhook body limit)"));
-    }
-    if n > u32::MAX as usize {
-        return Err(format!("at most {} bytes", u32::MAX));
-    }
-    Ok(n)
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -433,9 +293,4 @@ impl DbArgs {
             data_dir: self.data_dir.clone(),
         }
     }
-}
-
-/// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.
-fn parse_web_client(s: &str) -> Result<switchboard_api::web_client::WebClient, String> {
-    switchboard_api::web_client::WebClient::new(std::path::Path::new(s))
 }

@@ -98,10 +98,8 @@ impl KubeArgs {
             address_timeout: Duration::from_secs(self.kube_address_timeout),
             node_loss_toleration: Duration::from_secs(self.kube_node_loss_toleration),
             orphan_grace: Duration::from_secs(self.kube_orphan_grace),
-            reach: match self.kube_reach.as_str() {
-                "port-forward" => Reach::PortForward,
-                _ => Reach::PodAddress,
-            },
+            // The flag takes only the names `Reach::named` knows.
+            reach: Reach::named(&self.kube_reach).unwrap_or_default(),
         }
     }
 }

@@ -60,7 +60,7 @@ pub struct SandboxArgs {
     #[arg(long = "allow-local-repositories", value_name = "DIR", env = "SWITCHBOARD_ALLOW_LOCAL_REPOSITORIES", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub allow_local_repositories: Vec<PathBuf>,
     /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here.
-    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url, env = "SWITCHBOARD_GIT_PROVIDER_URLS", value_delimiter = ',', help_heading = heading::SANDBOXES)]
+    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = switchboard_domain::conversations::provider_remote::parse_provider_url, env = "SWITCHBOARD_GIT_PROVIDER_URLS", value_delimiter = ',', help_heading = heading::SANDBOXES)]
     pub git_provider_urls: Vec<(String, String)>,
     #[command(flatten)]
     pub docker: crate::cli_docker::DockerArgs,
@@ -127,9 +127,4 @@ impl SpecArgs {
             agent_server_image: self.agent_server_image.clone(),
         }
     }
-}
-
-/// One `--git-provider-url KEY=URL`.
-fn parse_git_provider_url(entry: &str) -> Result<(String, String), String> {
-    switchboard_domain::conversations::provider_remote::parse_provider_url(entry)
 }

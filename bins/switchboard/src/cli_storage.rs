@@ -28,20 +28,14 @@ pub struct StorageLimitArgs {
 }
 
 impl StorageLimitArgs {
-    /// The quotas the flags set.
-    pub fn quota(&self) -> EventQuota {
-        let limit = |v: u64| (v > 0).then(|| i64::try_from(v).unwrap_or(i64::MAX));
-        EventQuota {
-            max_events_per_conversation: limit(self.max_events_per_conversation),
-            max_bytes_per_conversation: limit(self.max_event_bytes_per_conversation),
-            max_bytes_per_org: limit(self.max_event_bytes_per_org),
-        }
-    }
-
     /// `store` with the quotas and, on SQLite (database `url`), the disk reserve on the
     /// database file's directory ([`DiskReserve::for_url`]).
     pub fn apply(&self, store: DieselStore, url: &str) -> DieselStore {
-        let store = store.with_event_quota(self.quota());
+        let store = store.with_event_quota(EventQuota::from_counts(
+            self.max_events_per_conversation,
+            self.max_event_bytes_per_conversation,
+            self.max_event_bytes_per_org,
+        ));
         match DiskReserve::for_url(url, self.min_free_disk) {
             Some(reserve) => store.with_disk_reserve(reserve),
             None => store,

@@ -1,16 +1,16 @@
 //! The operator commands of API.md (every command but `serve`): each calls its operation in
 //! [`switchboard_ops`] (or, for `specs pull`, which needs the Docker daemon and not the
 //! database, [`switchboard_sandbox::wiring`]) with its arguments and prints the JSON object it
-//! returns on stdout.
+//! returns on stdout ([`print`]: what every command prints, one JSON object per line).
 
 use anyhow::Result;
+use serde_json::Value;
 use switchboard_ops::{Database, backup, operator, restore, rotate_key, users};
 
-use crate::cli::{
+use crate::cli_operator::{
     AuditCommand, KeysCommand, MembersCommand, OperatorCommand as Command, SandboxesCommand,
     SecretsCommand, SpecsCommand, UsersCommand,
 };
-use crate::output::print;
 
 /// Runs an operator command (every command but `serve`).
 ///
@@ -78,4 +78,9 @@ pub fn run(db: &Database, command: Command) -> Result<()> {
     };
     print(report);
     Ok(())
+}
+
+/// Prints one JSON object on stdout, one line.
+pub fn print(v: Value) {
+    println!("{v}");
 }

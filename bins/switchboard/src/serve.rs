@@ -9,13 +9,16 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use serde_json::json;
+use switchboard_api::extract::BodyLimits;
+use switchboard_api::rate_limit::RateLimitConfig;
 use switchboard_api::sandbox_proxy::url_listeners;
 use switchboard_api::sandbox_proxy::url_ports::{self, UrlForm};
 use switchboard_api::server::{HttpOptions, Listeners, Serving};
-use switchboard_api::{AppState, Metrics, PoolStats};
+use switchboard_api::{AppState, Metrics};
 use switchboard_domain::Switchboard;
 use switchboard_domain::jobs::Job;
 use switchboard_domain::llm_catalog::LlmCatalog;
+use switchboard_domain::services::LlmConfig;
 use switchboard_domain::skills::SkillLibrary;
 use switchboard_ops::Database;
 use switchboard_runtime::open_files::{ServerShape, plan_and_log};
@@ -24,18 +27,17 @@ use switchboard_sandbox::wiring::{self, SandboxOptions};
 use switchboard_storage::{BackendKind, DieselStore};
 
 use crate::cli::{LogFormat, ServeArgs};
-use crate::output::print;
+use crate::commands::print;
 
 /// How long shutdown waits for background work once the HTTP server has stopped.
 const BACKGROUND_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What `serve` built before the HTTP server starts: the services, sign-in, the background
-/// jobs and their wake-ups, and the extra listener on the Docker bridge gateway.
+/// jobs, and the extra listener on the Docker bridge gateway.
 struct Built {
     services: Switchboard,
     sign_in: Option<Arc<switchboard_api::sign_in::SignIn>>,
     jobs: Vec<Job>,
-    wakes: Wakes,
     gateway: Option<std::net::TcpListener>,
 }
 
@@ -48,12 +50,7 @@ struct Built {
 pub fn serve(db: &Database, args: ServeArgs) -> Result<()> {
     switchboard_runtime::logging::init(matches!(args.log_format, LogFormat::Json));
     let open_files = switchboard_runtime::open_files::raise_and_log();
-    db.warn_if_password_on_command_line();
-    let (store, applied) = db.open(args.db_pool_size, true)?;
-    let db_url = db.url()?;
-    if !applied.is_empty() {
-        tracing::info!(migrations = ?applied, "applied migrations");
-    }
+    let (store, db_url) = db.open_for_server(args.db_pool_size)?;
     let store = Arc::new(args.storage_limits.apply(store, &db_url));
     // Bound first: the sandboxes' webhook URL defaults to the bound address.
     let listener =
@@ -61,7 +58,8 @@ pub fn serve(db: &Database, args: ServeArgs) -> Result<()> {
     let addr = listener.local_addr().context("no address bound")?;
     let metrics = Metrics::new();
     let sandboxes = args.sandboxes.options();
-    let built = build(db, &args, &sandboxes, &store, addr, &metrics)?;
+    let wakes = Wakes::default();
+    let built = build(db, &args, &sandboxes, &store, addr, &metrics, &wakes)?;
     if let Some(bootstrapped) = switchboard_ops::first_start::first_start(&built.services)? {
         print(bootstrapped);
     }
@@ -87,11 +85,8 @@ pub fn serve(db: &Database, args: ServeArgs) -> Result<()> {
         .map_err(anyhow::Error::msg)?;
     let descriptors = usize::try_from(files.url_ports).unwrap_or(usize::MAX);
     let url_ports = url_listeners::Plan::new(form, range, addr, descriptors, workers);
-    let proxy = proxy_config(&args, sandboxes.public_url(addr), &files, &url_ports);
-    let mut state = app_state(&args, &store, built.services.clone(), &files)
-        .with_proxy(proxy)
-        .with_cors_origins(args.cors_allowed_origin.clone());
-    state = client_facing(state, &args, built.sign_in.clone());
+    let public_url = sandboxes.public_url(addr);
+    let mut state = app_state(&args, &store, &built, &files, &url_ports, public_url);
     state.metrics = metrics;
     // Appends of this process wake its subscribers directly.
     store.observe_appends(state.live.hub());
@@ -106,48 +101,31 @@ pub fn serve(db: &Database, args: ServeArgs) -> Result<()> {
         shutdown_timeout: args.shutdown_timeout,
     };
     let warm_pool = built.services.sandboxes().clone();
-    let (jobs, wakes) = (built.jobs, built.wakes);
+    let jobs = built.jobs;
     switchboard_api::server::block_on(async move {
-        let serving = Serving::start(state, options, listeners)?;
+        let (serving, url_job) =
+            Serving::start(state, options, listeners, url_ports, store.clone())?;
         let hub = serving.state().live.hub();
         // On PostgreSQL, appends of other processes wake subscribers through LISTEN; settings
         // and identity writes of every replica invalidate this one's read caches, used only
         // while that listener is connected.
-        let tasks = (store.kind() == BackendKind::Postgres).then(|| {
-            let appends = switchboard_storage::listen::listen_for_appends(db_url.clone(), hub);
-            let caches = switchboard_storage::listen::listen_for_caches(
-                db_url.clone(),
-                store.settings_cache(),
-                store.key_cache(),
-            );
-            [
-                tokio::task::spawn_local(appends),
-                tokio::task::spawn_local(caches),
-            ]
-        });
+        let (settings, keys) = (store.settings_cache(), store.key_cache());
+        let listen =
+            switchboard_storage::listen::listen_for_all(db_url.clone(), hub, settings, keys);
+        let listener =
+            (store.kind() == BackendKind::Postgres).then(|| tokio::task::spawn_local(listen));
         let counters = serving.state().metrics.activity().jobs().clone();
         let mut supervisor = Supervisor::new().with_counters(Arc::new(counters));
-        for job in store.jobs().into_iter().chain(jobs) {
-            supervisor.add(job, &wakes);
-        }
+        supervisor.add_all(store.jobs().into_iter().chain(jobs).chain(url_job), &wakes);
         // A stopping server stops the unclaimed warm-pool sandboxes it launched (API.md, Warm
         // pool), once its jobs (the pool's refill among them) have stopped.
         supervisor.at_shutdown("sandbox-warm-pool-stop", move || {
             warm_pool.stop_warm_pool().map(|_| ())
         });
-        let port_state = serving.state().clone();
-        let url_listeners = url_ports
-            .start(port_state, store.clone())
-            .map(|(listeners, job)| {
-                supervisor.add(job, &wakes);
-                listeners
-            });
         print(json!({ "event": "listening", "address": format!("http://{addr}") }));
         tracing::info!(%addr, workers, "listening");
         let served = serving.stopped().await;
-        // The sandboxes' own ports close with the main listener.
-        url_listeners.iter().for_each(|l| l.close_all());
-        tasks.into_iter().flatten().for_each(|t| t.abort());
+        listener.iter().for_each(|t| t.abort());
         // Background work stops after the last request, so none runs without it.
         supervisor.shutdown(BACKGROUND_STOP_TIMEOUT).await;
         served.context("server failed")?;
@@ -165,8 +143,8 @@ fn build(
     store: &Arc<DieselStore>,
     addr: SocketAddr,
     metrics: &Metrics,
+    wakes: &Wakes,
 ) -> Result<Built> {
-    let wakes = Wakes::default();
     let key_file = db.key_file(args.sandboxes.secret_key_file.as_deref());
     let key = switchboard_ops::installation::open_key(store, &key_file)?;
     let mut hidden = db.files_to_hide();
@@ -179,30 +157,13 @@ fn build(
         bound: addr,
         hidden,
     };
-    let wake = wakes.clone();
-    let wake = Arc::new(move || wake.wake_all());
-    let configured = wiring::configure(
-        sandboxes,
-        server,
-        key.sealer,
-        Arc::new(metrics.clone()),
-        wake,
-    )?;
+    let observer = Arc::new(metrics.clone());
+    let configured = wiring::configure(sandboxes, server, key.sealer, observer, wakes.waker())?;
     // An LLM base URL written for the containers (`host.docker.internal`) is called by the
     // LLM pass-through from this host: resolve it as the containers do.
     if let Some(gateway) = configured.docker_gateway {
         switchboard_api::llm_relay::client::alias_host("host.docker.internal", gateway.into());
     }
-    // Containers on Docker's bridge reach the host only through the bridge gateway.
-    let gateway = match configured.docker_listen {
-        Some(extra) => Some(std::net::TcpListener::bind(extra).with_context(|| {
-            format!(
-                "binding {extra}, the Docker bridge gateway, so that containers reach \
-                 Switchboard (or bind 0.0.0.0, or set --docker-public-url / --docker-network host)"
-            )
-        })?),
-        None => None,
-    };
     let timeouts = switchboard_domain::services::StartTimeouts {
         sandbox: Duration::from_secs(args.sandboxes.sandbox_start_timeout.max(1)),
         setup_script: Duration::from_secs(args.llm.setup_script_timeout.max(1)),
@@ -213,13 +174,18 @@ fn build(
         lease: Duration::from_secs(args.llm.start_claim_lease),
         workers: usize::try_from(args.llm.start_workers).unwrap_or(1),
     };
-    let llm = args.llm.config()?;
+    let l = &args.llm;
+    let api_key = switchboard_ops::key_files::llm_api_key(l.llm_api_key_file.as_deref())?;
+    let llm = LlmConfig::operator(
+        l.llm_model.clone(),
+        l.llm_base_url.clone(),
+        api_key,
+        l.llm_stream,
+    );
     let allow = switchboard_domain::llm_allow::ModelAllowList::new(args.llm_model_allow.clone());
-    if let Some(why) = llm.model.as_deref().and_then(|m| allow.refusal(m)) {
-        anyhow::bail!(
-            "--llm-model: {why}: the operator's default model must be one members may use"
-        );
-    }
+    allow
+        .check_operator_default(llm.model.as_deref())
+        .map_err(anyhow::Error::msg)?;
     let mut services = Switchboard::new(store.clone())
         .with_managed_sandboxes(configured.managed)
         .with_llm(llm)
@@ -240,62 +206,44 @@ fn build(
         services,
         sign_in,
         jobs,
-        wakes,
-        gateway,
+        gateway: configured.docker_listener,
     })
 }
 
-/// The sandbox proxy's configuration from the flags, the public URL, the open-files budget
-/// and the URL plan.
-fn proxy_config(
-    args: &ServeArgs,
-    public_url: String,
-    files: &FileBudget,
-    urls: &url_listeners::Plan,
-) -> switchboard_api::sandbox_proxy::ProxyConfig {
-    switchboard_api::sandbox_proxy::ProxyConfig {
-        public_url: Some(public_url),
-        host_pattern: args.urls.sandbox_host_pattern.clone(),
-        url_form: urls.form,
-        bound_ports: urls.bound.clone(),
-        max_body: args.proxy_max_body_bytes,
-        read_timeout: Duration::from_secs(args.proxy_read_timeout),
-        ws_queue: args.proxy_ws_queue,
-        max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
-        max_sockets_per_member: args.max_sockets_per_member,
-        max_sockets_per_org: args.max_sockets_per_org,
-        ..Default::default()
-    }
-}
-
-/// The HTTP server's state: the services, the pool's statistics, the body and rate limits
-/// and the live-delivery caps the open-files budget leaves room for.
+/// The HTTP server's state: the services, the pool's statistics, the body and rate limits,
+/// the live-delivery caps and the sandbox proxy's share the open-files budget leaves room for,
+/// the proxy (shown under `public_url`, the URL plan's form and ports), CORS, and what it
+/// offers browser clients: the LLM catalog (`--llm-model-allow`), the skills directory
+/// (`--skills-dir`), the client served at `/` (`--web-client`) and sign-in (`--oidc-*`).
 fn app_state(
     args: &ServeArgs,
     store: &Arc<DieselStore>,
-    services: Switchboard,
+    built: &Built,
     files: &FileBudget,
+    urls: &url_listeners::Plan,
+    public_url: String,
 ) -> AppState {
     let db_concurrency = store.pool_usage().max_size as usize;
     let stats_store = store.clone();
-    let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || {
-        let u = stats_store.pool_usage();
-        PoolStats {
-            connections: u.connections,
-            idle: u.idle,
-            max_size: u.max_size,
-        }
-    });
+    let pool_stats: switchboard_api::PoolStatsFn = Arc::new(move || stats_store.pool_usage());
     let disk_store = store.clone();
     let disk_stats: switchboard_api::DiskStatsFn = Arc::new(move || {
         disk_store
             .disk_free()
             .map(|(free, reserve)| switchboard_api::DiskStats { free, reserve })
     });
-    AppState::with_db_concurrency(services, Some(pool_stats), db_concurrency)
+    let services = built.services.clone();
+    let mut state = AppState::with_db_concurrency(services, Some(pool_stats), db_concurrency)
         .with_disk_stats(disk_stats)
-        .with_body_limits(args.body_limits())
-        .with_rate_limits(args.rate_limits())
+        .with_body_limits(BodyLimits {
+            max_in_flight: args.max_body_bytes_in_flight,
+            read_timeout: Duration::from_secs(args.body_read_timeout),
+            min_rate: args.body_min_rate,
+        })
+        .with_rate_limits(RateLimitConfig {
+            per_key: args.rate_limit_per_key,
+            per_ip: args.rate_limit_per_ip,
+        })
         .with_live(switchboard_api::live::LiveConfig {
             max_subscribers: args.max_subscribers.min(files.subscribers as usize),
             max_sockets_per_member: args.max_sockets_per_member,
@@ -303,24 +251,27 @@ fn app_state(
             max_relays: files.relays as usize,
             ..Default::default()
         })
-}
-
-/// What the state offers browser clients: the LLM catalog (`--llm-model-allow`), the skills
-/// directory (`--skills-dir`), the client served at `/` (`--web-client`) and sign-in
-/// (`--oidc-*`).
-fn client_facing(
-    state: AppState,
-    args: &ServeArgs,
-    sign_in: Option<Arc<switchboard_api::sign_in::SignIn>>,
-) -> AppState {
-    let mut state = state
+        .with_proxy(switchboard_api::sandbox_proxy::ProxyConfig {
+            public_url: Some(public_url),
+            host_pattern: args.urls.sandbox_host_pattern.clone(),
+            url_form: urls.form,
+            bound_ports: urls.bound.clone(),
+            max_body: args.proxy_max_body_bytes,
+            read_timeout: Duration::from_secs(args.proxy_read_timeout),
+            ws_queue: args.proxy_ws_queue,
+            max_upstream_sockets: usize::try_from(files.proxy).unwrap_or(usize::MAX),
+            max_sockets_per_member: args.max_sockets_per_member,
+            max_sockets_per_org: args.max_sockets_per_org,
+            ..Default::default()
+        })
+        .with_cors_origins(args.cors_allowed_origin.clone())
         .with_llm_catalog(LlmCatalog::shipped(&args.llm_model_allow))
         .with_skills(SkillLibrary::new(args.skills_dir.clone()));
     if let Some(client) = &args.web_client {
         tracing::info!(dir = %client.root().display(), "serving the web client at /");
         state = state.with_web_client(client.clone());
     }
-    if let Some(sign_in) = sign_in {
+    if let Some(sign_in) = built.sign_in.clone() {
         state = state.with_sign_in(sign_in);
     }
     if !args.llm_model_allow.is_empty() {

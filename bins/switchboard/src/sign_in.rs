@@ -7,9 +7,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::Args;
-use switchboard_api::sign_in::{Oidc, OidcConfig, SignIn};
+use switchboard_api::sign_in::{SignIn, SignInSettings};
 use switchboard_domain::Switchboard;
 use switchboard_domain::identity::sign_in::MembershipRule;
 
@@ -68,36 +68,26 @@ impl SignInArgs {
     /// A missing client id, secret file or redirect URL; an unreadable or empty secret file;
     /// a malformed URL.
     pub fn load(&self, services: Switchboard) -> Result<(Switchboard, Option<Arc<SignIn>>)> {
-        let Some(issuer) = &self.oidc_issuer else {
+        let Some(issuer) = self.oidc_issuer.clone() else {
             return Ok((services, None));
         };
-        let (Some(client_id), Some(secret_file), Some(redirect_url)) = (
-            &self.oidc_client_id,
-            &self.oidc_client_secret_file,
-            &self.oidc_redirect_url,
-        ) else {
-            bail!(
-                "--oidc-issuer needs --oidc-client-id, --oidc-client-secret-file and --oidc-redirect-url"
-            );
-        };
-        let oidc = Oidc::new(OidcConfig {
-            issuer: issuer.clone(),
-            client_id: client_id.clone(),
-            client_secret: switchboard_ops::key_files::oidc_client_secret(secret_file)?,
-            redirect_url: redirect_url.clone(),
-            scopes: self
-                .oidc_scopes
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect(),
+        let sign_in = SignIn::configure(SignInSettings {
+            issuer,
+            client_id: self.oidc_client_id.clone(),
+            client_secret_file: self.oidc_client_secret_file.clone(),
+            redirect_url: self.oidc_redirect_url.clone(),
+            scopes: self.oidc_scopes.clone(),
             groups_claim: self.oidc_groups_claim.clone(),
         })
         .map_err(anyhow::Error::msg)?;
-        tracing::info!(issuer = %issuer, rules = self.oidc_member_rules.len(), "sign-in through the OpenID provider at /login");
-        let rules = self.oidc_member_rules.clone();
+        let (issuer, rules) = (
+            &sign_in.oidc.config().issuer,
+            self.oidc_member_rules.clone(),
+        );
+        tracing::info!(issuer = %issuer, rules = rules.len(), "sign-in through the OpenID provider at /login");
         let ttl = std::time::Duration::from_secs(u64::from(self.session_ttl_hours) * 3600);
         let services = services.with_sign_in(|s| s.configured(rules, ttl));
-        Ok((services, Some(SignIn::new(oidc))))
+        Ok((services, Some(sign_in)))
     }
 }
 

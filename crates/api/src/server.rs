@@ -1,8 +1,9 @@
 //! `serve`'s HTTP servers, run: the app on its listeners (the main one and, for Docker
 //! containers, the bridge gateway's), `/metrics` on a listener of its own when asked
-//! (`--metrics-listen`: then no longer on the API's address, 404 there), and a graceful stop
-//! on SIGINT or SIGTERM: websockets close at once (1001), requests in flight finish within the
-//! shutdown timeout. Everything here runs in the actix system of [`block_on`].
+//! (`--metrics-listen`: then no longer on the API's address, 404 there), the sandboxes' own
+//! ports in the port form ([`url_listeners`]), and a graceful stop on SIGINT or SIGTERM:
+//! websockets close at once (1001), requests in flight finish within the shutdown timeout.
+//! Everything here runs in the actix system of [`block_on`].
 
 use std::future::Future;
 use std::io;
@@ -12,9 +13,12 @@ use std::time::Duration;
 
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::web::Data;
+use switchboard_domain::jobs::Job;
+use switchboard_domain::ports::UrlPortStore;
 
 use crate::live::Live;
 use crate::metrics::exposition::metrics_app;
+use crate::sandbox_proxy::url_listeners::{self, UrlListeners};
 use crate::state::AppState;
 
 /// The keep-alive of a client connection.
@@ -73,14 +77,18 @@ pub struct Serving {
     server: Server,
     /// The metrics' own server, if any.
     metrics: Option<ServerHandle>,
+    /// The sandboxes' own listeners, in the port form.
+    url_listeners: Option<Arc<UrlListeners>>,
     /// The state every server shares.
     state: Data<AppState>,
 }
 
 impl Serving {
-    /// Starts the app on `listeners` (main and gateway) with `options`, and `/metrics` on its
-    /// own listener when bound (one worker: scrapes are rare); SIGINT and SIGTERM then stop
-    /// them gracefully. Must be called inside [`block_on`].
+    /// Starts the app on `listeners` (main and gateway) with `options`, `/metrics` on its own
+    /// listener when bound (one worker: scrapes are rare), and in the port form the sandboxes'
+    /// listeners of `urls`, whose `url-ports` job over `store` is returned for the server's
+    /// supervisor; SIGINT and SIGTERM then stop them gracefully. Must be called inside
+    /// [`block_on`].
     ///
     /// # Errors
     /// A listener cannot be used, or the signals cannot be listened for.
@@ -88,7 +96,9 @@ impl Serving {
         state: AppState,
         options: HttpOptions,
         listeners: Listeners,
-    ) -> io::Result<Serving> {
+        urls: url_listeners::Plan,
+        store: Arc<dyn UrlPortStore>,
+    ) -> io::Result<(Serving, Option<Job>)> {
         let state = Data::new(state);
         let app_state = state.clone();
         let main = listeners.main.local_addr();
@@ -117,11 +127,17 @@ impl Serving {
             Some(listener) => Some(start_metrics(listener, &state)?),
             None => None,
         };
-        Ok(Serving {
+        let (url_listeners, job) = match urls.start(state.clone(), store) {
+            Some((listeners, job)) => (Some(listeners), Some(job)),
+            None => (None, None),
+        };
+        let serving = Serving {
             server,
             metrics,
+            url_listeners,
             state,
-        })
+        };
+        Ok((serving, job))
     }
 
     /// The state the servers share (the sandboxes' own listeners serve it too).
@@ -129,9 +145,9 @@ impl Serving {
         &self.state
     }
 
-    /// Waits until the app's server has stopped (after a signal), then closes the websockets
-    /// and stops the metrics' server (scrapes in flight finish). Returns how the app's server
-    /// ended.
+    /// Waits until the app's server has stopped (after a signal), then closes the websockets,
+    /// stops the metrics' server (scrapes in flight finish) and closes the sandboxes' own
+    /// ports. Returns how the app's server ended.
     ///
     /// # Errors
     /// The app's server failed.
@@ -140,6 +156,9 @@ impl Serving {
         self.state.live.shutdown();
         if let Some(h) = self.metrics {
             h.stop(true).await;
+        }
+        if let Some(l) = self.url_listeners {
+            l.close_all();
         }
         served
     }

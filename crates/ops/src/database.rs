@@ -105,6 +105,23 @@ impl Database {
         )))
     }
 
+    /// Opens the store as a server does (`serve`): first warns when `--database-url` holds a
+    /// password on the command line ([`Database::warn_if_password_on_command_line`]), then
+    /// opens it with a pool of `pool_size` (default: the backend's) and SQLite's automatic
+    /// checkpoints off (the server's supervisor checkpoints), the migrations it applied logged.
+    /// Returns the store and the database's URL.
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn open_for_server(&self, pool_size: Option<u32>) -> Result<(DieselStore, String)> {
+        self.warn_if_password_on_command_line();
+        let (store, applied) = self.open(pool_size, true)?;
+        if !applied.is_empty() {
+            tracing::info!(migrations = ?applied, "applied migrations");
+        }
+        Ok((store, self.url()?))
+    }
+
     /// Warns when `--database-url` was given on the command line with a password: every
     /// local user can read a process's command line (`/proc/<pid>/cmdline`, `ps`).
     pub fn warn_if_password_on_command_line(&self) {

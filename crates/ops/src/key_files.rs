@@ -1,7 +1,7 @@
 //! The files a server reads its other secrets from, each kept out of the environment and the
-//! command line (`ps` shows those): the LLM API key (`--llm-api-key-file`), the trusted
-//! service's key (`--service-api-key-file`) and the OpenID client's secret
-//! (`--oidc-client-secret-file`).
+//! command line (`ps` shows those): the LLM API key (`--llm-api-key-file`) and the trusted
+//! service's key (`--service-api-key-file`). (The OpenID client's secret is read by sign-in,
+//! `switchboard_api::sign_in`.)
 
 use std::path::Path;
 
@@ -48,21 +48,6 @@ pub fn service_key(file: Option<&Path>) -> Result<Option<ServiceKey>> {
         tracing::warn!(file = %path.display(), "the service API key file is readable by others than its owner (chmod 600 it)");
     }
     Ok(Some(key))
-}
-
-/// The OpenID client's secret in `file`, surrounding white space dropped.
-///
-/// # Errors
-/// The file cannot be read, or holds only white space.
-pub fn oidc_client_secret(file: &Path) -> Result<String> {
-    let secret = std::fs::read_to_string(file)
-        .with_context(|| format!("reading the OIDC client secret file {}", file.display()))?
-        .trim()
-        .to_owned();
-    if secret.is_empty() {
-        bail!("the OIDC client secret file {} is empty", file.display());
-    }
-    Ok(secret)
 }
 
 /// Whether group or others may read `path` (false when its mode cannot be read).

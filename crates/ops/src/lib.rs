@@ -11,7 +11,7 @@
 //! - [`backup`] and [`restore`]: a backup directory written and read back; `migrate --status`.
 //! - [`rotate_key`]: a new installation key, every sealed value re-sealed with it.
 //! - [`key_files`]: the server's other secrets read from their files (the LLM API key, the
-//!   service key, the OpenID client's secret).
+//!   service key).
 //! - [`operator`] and [`users`]: the operator commands on organizations, keys, registered
 //!   sandboxes, users, members and the audit log; [`first_start`]: what a starting server
 //!   does once (the first organization on an empty database).

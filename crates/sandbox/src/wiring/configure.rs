@@ -2,12 +2,12 @@
 //! by name, the sandboxes' environment and webhook URL, and what their runtimes need done in
 //! the background ([`Upkeep`]).
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use switchboard_domain::identity::sealing::Sealer;
 use switchboard_domain::sandboxes::event_streams::AgentEventStreams;
 use switchboard_domain::sandboxes::runtime::StatusPolicy;
@@ -53,9 +53,10 @@ pub struct Configured {
     pub managed: ManagedSandboxes,
     /// The runtimes' background work.
     pub upkeep: Upkeep,
-    /// Where the server must also listen so Docker containers reach it (the bridge gateway),
-    /// when the main listener does not cover it.
-    pub docker_listen: Option<SocketAddr>,
+    /// The server's listener on the Docker bridge gateway (on the main listener's port),
+    /// bound here when containers reach the server through it and the main listener does not
+    /// cover it.
+    pub docker_listener: Option<TcpListener>,
     /// The Docker bridge's gateway, when containers reach the server as
     /// `host.docker.internal`: what that name stands for on this host.
     pub docker_gateway: Option<Ipv4Addr>,
@@ -86,14 +87,15 @@ fn passthrough_env(options: &SandboxOptions) -> Vec<(String, String)> {
 /// The sandbox configuration from the options. The Docker runtime is connected when the
 /// default runtime or a spec's is `docker` (binding the operator's
 /// `--allow-local-repositories` read-only into every container), the Kubernetes runtime when
-/// one is `kubernetes`. `sealer` seals session keys; `observer` counts sandbox events;
+/// one is `kubernetes` (with, on Docker's bridge, the server's listener on its gateway when
+/// the main listener does not cover it). `sealer` seals session keys; `observer` counts sandbox events;
 /// `wake` wakes the sandbox jobs at once.
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
 /// field), an unknown runtime, a Docker daemon or cluster that cannot be used while a spec
-/// needs it, process sandboxes that cannot be confined, or a `--allow-local-repositories`
-/// directory that is refused.
+/// needs it, the bridge gateway's address that cannot be bound, process sandboxes that cannot
+/// be confined, or a `--allow-local-repositories` directory that is refused.
 pub fn configure(
     options: &SandboxOptions,
     server: Server,
@@ -126,7 +128,7 @@ pub fn configure(
     });
     let mut runtimes = Runtimes::new().with(process);
     let images = docker_images(&specs, default_runtime);
-    let (mut docker_listen, mut docker_gateway) = (None, None);
+    let (mut docker_listener, mut docker_gateway) = (None, None);
     let docker = if default_runtime == DOCKER_RUNTIME || !images.is_empty() {
         let wiring = docker::connect(
             &options.docker,
@@ -138,7 +140,16 @@ pub fn configure(
             confinement::docker_egress(asked, options.docker.network)?,
         )?;
         runtimes = runtimes.with(wiring.runtime.clone());
-        (docker_listen, docker_gateway) = (wiring.extra_listen, wiring.gateway);
+        docker_gateway = wiring.gateway;
+        // Containers on Docker's bridge reach the host only through the bridge gateway.
+        if let Some(extra) = wiring.extra_listen {
+            docker_listener = Some(TcpListener::bind(extra).with_context(|| {
+                format!(
+                    "binding {extra}, the Docker bridge gateway, so that containers reach \
+                     Switchboard (or bind 0.0.0.0, or set --docker-public-url / --docker-network host)"
+                )
+            })?);
+        }
         Some(DockerUpkeep {
             runtime: wiring.runtime,
             images,
@@ -203,7 +214,7 @@ pub fn configure(
     Ok(Configured {
         managed,
         upkeep,
-        docker_listen,
+        docker_listener,
         docker_gateway,
     })
 }
