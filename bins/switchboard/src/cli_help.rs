@@ -2,8 +2,8 @@
 //! where a flag's help is long are [`switchboard_runtime::help`]'s).
 
 /// The headings of `serve --help` (clap's `help_heading` on each flag). Every flag of `serve`
-/// has one; the unit tests of this file check that none is missing and that each is one of
-/// `heading::ALL`.
+/// has one; the server's tests (`tests/help.rs`) check that none is missing and that each is
+/// one of these.
 pub mod heading {
     /// Where Switchboard listens and how clients reach it.
     pub const SERVER: &str = "Server";

@@ -1,7 +1,7 @@
 //! The operator commands of API.md (every command but `serve`): each calls its operation in
 //! [`switchboard_ops`] (or, for `specs pull`, which needs the Docker daemon and not the
 //! database, [`switchboard_sandbox::wiring`]) with its arguments and prints the JSON object it
-//! returns on stdout ([`print`]: what every command prints, one JSON object per line).
+//! returns on stdout ([`print()`]: what every command prints, one JSON object per line).
 
 use anyhow::Result;
 use serde_json::Value;

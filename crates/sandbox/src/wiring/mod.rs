@@ -1,7 +1,7 @@
 //! `serve`'s sandboxes wired from the operator's options (issue 9; docs/sandbox-specs.md):
 //! the options as plain values ([`options`], which the binary fills from its flags), the
 //! specs they name ([`specs`]), the Docker and Kubernetes runtimes connected
-//! ([`docker`], [`kube`]), the sandbox service's configuration ([`configure`]) and the
+//! ([`docker`], [`kube`]), the sandbox service's configuration ([`configure()`]) and the
 //! background work of the runtimes ([`upkeep`]).
 
 pub mod configure;

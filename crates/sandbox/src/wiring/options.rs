@@ -1,5 +1,5 @@
 //! What the operator chose for the sandboxes, as plain values: `serve`'s sandbox flags, which
-//! the binary fills from its command line and [`super::configure`] wires the runtimes from.
+//! the binary fills from its command line and [`super::configure()`] wires the runtimes from.
 //! Each field names its flag.
 
 use std::net::SocketAddr;

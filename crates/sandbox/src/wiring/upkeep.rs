@@ -30,7 +30,7 @@ pub struct DockerUpkeep {
     pub orphan_grace: Duration,
 }
 
-/// What the sandboxes need done in the background, as [`super::configure`] wired them.
+/// What the sandboxes need done in the background, as [`super::configure()`] wired them.
 pub struct Upkeep {
     /// Whether a warm pool is kept (`--warm-sandboxes` above 0).
     pub warm: bool,
