@@ -2,9 +2,9 @@
 //! webhooks keep, its run state (OpenHands' `ConversationExecutionStatus`, spec §3) and the
 //! agent server's `ConversationInfo` as the conversations webhook receives it (API.md, Event
 //! ingestion); [`app`] OpenHands' view of a conversation (filters, sort orders, the PATCH and
-//! send-message bodies, typed), [`start_tasks`] the start tasks,
-//! [`start_request`] the start body's rules, [`sealed_start`] what a start keeps sealed and
-//! [`repository`] the repository sources a start may clone; [`run_details`] the LLM model and
+//! send-message bodies, typed), [`start_tasks`] the start tasks, [`start_body`] the start
+//! body as sent (typed), [`start_request`] the start request read from it, [`sealed_start`]
+//! what a start keeps sealed and [`repository`] the repository sources a start may clone; [`run_details`] the LLM model and
 //! metrics an agent server reports; [`budget`] the budget a conversation stops at.
 
 pub mod app;
@@ -14,6 +14,7 @@ pub mod repository;
 pub mod run_details;
 pub mod sealed_start;
 pub mod skill_sources;
+pub mod start_body;
 pub mod start_preferences;
 pub mod start_request;
 pub mod start_tasks;
