@@ -461,16 +461,16 @@ mod tests {
     fn serve(text: &str, args: &[&str]) -> ArgMatches {
         static FILES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("config-file-test-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("config-file-test-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join(format!("{n}.toml"));
+        let path = dir.join("switchboard.toml");
         std::fs::write(&path, text).unwrap();
         let mut list: Vec<OsString> = ["switchboard", "--config"].map(OsString::from).into();
         list.push(path.clone().into());
         list.push("serve".into());
         list.extend(args.iter().map(OsString::from));
         let Matches(matches) = parse_from(command(), &list, None).unwrap();
-        let _ = std::fs::remove_file(path);
+        let _ = std::fs::remove_dir_all(dir);
         matches.subcommand_matches("serve").unwrap().clone()
     }
 
