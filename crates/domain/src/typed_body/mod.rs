@@ -14,7 +14,10 @@
 //! Shared field shapes whose pattern is a constant of the domain (a profile name, a secret
 //! name, NUL-free text) are [`fields`]' schema builders, named by `#[schema(schema_with = …)]`.
 //! A property marked `writeOnly` (`#[schema(write_only)]`, e.g. a secret's value) is never
-//! echoed: its `input` reads `**********` in every entry.
+//! echoed: its `input` reads `**********` in every entry. A schema marked `x-accepts-more`
+//! ([`fields::accepts_more`]) is the document's only: the validator takes any value there, and
+//! deserialization and [`RequestBody::check`] judge it (a shape the schema states only in
+//! part, or a free-form part whose rules a check words as the API always has).
 
 mod document;
 pub mod fields;
@@ -61,7 +64,7 @@ fn compiled<T: RequestBody>() -> &'static Compiled {
         return c;
     }
     let document = schema_document::<T>();
-    let validator = jsonschema::validator_for(&document)
+    let validator = jsonschema::validator_for(&document::as_judged(&document))
         .unwrap_or_else(|e| panic!("the derived schema of {} does not compile: {e}", T::name()));
     let made: &'static Compiled = Box::leak(Box::new(Compiled {
         validator,
