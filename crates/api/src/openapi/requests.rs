@@ -18,7 +18,7 @@ use switchboard_domain::conversations::start_request::START_REQUEST_FIELDS;
 use switchboard_domain::identity::api_keys::{KEY_NAME_PATTERN, MAX_KEY_NAME_CHARS};
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
-use super::{canvas_requests, settings_requests};
+use super::canvas_requests;
 
 /// A date-time as the parsers take it (ISO-8601, naive = UTC), restricted to a plain form that
 /// every accepted value generator can only produce valid instances of: years 1900 to 2999, days
@@ -275,7 +275,7 @@ fn org_header_schema() -> Value {
     json!({"type": "string", "format": "uuid"})
 }
 
-/// Adds the request schemas (these and [`settings_requests`]') to `doc`'s components, points the operations' bodies at them,
+/// Adds the request schemas (these and [`canvas_requests`]') to `doc`'s components, points the operations' bodies at them,
 /// gives every `X-Org-Id` parameter its UUID schema and every UUID in a path or a query its
 /// [`UUID_PATTERN`].
 pub fn apply(doc: &mut Value) {
@@ -284,18 +284,13 @@ pub fn apply(doc: &mut Value) {
         .expect("the document has schemas");
     for (name, schema) in self::schemas()
         .into_iter()
-        .chain(settings_requests::schemas())
         .chain(canvas_requests::schemas())
     {
         schemas.insert(name.to_owned(), schema);
     }
     sort(schemas);
     let bodies = BODIES.map(|(path, method, name)| (path, method, name, true));
-    for (path, method, name, required) in bodies
-        .into_iter()
-        .chain(settings_requests::BODIES)
-        .chain(canvas_requests::BODIES)
-    {
+    for (path, method, name, required) in bodies.into_iter().chain(canvas_requests::BODIES) {
         let op = &mut doc["paths"][path][method];
         assert!(op.is_object(), "no operation {method} {path}");
         op["requestBody"]["content"]["application/json"]["schema"] =
