@@ -1,14 +1,37 @@
 //! The command line: clap types for `serve` and the operator commands, and the database
-//! options every command shares.
+//! options every command shares; parsed with the configuration file of `--config FILE` (or
+//! `SWITCHBOARD_CONFIG=FILE`), TOML whose keys are the flags' long names, e.g. `bind =
+//! "0.0.0.0:3000"` or `cors-allowed-origin = ["https://app.example.com"]`
+//! (docs/configuration.md). Every command reads it: `serve` and the operator commands that
+//! take the same flags (`--database-url`, `--data-dir`, `--secret-key-file`, …). How the
+//! file's values become the flags' defaults, and how it is checked, is
+//! [`switchboard_runtime::config_file`]'s.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use switchboard_ops::Database;
 
 use crate::cli_help::heading;
+use crate::cli_operator::OperatorCommand;
+use crate::cli_sandboxes::SandboxArgs;
+
+/// The environment variable naming the configuration file when `--config` is not given.
+pub const CONFIG_ENV: &str = "SWITCHBOARD_CONFIG";
+
+/// The command line parsed with the configuration file's values (if one is named) as the
+/// flags' defaults ([`switchboard_runtime::config_file::parse_or_exit`]).
+pub fn parse() -> Cli {
+    switchboard_runtime::config_file::parse_or_exit(command(), CONFIG_ENV)
+}
+
+/// The whole command line: [`Cli`]'s, `--config`, and `-h` made short
+/// ([`switchboard_runtime::help::short_help`]).
+pub fn command() -> clap::Command {
+    let cmd = switchboard_runtime::config_file::with_config_flag(Cli::command(), CONFIG_ENV);
+    switchboard_runtime::help::short_help(cmd)
+}
 
 #[derive(Parser)]
 #[command(
@@ -58,115 +81,6 @@ pub enum Command {
     Operator(OperatorCommand),
 }
 
-// The operator commands (API.md): they need database access, no API key.
-pub use crate::cli_users::{AuditCommand, MembersCommand, UsersCommand};
-// Docker's flags, part of the sandboxes' (docker.rs names them here).
-pub use crate::cli_docker::DockerArgs;
-
-#[derive(Subcommand)]
-pub enum OperatorCommand {
-    /// Apply pending migrations and exit (with --status, only report them).
-    Migrate(crate::cli_backup::MigrateArgs),
-    /// Back up the database and the installation key into a directory (SQLite: an online copy; PostgreSQL: pg_dump).
-    Backup(crate::cli_backup::BackupArgs),
-    /// Restore a backup into an empty database (SQLite: a new file; PostgreSQL: pg_restore).
-    Restore(crate::cli_backup::RestoreArgs),
-    /// Create (if absent) an organization and its owner, and issue a new API key for the owner.
-    Bootstrap {
-        /// Organization name.
-        #[arg(long, default_value = "default")]
-        org_name: String,
-        /// Owner's e-mail.
-        #[arg(long, default_value = "admin@localhost")]
-        email: String,
-    },
-    /// Users.
-    #[command(subcommand)]
-    Users(UsersCommand),
-    /// Memberships.
-    #[command(subcommand)]
-    Members(MembersCommand),
-    /// The audit log of changes to members, users and keys.
-    #[command(subcommand)]
-    Audit(AuditCommand),
-    /// API keys.
-    #[command(subcommand)]
-    Keys(KeysCommand),
-    /// Sandboxes (agent servers run elsewhere).
-    #[command(subcommand)]
-    Sandboxes(SandboxesCommand),
-    /// Sandbox specs.
-    #[command(subcommand)]
-    Specs(SpecsCommand),
-    /// The installation key sealing secrets at rest.
-    #[command(subcommand)]
-    Secrets(SecretsCommand),
-}
-
-#[derive(Subcommand)]
-pub enum SecretsCommand {
-    /// Replace the installation key: a new key, every sealed value of the database re-sealed with it in one transaction, then the key file replaced (the old key kept beside it, with .old added to its name). Stop every server first.
-    RotateKey {
-        /// The current key file [default: DATA_DIR/secret.key].
-        #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE")]
-        secret_key_file: Option<PathBuf>,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum SpecsCommand {
-    /// Pull the images of the Docker specs that are not on the Docker host (`DOCKER_HOST`); prints one line per image and fails when one could not be pulled.
-    Pull {
-        #[command(flatten)]
-        specs: SpecArgs,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum SandboxesCommand {
-    /// Register an agent server as a sandbox of an organization, owned by a member; prints its
-    /// session key (`X-Session-API-Key` of the webhooks), shown once.
-    Register {
-        /// Organization id.
-        #[arg(long)]
-        org_id: String,
-        /// Owner's user id (a member of the organization).
-        #[arg(long)]
-        user_id: String,
-    },
-}
-
-#[derive(Subcommand)]
-pub enum KeysCommand {
-    /// Issue a key for a user (bound to --org-id when given).
-    Create {
-        /// User id.
-        #[arg(long)]
-        user_id: String,
-        /// Bind the key to this organization.
-        #[arg(long)]
-        org_id: Option<String>,
-        /// Name.
-        #[arg(long, default_value = "cli")]
-        name: String,
-        /// Expiry (RFC 3339).
-        #[arg(long)]
-        expires_at: Option<String>,
-    },
-    /// List a user's keys.
-    List {
-        /// User id.
-        #[arg(long)]
-        user_id: String,
-    },
-    /// Revoke a key.
-    Revoke {
-        /// Key id.
-        #[arg(long)]
-        id: String,
-    },
-}
-
 #[derive(Args)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the address is printed).
@@ -205,7 +119,7 @@ pub struct ServeArgs {
         long,
         env = "SWITCHBOARD_MAX_BODY_BYTES_IN_FLIGHT",
         default_value_t = switchboard_api::extract::DEFAULT_MAX_BODY_BYTES_IN_FLIGHT,
-        value_parser = parse_in_flight,
+        value_parser = switchboard_api::extract::parse_max_in_flight,
         help_heading = heading::LIMITS
     )]
     pub max_body_bytes_in_flight: usize,
@@ -324,14 +238,14 @@ pub struct ServeArgs {
     #[arg(long, env = "SWITCHBOARD_SKILLS_DIR", value_name = "DIR", help_heading = heading::LLM)]
     pub skills_dir: Option<PathBuf>,
     /// Serves a browser client's built files at `/` from DIR (e.g. the `build/` directory of the npm package `@openhands/agent-canvas`), beside the API on the same origin; client-side routes get its `index.html`.
-    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = parse_web_client, help_heading = heading::SERVER)]
+    #[arg(long, env = "SWITCHBOARD_WEB_CLIENT", value_name = "DIR", value_parser = switchboard_api::web_client::WebClient::parse, help_heading = heading::SERVER)]
     pub web_client: Option<switchboard_api::web_client::WebClient>,
     #[command(flatten)]
     pub sandboxes: SandboxArgs,
     #[command(flatten)]
     pub llm: LlmArgs,
     #[command(flatten)]
-    pub service: crate::service_key::ServiceKeyArgs,
+    pub service: crate::sign_in::ServiceKeyArgs,
     #[command(flatten)]
     pub sign_in: crate::sign_in::SignInArgs,
 }
@@ -362,148 +276,6 @@ pub struct LlmArgs {
     pub start_workers: u64,
 }
 
-impl LlmArgs {
-    /// The LLM configuration: the key from `--llm-api-key-file`, else the `LLM_API_KEY`
-    /// variable (read here, never a flag: a flag shows in `ps`).
-    ///
-    /// # Errors
-    /// The key file cannot be read.
-    pub fn config(&self) -> Result<switchboard_domain::services::LlmConfig> {
-        let api_key = match &self.llm_api_key_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .with_context(|| format!("reading the LLM API key file {}", path.display()))?
-                    .trim_end()
-                    .to_owned(),
-            ),
-            None => std::env::var("LLM_API_KEY").ok().filter(|k| !k.is_empty()),
-        };
-        Ok(switchboard_domain::services::LlmConfig {
-            model: self.llm_model.clone().filter(|m| !m.is_empty()),
-            base_url: self.llm_base_url.clone().filter(|b| !b.is_empty()),
-            key_owner: api_key.is_some().then_some("operator"),
-            api_key,
-            stream: self.llm_stream,
-        })
-    }
-}
-
-impl ServeArgs {
-    /// The body limits these options give.
-    pub fn body_limits(&self) -> switchboard_api::extract::BodyLimits {
-        switchboard_api::extract::BodyLimits {
-            max_in_flight: self.max_body_bytes_in_flight,
-            read_timeout: std::time::Duration::from_secs(self.body_read_timeout),
-            min_rate: self.body_min_rate,
-        }
-    }
-
-    /// The request rate limits these options give.
-    pub fn rate_limits(&self) -> switchboard_api::rate_limit::RateLimitConfig {
-        switchboard_api::rate_limit::RateLimitConfig {
-            per_key: self.rate_limit_per_key,
-            per_ip: self.rate_limit_per_ip,
-        }
-    }
-}
-
-/// `--max-body-bytes-in-flight`: a byte count no smaller than the largest body limit (a body
-/// larger than the whole budget could never be admitted).
-fn parse_in_flight(s: &str) -> Result<usize, String> {
-    let n: usize = s
-        .trim()
-        .parse()
-        .map_err(|e| format!("not a byte count: {e}"))?;
-    let floor = switchboard_api::extract::WEBHOOK_BODY_LIMIT;
-    if n < floor {
-        return Err(format!("at least {floor} bytes (the webhook body limit)"));
-    }
-    if n > u32::MAX as usize {
-        return Err(format!("at most {} bytes", u32::MAX));
-    }
-    Ok(n)
-}
-
-// How Switchboard runs sandboxes (issue 9; docs/sandbox-specs.md).
-#[derive(Args, Clone)]
-pub struct SandboxArgs {
-    #[command(flatten)]
-    pub specs: SpecArgs,
-    /// Switchboard's URL as clients and sandboxes reach it: sandboxes post webhooks to it + /api/v1/webhooks, and the API shows every sandbox's services under it + /sandboxes/{id}/{service} (exposed_urls, conversation_url, agent_server_url; default: the bound address).
-    #[arg(long, env = "SWITCHBOARD_PUBLIC_URL", help_heading = heading::SERVER)]
-    pub public_url: Option<String>,
-    /// Switchboard's URL as sandboxes reach it, when it differs from --public-url (e.g. clients use `https://switchboard.example.com` through a TLS proxy, sandboxes on this host `http://127.0.0.1:3000`); they post webhooks to it + /api/v1/webhooks (default: --public-url).
-    #[arg(long, env = "SWITCHBOARD_WEBHOOK_URL", help_heading = heading::SERVER)]
-    pub webhook_url: Option<String>,
-    /// Switchboard's URL as process sandboxes reach its LLM pass-through, when it differs from --webhook-url's (the pass-through is at it + /api/v1/llm-proxy; Docker and Kubernetes sandboxes use the address they post webhooks to). Default: --webhook-url, else --public-url.
-    #[arg(long, env = "SWITCHBOARD_LLM_PROXY_URL", help_heading = heading::SERVER)]
-    pub llm_proxy_url: Option<String>,
-    /// A variable of Switchboard's environment to pass to every sandbox (repeatable; e.g. LLM_API_KEY). PATH, HOME and LANG always pass to processes (never to containers).
-    #[arg(long = "sandbox-env", value_name = "NAME", env = "SWITCHBOARD_SANDBOX_ENV", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub sandbox_env: Vec<String>,
-    /// Do not stream events from the agent servers' own event sockets: events then arrive by the webhooks and the pull path only.
-    #[arg(long, env = "SWITCHBOARD_NO_EVENT_STREAMS", help_heading = heading::SANDBOXES)]
-    pub no_event_streams: bool,
-    /// Seconds a sandbox may take to answer /alive after a start or resume before it is ERROR.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_START_TIMEOUT", default_value = "120", help_heading = heading::SANDBOXES)]
-    pub sandbox_start_timeout: u64,
-    /// Running sandboxes per user; starting or resuming beyond it pauses the user's least recently used one.
-    #[arg(long, env = "SWITCHBOARD_MAX_RUNNING_SANDBOXES", default_value = "5", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_running_sandboxes: u32,
-    /// Sandboxes holding resources (STARTING, RUNNING or PAUSED: paused ones keep their memory) per user; a start beyond it is 409 naming which to delete.
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_USER", default_value_t = switchboard_domain::sandboxes::settings::DEFAULT_MAX_SANDBOXES_PER_USER, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_sandboxes_per_user: u32,
-    /// Sandboxes holding resources per organization, for hosts shared between teams [default: unbounded].
-    #[arg(long, env = "SWITCHBOARD_MAX_SANDBOXES_PER_ORG", value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub max_sandboxes_per_org: Option<u32>,
-    /// Conversations one sandbox holds before a start grouped by its member's sandbox_grouping_strategy starts another (docs/API.md, Sandbox grouping).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_MAX_CONVERSATIONS", default_value_t = switchboard_domain::sandboxes::grouping::DEFAULT_MAX_CONVERSATIONS_PER_SANDBOX, value_parser = clap::value_parser!(u32).range(1..), help_heading = heading::SANDBOXES)]
-    pub sandbox_max_conversations: u32,
-    /// Started, unowned sandboxes of the default spec kept ready; a start claims one at once.
-    #[arg(long, env = "SWITCHBOARD_WARM_SANDBOXES", default_value = "0", help_heading = heading::WARM_POOL)]
-    pub warm_sandboxes: u32,
-    /// The key sealing session keys at rest (created 0600 if missing; refused if group or others can read it) [default: DATA_DIR/secret.key].
-    #[arg(long, env = "SWITCHBOARD_SECRET_KEY_FILE", help_heading = heading::STORAGE)]
-    pub secret_key_file: Option<PathBuf>,
-    /// Cap on each process sandbox's log file (agent-server.log), in MiB, checked every second: over it, the log's last MiB replaces agent-server.log.1 and the log starts empty; 0 leaves logs unbounded. Containers' logs: Docker's json-file driver with the same cap.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_LOG_MAX_MIB", default_value = "64", help_heading = heading::SANDBOXES)]
-    pub sandbox_log_max_mib: u64,
-    #[command(flatten)]
-    pub confine: crate::cli_confine::ConfineArgs,
-    /// A directory under which a conversation start may clone a local path or file:// URL (repeatable; default none); every sandbox (process or Docker) sees it read-only at the same path, so its repositories must be readable by others (docs/API.md, Repository sources).
-    #[arg(long = "allow-local-repositories", value_name = "DIR", env = "SWITCHBOARD_ALLOW_LOCAL_REPOSITORIES", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub allow_local_repositories: Vec<PathBuf>,
-    /// The base URL an owner/repo of a git provider is cloned from, KEY=URL with KEY a provider name (github, gitlab, bitbucket, bitbucket_data_center, azure_devops, forgejo) or the host (host:port) a user stores with their token (repeatable; default none: the providers' public hosts, a stored host over https). For GitHub Enterprise or a self-hosted server on a private network; http:// is allowed here.
-    #[arg(long = "git-provider-url", value_name = "KEY=URL", value_parser = parse_git_provider_url, env = "SWITCHBOARD_GIT_PROVIDER_URLS", value_delimiter = ',', help_heading = heading::SANDBOXES)]
-    pub git_provider_urls: Vec<(String, String)>,
-    #[command(flatten)]
-    pub docker: crate::cli_docker::DockerArgs,
-    #[command(flatten)]
-    pub kube: crate::cli_kube::KubeArgs,
-}
-
-// Which sandbox specs there are (`serve` and `specs pull`).
-#[derive(Args, Clone)]
-pub struct SpecArgs {
-    /// JSON file of sandbox specs (default: one built-in spec running the OpenHands agent server: a process, or with `--sandbox-runtime docker` or `kubernetes` a container of `--agent-server-image`).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_SPECS", help_heading = heading::SANDBOXES)]
-    pub sandbox_specs: Option<PathBuf>,
-    /// The agent server command of the built-in process spec, split as a shell would (default: `agent-server` on PATH, else `python3 -m openhands.agent_server`).
-    #[arg(long, env = "SWITCHBOARD_AGENT_SERVER_COMMAND", help_heading = heading::PROCESS)]
-    pub agent_server_command: Option<String>,
-    /// The runtime of specs that name none: process, docker or kubernetes.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_RUNTIME", default_value = "process", help_heading = heading::SANDBOXES)]
-    pub sandbox_runtime: String,
-    /// The image of the built-in container spec (with `--sandbox-runtime docker` or `kubernetes` and no `--sandbox-specs`); `scripts/agent-server-image.sh` builds the default.
-    #[arg(
-        long,
-        env = "SWITCHBOARD_AGENT_SERVER_IMAGE",
-        default_value = switchboard_domain::sandboxes::specs::DEFAULT_AGENT_SERVER_IMAGE,
-        help_heading = heading::SANDBOXES
-    )]
-    pub agent_server_image: String,
-}
-
 #[derive(Clone, Copy, ValueEnum)]
 pub enum LogFormat {
     /// Human-readable lines.
@@ -521,14 +293,4 @@ impl DbArgs {
             data_dir: self.data_dir.clone(),
         }
     }
-}
-
-/// `--web-client DIR`: a directory with an `index.html`, checked before anything starts.
-fn parse_web_client(s: &str) -> Result<switchboard_api::web_client::WebClient, String> {
-    switchboard_api::web_client::WebClient::new(std::path::Path::new(s))
-}
-
-/// One `--git-provider-url KEY=URL`.
-fn parse_git_provider_url(entry: &str) -> Result<(String, String), String> {
-    switchboard_domain::conversations::provider_remote::parse_provider_url(entry)
 }

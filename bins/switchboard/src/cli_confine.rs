@@ -62,10 +62,10 @@ pub struct ConfineArgs {
     pub sandbox_egress_deny: Vec<Destination>,
     // Issue 33, "Resources" (docs/API.md, "A sandbox's share of the host").
     /// Memory a process or Docker sandbox may use, in MiB, when its spec gives no memory_mb: past it the kernel's OOM killer acts inside that sandbox only (process sandboxes: their control group's memory limit, swap included; Docker: --memory); 0: no limit.
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_MEMORY_MB", default_value_t = 4096, value_parser = parse_memory_mb, help_heading = heading::SANDBOXES)]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_MEMORY_MB", default_value_t = 4096, value_parser = limits::parse_default_memory_mb, help_heading = heading::SANDBOXES)]
     pub sandbox_memory_mb: u64,
     /// CPUs a process or Docker sandbox may use when its spec gives no cpus (e.g. 1.5); default none (process sandboxes still share the CPU as equal groups, so many busy threads in one do not starve another).
-    #[arg(long, env = "SWITCHBOARD_SANDBOX_CPUS", value_parser = parse_cpus, help_heading = heading::SANDBOXES)]
+    #[arg(long, env = "SWITCHBOARD_SANDBOX_CPUS", value_parser = Cpus::parse, help_heading = heading::SANDBOXES)]
     pub sandbox_cpus: Option<Cpus>,
     /// Processes and threads a process sandbox may hold together (its control group's pids.max): a fork bomb stops there; 0: no cap. Docker sandboxes: --docker-pids-limit.
     #[arg(long, env = "SWITCHBOARD_SANDBOX_PIDS_LIMIT", default_value_t = 1024, help_heading = heading::PROCESS)]
@@ -102,22 +102,6 @@ impl ConfineArgs {
             cpus: self.sandbox_cpus,
         }
     }
-}
-
-/// `--sandbox-memory-mb`: 0, or a spec's `memory_mb` range.
-fn parse_memory_mb(s: &str) -> Result<u64, String> {
-    let mb: u64 = s.parse().map_err(|e| format!("{e}"))?;
-    if mb == 0 {
-        return Ok(0);
-    }
-    let value = serde_json::json!(mb);
-    limits::parse_memory_mb(Some(&value)).map(|m| m.unwrap_or(0))
-}
-
-/// `--sandbox-cpus`: a spec's `cpus` range.
-fn parse_cpus(s: &str) -> Result<Cpus, String> {
-    let cpus: f64 = s.parse().map_err(|e| format!("{e}"))?;
-    Cpus::from_cpus(cpus)
 }
 
 /// `--process-isolation`.

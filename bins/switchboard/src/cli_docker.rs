@@ -1,7 +1,11 @@
-//! The flags of the Docker runtime (docs/docker.md), part of `serve`'s sandbox flags. The
-//! daemon is `DOCKER_HOST` (default `unix:///var/run/docker.sock`).
+//! The flags of the Docker runtime (docs/docker.md), part of `serve`'s sandbox flags, made
+//! into the sandbox crate's options. The daemon is `DOCKER_HOST` (default
+//! `unix:///var/run/docker.sock`).
+
+use std::time::Duration;
 
 use clap::Args;
+use switchboard_sandbox::wiring::DockerOptions;
 
 use crate::cli_help::heading;
 
@@ -35,4 +39,21 @@ pub struct DockerArgs {
     /// Keep containers' root filesystem writable (by default it is read-only when the image declares what it writes, label io.switchboard.tmpfs).
     #[arg(long, env = "SWITCHBOARD_DOCKER_WRITABLE_ROOT")]
     pub docker_writable_root: bool,
+}
+
+impl DockerArgs {
+    /// The sandbox crate's Docker options these flags give.
+    pub fn options(&self) -> DockerOptions {
+        DockerOptions {
+            network: self.docker_network,
+            publish_ports: self.docker_publish_ports,
+            public_url: self.docker_public_url.clone(),
+            installation: self.docker_installation.clone(),
+            orphan_grace: Duration::from_secs(self.docker_orphan_grace),
+            bridge_network: self.docker_bridge_network.clone(),
+            oci_runtime: self.docker_oci_runtime.clone(),
+            pids_limit: self.docker_pids_limit,
+            writable_root: self.docker_writable_root,
+        }
+    }
 }

@@ -1,9 +1,12 @@
 //! The flags of the Kubernetes runtime (issue 32; docs/kubernetes.md), part of `serve`'s
-//! sandbox flags.
+//! sandbox flags, made into the sandbox crate's options.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
+use switchboard_sandbox::kubernetes::Reach;
+use switchboard_sandbox::wiring::KubeOptions;
 
 use crate::cli_help::heading;
 
@@ -73,4 +76,30 @@ pub struct KubeArgs {
     /// How Switchboard reaches pods: pod-ip (at the pod's address: Switchboard runs in the cluster or on a host routed to the pod network) or port-forward (through the API server, pods/portforward, from a loopback port of Switchboard's per sandbox: Switchboard runs off the pod network).
     #[arg(long, env = "SWITCHBOARD_KUBE_REACH", value_parser = ["pod-ip", "port-forward"], default_value = "pod-ip")]
     pub kube_reach: String,
+}
+
+impl KubeArgs {
+    /// The sandbox crate's Kubernetes options these flags give.
+    pub fn options(&self) -> KubeOptions {
+        KubeOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            namespace: self.kube_namespace.clone(),
+            public_url: self.kube_public_url.clone(),
+            installation: self.kube_installation.clone(),
+            storage_class: self.kube_storage_class.clone(),
+            workspace_size: self.kube_workspace_size.clone(),
+            cpu_request: self.kube_cpu_request.clone(),
+            memory_request: self.kube_memory_request.clone(),
+            cpu_limit: self.kube_cpu_limit.clone(),
+            memory_limit: self.kube_memory_limit.clone(),
+            ephemeral_storage_limit: self.kube_ephemeral_storage_limit.clone(),
+            runtime_class: self.kube_runtime_class.clone(),
+            image_pull_policy: self.kube_image_pull_policy.clone(),
+            address_timeout: Duration::from_secs(self.kube_address_timeout),
+            node_loss_toleration: Duration::from_secs(self.kube_node_loss_toleration),
+            orphan_grace: Duration::from_secs(self.kube_orphan_grace),
+            // The flag takes only the names `Reach::named` knows.
+            reach: Reach::named(&self.kube_reach).unwrap_or_default(),
+        }
+    }
 }

@@ -6,7 +6,7 @@ use clap::Args;
 use switchboard_domain::event_quota::{
     DEFAULT_MAX_BYTES_PER_CONVERSATION, DEFAULT_MAX_EVENTS_PER_CONVERSATION, EventQuota,
 };
-use switchboard_storage::{DatabaseUrl, DieselStore, DiskReserve};
+use switchboard_storage::{DieselStore, DiskReserve};
 
 use crate::cli_help::heading;
 
@@ -28,36 +28,17 @@ pub struct StorageLimitArgs {
 }
 
 impl StorageLimitArgs {
-    /// The quotas the flags set.
-    pub fn quota(&self) -> EventQuota {
-        let limit = |v: u64| (v > 0).then(|| i64::try_from(v).unwrap_or(i64::MAX));
-        EventQuota {
-            max_events_per_conversation: limit(self.max_events_per_conversation),
-            max_bytes_per_conversation: limit(self.max_event_bytes_per_conversation),
-            max_bytes_per_org: limit(self.max_event_bytes_per_org),
-        }
-    }
-
     /// `store` with the quotas and, on SQLite (database `url`), the disk reserve on the
-    /// database file's directory.
+    /// database file's directory ([`DiskReserve::for_url`]).
     pub fn apply(&self, store: DieselStore, url: &str) -> DieselStore {
-        let store = store.with_event_quota(self.quota());
-        match DatabaseUrl::parse(url) {
-            Ok(DatabaseUrl::Sqlite(path)) if self.min_free_disk > 0 => {
-                let dir = path
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .map_or_else(
-                        || std::path::PathBuf::from("."),
-                        std::path::Path::to_path_buf,
-                    );
-                store.with_disk_reserve(DiskReserve {
-                    path: dir,
-                    reserve: self.min_free_disk.saturating_mul(1 << 20),
-                    database: Some(path.clone()),
-                })
-            }
-            _ => store,
+        let store = store.with_event_quota(EventQuota::from_counts(
+            self.max_events_per_conversation,
+            self.max_event_bytes_per_conversation,
+            self.max_event_bytes_per_org,
+        ));
+        match DiskReserve::for_url(url, self.min_free_disk) {
+            Some(reserve) => store.with_disk_reserve(reserve),
+            None => store,
         }
     }
 }

@@ -5,31 +5,21 @@
 //! file `switchboard.sqlite` in `--data-dir`, env `SWITCHBOARD_DATA_DIR`, default
 //! `./switchboard-data`), applies pending migrations first, and prints one JSON object on
 //! stdout; errors go to stderr with a non-zero exit. Every command reads the configuration
-//! file of `--config FILE` (env `SWITCHBOARD_CONFIG`; config_file.rs): flags and variables
+//! file of `--config FILE` (env `SWITCHBOARD_CONFIG`; cli.rs): flags and variables
 //! win over it.
 
 mod cli;
-mod cli_backup;
 mod cli_confine;
 mod cli_docker;
 mod cli_help;
 mod cli_kube;
+mod cli_operator;
+mod cli_sandboxes;
 mod cli_storage;
-mod cli_users;
 mod commands;
-mod config_file;
-mod docker;
-mod kube;
-mod metrics_listener;
-mod open_files;
-mod output;
 mod sandbox_urls;
-mod sandboxes;
 mod serve;
-mod service_key;
 mod sign_in;
-mod specs;
-mod user_commands;
 
 /// The allocator: jemalloc with its background threads, which give freed memory back to the
 /// system on their own (dirty pages decay over 10 s), where glibc's arenas kept hundreds of MiB
@@ -41,7 +31,7 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use crate::cli::Command;
 
 fn main() {
-    let cli = config_file::parse();
+    let cli = cli::parse();
     let result = match cli.command {
         Command::Serve(args) => serve::serve(&cli.db.database(), *args),
         Command::Operator(command) => commands::run(&cli.db.database(), command),

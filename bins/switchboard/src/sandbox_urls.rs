@@ -1,19 +1,14 @@
 //! The flags of the sandbox URL forms (issue 31; API.md, Sandbox proxy, "Sandbox URLs"):
-//! `--sandbox-url-form`, `--sandbox-url-ports` and `--sandbox-host-pattern`, and the checks
-//! `serve` makes of them before anything starts.
+//! `--sandbox-url-form`, `--sandbox-url-ports` and `--sandbox-host-pattern`, made into the
+//! API's form (checked, with the ports, by [`switchboard_api::sandbox_proxy::url_ports`]).
 
-use std::net::SocketAddr;
-
-use anyhow::{Result, bail};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use switchboard_api::sandbox_proxy::hosts::HostPattern;
 use switchboard_api::sandbox_proxy::url_ports::UrlForm;
 use switchboard_domain::sandboxes::url_ports::{DEFAULT_URL_PORTS, UrlPortRange};
 
 use crate::cli_help::heading;
-
-/// Where the system's ephemeral port range is read.
-const EPHEMERAL_RANGE_FILE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
 
 /// `--sandbox-url-form`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -42,45 +37,16 @@ pub struct SandboxUrlArgs {
 }
 
 impl SandboxUrlArgs {
-    /// The form shown: the one asked for, else `host` with a pattern, else `port`.
+    /// The form shown ([`UrlForm::chosen`]).
     ///
     /// # Errors
     /// `host` without a pattern.
     pub fn form(&self) -> Result<UrlForm> {
-        Ok(match (self.sandbox_url_form, &self.sandbox_host_pattern) {
-            (Some(UrlFormArg::Host), None) => {
-                bail!("--sandbox-url-form host needs --sandbox-host-pattern")
-            }
-            (Some(UrlFormArg::Host), Some(_)) | (None, Some(_)) => UrlForm::Host,
-            (Some(UrlFormArg::Path), _) => UrlForm::Path,
-            (Some(UrlFormArg::Port), _) | (None, None) => UrlForm::Port,
-        })
+        let asked = self.sandbox_url_form.map(|f| match f {
+            UrlFormArg::Port => UrlForm::Port,
+            UrlFormArg::Host => UrlForm::Host,
+            UrlFormArg::Path => UrlForm::Path,
+        });
+        UrlForm::chosen(asked, self.sandbox_host_pattern.is_some()).map_err(anyhow::Error::msg)
     }
-
-    /// The port range, checked against the ephemeral range and the addresses Switchboard
-    /// listens on (`listening`); `None` unless the port form is shown.
-    ///
-    /// # Errors
-    /// The range overlaps either (the message says which and what to choose).
-    pub fn ports(&self, listening: &[SocketAddr]) -> Result<Option<UrlPortRange>> {
-        if self.form()? != UrlForm::Port {
-            return Ok(None);
-        }
-        let range = self.sandbox_url_ports;
-        let ports: Vec<u16> = listening.iter().map(SocketAddr::port).collect();
-        if let Err(e) = range.check(ephemeral_range(), &ports) {
-            bail!(e);
-        }
-        Ok(Some(range))
-    }
-}
-
-/// The system's ephemeral port range, when it can be read.
-fn ephemeral_range() -> Option<UrlPortRange> {
-    let text = std::fs::read_to_string(EPHEMERAL_RANGE_FILE).ok()?;
-    let mut parts = text.split_whitespace().map(str::parse::<u16>);
-    let (Some(Ok(first)), Some(Ok(last))) = (parts.next(), parts.next()) else {
-        return None;
-    };
-    Some(UrlPortRange { first, last })
 }

@@ -1,14 +1,15 @@
 //! `serve --oidc-*` (issue 34): signing a team in through the company's OpenID provider, the
 //! operator's membership rules for first sign-ins, the session lifetime, and the device logins
 //! of `openhands login` (which need sign-in: a signed-in member approves them). Without
-//! `--oidc-issuer`, none of it: keys only.
+//! `--oidc-issuer`, none of it: keys only. And `--service-api-key-file`, the key of the
+//! trusted service's routes.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
-use switchboard_api::sign_in::{Oidc, OidcConfig, SignIn};
+use switchboard_api::sign_in::{SignIn, SignInSettings};
 use switchboard_domain::Switchboard;
 use switchboard_domain::identity::sign_in::MembershipRule;
 
@@ -67,50 +68,36 @@ impl SignInArgs {
     /// A missing client id, secret file or redirect URL; an unreadable or empty secret file;
     /// a malformed URL.
     pub fn load(&self, services: Switchboard) -> Result<(Switchboard, Option<Arc<SignIn>>)> {
-        let Some(issuer) = &self.oidc_issuer else {
+        let Some(issuer) = self.oidc_issuer.clone() else {
             return Ok((services, None));
         };
-        let (Some(client_id), Some(secret_file), Some(redirect_url)) = (
-            &self.oidc_client_id,
-            &self.oidc_client_secret_file,
-            &self.oidc_redirect_url,
-        ) else {
-            bail!(
-                "--oidc-issuer needs --oidc-client-id, --oidc-client-secret-file and --oidc-redirect-url"
-            );
-        };
-        let secret = std::fs::read_to_string(secret_file)
-            .with_context(|| {
-                format!(
-                    "reading the OIDC client secret file {}",
-                    secret_file.display()
-                )
-            })?
-            .trim()
-            .to_owned();
-        if secret.is_empty() {
-            bail!(
-                "the OIDC client secret file {} is empty",
-                secret_file.display()
-            );
-        }
-        let oidc = Oidc::new(OidcConfig {
-            issuer: issuer.clone(),
-            client_id: client_id.clone(),
-            client_secret: secret,
-            redirect_url: redirect_url.clone(),
-            scopes: self
-                .oidc_scopes
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect(),
+        let sign_in = SignIn::configure(SignInSettings {
+            issuer,
+            client_id: self.oidc_client_id.clone(),
+            client_secret_file: self.oidc_client_secret_file.clone(),
+            redirect_url: self.oidc_redirect_url.clone(),
+            scopes: self.oidc_scopes.clone(),
             groups_claim: self.oidc_groups_claim.clone(),
         })
         .map_err(anyhow::Error::msg)?;
-        tracing::info!(issuer = %issuer, rules = self.oidc_member_rules.len(), "sign-in through the OpenID provider at /login");
-        let rules = self.oidc_member_rules.clone();
+        let (issuer, rules) = (
+            &sign_in.oidc.config().issuer,
+            self.oidc_member_rules.clone(),
+        );
+        tracing::info!(issuer = %issuer, rules = rules.len(), "sign-in through the OpenID provider at /login");
         let ttl = std::time::Duration::from_secs(u64::from(self.session_ttl_hours) * 3600);
         let services = services.with_sign_in(|s| s.configured(rules, ttl));
-        Ok((services, Some(SignIn::new(oidc))))
+        Ok((services, Some(sign_in)))
     }
+}
+
+/// The service routes' key (`--service-api-key-file`): the shared key a trusted service (the
+/// OpenHands automation service) presents as `X-Service-API-Key` to mint its runs' API keys
+/// (docs/API.md, "The automation service"); read by [`switchboard_ops::key_files`].
+#[derive(Args, Clone)]
+#[command(next_help_heading = heading::SIGN_IN)]
+pub struct ServiceKeyArgs {
+    /// A file holding the service key (surrounding whitespace ignored; keep it 0600) that the OpenHands automation service sends as X-Service-API-Key (its AUTOMATION_SERVICE_KEY) to mint its runs' API keys. Without it the /api/service routes answer 503.
+    #[arg(long, env = "SWITCHBOARD_SERVICE_API_KEY_FILE", value_name = "FILE")]
+    pub service_api_key_file: Option<PathBuf>,
 }

@@ -23,6 +23,8 @@ mod cli;
 mod cli_login;
 #[path = "config_file.rs"]
 mod config_file;
+#[path = "config_keys.rs"]
+mod config_keys;
 #[path = "conversation_kept.rs"]
 mod conversation_kept;
 #[path = "crash_recovery.rs"]
@@ -39,6 +41,8 @@ mod event_catch_up;
 mod event_quotas;
 #[path = "events_restart.rs"]
 mod events_restart;
+#[path = "help.rs"]
+mod help;
 #[path = "idle_connections.rs"]
 mod idle_connections;
 #[path = "kube_deploy.rs"]

@@ -1,7 +1,7 @@
 //! The caller's API keys (API.md, Identity): `POST`/`GET /api/keys`, `DELETE /api/keys/{id}`.
 
 use actix_web::{delete, get, post, web};
-use switchboard_domain::identity::api_keys::parse_new_key;
+use switchboard_domain::identity::api_keys::ApiKeyCreate;
 use switchboard_domain::{ApiKeyId, ApiKeyView, Permission};
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -27,7 +27,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 /// (`manage_api_keys`). The key is in the response, once; only its SHA-256 is stored.
 #[utoipa::path(tag = "Keys",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization to bind the key to (UUID)")),
-    request_body(content = Object, description = "The key to create (`ApiKeyCreate`)", content_type = "application/json"),
+    request_body = ApiKeyCreate,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = ApiKeyCreated),
@@ -48,10 +48,12 @@ pub async fn create_api_key(
     let s = state.clone();
     let issued = state
         .blocking(move || {
-            let request = parse_new_key(&body.json()?)?;
-            Ok(s.services
-                .api_keys()
-                .create_api_key(&ctx, request.name, request.expires_at)?)
+            let request = body.typed::<ApiKeyCreate>()?;
+            Ok(s.services.api_keys().create_api_key(
+                &ctx,
+                request.name().to_owned(),
+                request.expires_at(),
+            )?)
         })
         .await?;
     Ok(web::Json(issued.into()))

@@ -10,7 +10,8 @@
 //! `X-Session-API-Key`) and resolve the effective organization, and only then read bodies
 //! (under [`extract::BodyLimits`]) and validate them; failures map to statuses in one
 //! table ([`error::ApiError`]), 422s in FastAPI's shape. Blocking domain work runs on actix's
-//! blocking pool, never on the async executor.
+//! blocking pool, never on the async executor. [`server`] runs the app for the binary (and
+//! `/metrics` on a listener of its own) until a signal stops it.
 
 pub mod agent_profiles;
 pub mod app;
@@ -43,6 +44,7 @@ pub mod sandbox_proxy;
 pub mod sandbox_secrets;
 pub mod sandbox_specs;
 pub mod sandboxes;
+pub mod server;
 pub mod server_details;
 pub mod service_keys;
 pub mod sign_in;

@@ -37,16 +37,9 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
 
-/// Pool usage reported by the storage the binary wired in.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PoolStats {
-    /// Open connections.
-    pub connections: u32,
-    /// Idle connections.
-    pub idle: u32,
-    /// Maximum connections.
-    pub max_size: u32,
-}
+/// Pool usage reported by the storage the binary wired in (the domain's
+/// [`PoolUsage`](switchboard_domain::ports::PoolUsage)).
+pub use switchboard_domain::ports::PoolUsage as PoolStats;
 
 /// A source of pool statistics (a closure over the storage pool).
 pub type PoolStatsFn = Arc<dyn Fn() -> PoolStats + Send + Sync>;

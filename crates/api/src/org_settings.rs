@@ -3,7 +3,7 @@
 
 use actix_web::{get, post, web};
 use switchboard_domain::Permission;
-use switchboard_domain::settings::parse_settings_update;
+use switchboard_domain::settings::{OrgAppSettingsUpdate, SettingsUpdate};
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::AppState;
@@ -47,7 +47,7 @@ pub async fn get_org_app_settings(
 /// `last_known_updated_at` (409), duplicate marketplace names (400).
 #[utoipa::path(tag = "Orgs",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization to act on (UUID)")),
-    request_body(content = Object, description = "The changes (`OrgAppSettingsUpdate`)", content_type = "application/json"),
+    request_body = OrgAppSettingsUpdate,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = OrgAppSettingsResponse),
@@ -68,7 +68,7 @@ pub async fn update_org_app_settings(
     let s = state.clone();
     let settings = state
         .blocking(move || {
-            let update = parse_settings_update(&body.json()?)?;
+            let update = SettingsUpdate::from(body.typed::<OrgAppSettingsUpdate>()?);
             Ok(s.services
                 .org_settings()
                 .update_org_settings(&ctx, update)?)

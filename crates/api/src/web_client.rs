@@ -20,6 +20,14 @@ pub struct WebClient {
 }
 
 impl WebClient {
+    /// The client built into the directory `dir` as written (`--web-client DIR`).
+    ///
+    /// # Errors
+    /// As [`WebClient::new`].
+    pub fn parse(dir: &str) -> Result<WebClient, String> {
+        WebClient::new(Path::new(dir))
+    }
+
     /// The client built into `dir`, which must hold an `index.html`.
     ///
     /// # Errors

@@ -89,7 +89,7 @@ async fn ingest_events(
 /// and metadata (creating the conversation if need be).
 #[utoipa::path(tag = "Webhooks",
     security(("SessionKeyHeader" = [])),
-    request_body(content = Object, description = "The agent server's ConversationInfo", content_type = "application/json"),
+    request_body = switchboard_domain::conversations::ConversationInfoBody,
     responses((status = 200, description = "{\"success\": true}"), WebhookErrors))]
 #[post("/api/v1/webhooks/conversations")]
 pub async fn webhook_conversations(

@@ -48,6 +48,18 @@ impl Default for EventQuota {
 }
 
 impl EventQuota {
+    /// The quotas of `events` and `bytes` per conversation and `org_bytes` per organization
+    /// (`--max-events-per-conversation`, `--max-event-bytes-per-conversation`,
+    /// `--max-event-bytes-per-org`), each 0 for no limit (past `i64::MAX`: `i64::MAX`).
+    pub fn from_counts(events: u64, bytes: u64, org_bytes: u64) -> EventQuota {
+        let limit = |v: u64| (v > 0).then(|| i64::try_from(v).unwrap_or(i64::MAX));
+        EventQuota {
+            max_events_per_conversation: limit(events),
+            max_bytes_per_conversation: limit(bytes),
+            max_bytes_per_org: limit(org_bytes),
+        }
+    }
+
     /// No limit at all.
     pub const UNLIMITED: EventQuota = EventQuota {
         max_events_per_conversation: None,

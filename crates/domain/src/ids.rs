@@ -6,6 +6,11 @@ use std::str::FromStr;
 
 use uuid::Uuid;
 
+/// A UUID as [`parse_uuid`] takes it: 32 hex digits, or dashed `8-4-4-4-12`; either case.
+/// `format: uuid` alone states no form (validators need not check formats), so a client or a
+/// generator that reads only a schema could take any string for an id.
+pub const UUID_PATTERN: &str = r"^([0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$";
+
 /// Parses a UUID given dashed (`8-4-4-4-12`) or as 32 hex digits; other forms (braced, URN)
 /// are refused.
 pub fn parse_uuid(s: &str) -> Option<Uuid> {

@@ -47,6 +47,8 @@ pub mod validation;
 pub use error::{DomainError, StorageError};
 pub use identity::api_keys::{ApiKeyView, IssuedKey};
 pub use identity::{OrgContext, Principal};
-pub use ids::{ApiKeyId, ConversationId, InvalidId, OrgId, SandboxId, UserId, parse_uuid};
+pub use ids::{
+    ApiKeyId, ConversationId, InvalidId, OrgId, SandboxId, UUID_PATTERN, UserId, parse_uuid,
+};
 pub use permissions::{Permission, Role};
 pub use services::{Bootstrapped, MeView, Switchboard};

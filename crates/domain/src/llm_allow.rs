@@ -120,6 +120,20 @@ impl ModelAllowList {
         })
     }
 
+    /// Checks the operator's default model (`--llm-model`, when set): it must be one members
+    /// may use.
+    ///
+    /// # Errors
+    /// `--llm-model: <the refusal>: …`, when it may not be chosen.
+    pub fn check_operator_default(&self, model: Option<&str>) -> Result<(), String> {
+        match model.and_then(|m| self.refusal(m)) {
+            Some(why) => Err(format!(
+                "--llm-model: {why}: the operator's default model must be one members may use"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Checks the model at `value` (a string; anything else, `null` or `""` is left to the
     /// body's own parser), for a body field at `loc`.
     ///

@@ -5,13 +5,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use serde::Serialize;
-use serde_json::{Map, Value};
-use switchboard_model::{ErrorType, LocItem, ValidationError};
+use serde_json::Value;
+use switchboard_model::{LocItem, ValidationError};
 
-use crate::validation::{
-    bool_type, field, float_type, list_type, loc, missing, model_type, not_one_of, string_type,
-    value_error,
-};
+use crate::typed_body::RequestBody;
+use crate::validation::{loc, value_error};
 use time::OffsetDateTime;
 
 use crate::ids::OrgId;
@@ -146,173 +144,293 @@ pub fn is_valid_repo_path(path: &str) -> bool {
     !path.contains("://") && !path.starts_with('/') && !path.contains("..")
 }
 
-fn string_field(
-    obj: &Map<String, Value>,
-    key: &str,
-    path: &[LocItem],
-    required: bool,
-) -> Result<Option<String>, ValidationError> {
-    match obj.get(key) {
-        None if required => Err(missing(field(path, key), Value::Object(obj.clone()))),
-        None | Some(Value::Null) if !required => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(string_type(field(path, key), other)),
-        None => unreachable!("handled above"),
-    }
+/// A marketplace name as the document states it (after trimming): a letter, then letters,
+/// digits, `-`, `_`.
+pub const MARKETPLACE_NAME_PATTERN: &str = r"^[a-zA-Z][a-zA-Z0-9_-]*$";
+/// A marketplace source as the document states it, one of: `github:owner/repo`; a git URL
+/// (`http(s)://`, `ssh://`, `git://`, `git@`, an optional bare user name); a relative local
+/// path with no `..` segment. [`is_valid_marketplace_source`] is the rule.
+pub const MARKETPLACE_SOURCE_PATTERNS: [&str; 3] = [
+    r"^github:[a-zA-Z0-9_.-]+/[a-zA-Z0-9_.-]+$",
+    r"^(https?://|ssh://|git://|git@)([A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+[:/][A-Za-z0-9._~/:-]*[A-Za-z0-9._~-]$",
+    r"^[a-zA-Z0-9_][a-zA-Z0-9_.-]*(/([a-zA-Z0-9_-][a-zA-Z0-9_.-]*|\.([a-zA-Z0-9_-][a-zA-Z0-9_.-]*)?|\.\.[a-zA-Z0-9_.-]+)?)*$",
+];
+/// [`is_valid_repo_path`] as a pattern (no leading `/`, no `..`, no `://`), written without
+/// lookaround so that every validator and generator reads it: a run of `.`, `:` and `/`
+/// ([`REPO_PATH_PATTERN`]'s `(?:\.?:(?::|/:)*/?)`) never holds `..` or `://`.
+pub const REPO_PATH_PATTERN: &str = r"^(?:(?:[^./:]|(?:\.?:(?::|/:)*/?)*\.[^.:]|(?:\.?:(?::|/:)*/?)+[^./:])(?:[^.:]|(?:\.?:(?::|/:)*/?)*\.[^.:]|(?:\.?:(?::|/:)*/?)+[^./:])*)?(?:(?:\.?:(?::|/:)*/?)*\.|(?:\.?:(?::|/:)*/?)+)?$";
+
+/// A marketplace entry as sent (reference §1.2 `MarketplaceRegistration`; the document's
+/// `MarketplaceRegistrationInput`, the answer's shape being `MarketplaceRegistration`). Other
+/// keys are ignored; `scope` is checked, then replaced by `org` (reference §1.4); `name` and
+/// `source` are trimmed, then judged ([`RequestBody::check`](crate::typed_body::RequestBody::check)).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(
+    title = "MarketplaceRegistration",
+    description = "A marketplace entry as sent (other keys are ignored; `scope` is accepted and replaced by `org`). Names must be unique in the list (400 otherwise)."
+)]
+pub struct MarketplaceRegistrationInput {
+    /// A letter, then letters, digits, `-`, `_` (surrounding white space is trimmed).
+    #[schema(schema_with = marketplace_name_schema)]
+    name: String,
+    #[schema(schema_with = marketplace_source_schema)]
+    source: String,
+    /// Git ref, or null.
+    #[serde(default, rename = "ref")]
+    git_ref: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = repo_path_schema)]
+    repo_path: Option<String>,
+    /// Default false (`null` is refused).
+    #[serde(default)]
+    auto_load: bool,
+    /// Ignored: always `org`.
+    #[serde(default)]
+    #[schema(schema_with = scope_schema)]
+    #[allow(dead_code, reason = "judged by the schema, then replaced by `org`")]
+    scope: Option<String>,
 }
 
-/// Validates one marketplace entry at `path` (e.g. `["body", "registered_marketplaces", 0]`).
-/// Unknown keys are ignored; `scope` is checked, then replaced by `org` (reference §1.4).
-pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, ValidationError> {
-    let Value::Object(obj) = v else {
-        return Err(model_type(path.to_vec(), "MarketplaceRegistration", v));
-    };
-    let name = string_field(obj, "name", path, true)?.unwrap_or_default();
-    let name = name.trim().to_owned();
-    if name.is_empty() {
-        return Err(value_error(
-            field(path, "name"),
-            "name cannot be empty",
-            &obj["name"],
-        ));
+fn marketplace_name_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::string()
+        .pattern(Some(MARKETPLACE_NAME_PATTERN))
+        .description(Some(
+            "A letter, then letters, digits, `-`, `_` (surrounding white space is trimmed).",
+        ))
+        .extensions(Some(crate::typed_body::fields::accepts_more()))
+        .build()
+}
+
+fn marketplace_source_schema() -> utoipa::openapi::schema::Schema {
+    let mut any = utoipa::openapi::schema::AnyOfBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .description(Some("`github:owner/repo`, a git URL (`http(s)://`, `ssh://`, `git://`, `git@`; a bare user name at most), or a relative local path without `..` (surrounding white space is trimmed)."))
+        .extensions(Some(crate::typed_body::fields::accepts_more()));
+    for p in MARKETPLACE_SOURCE_PATTERNS {
+        any = any.item(crate::typed_body::fields::string().pattern(Some(p)));
     }
-    if !NAME_RE.is_match(&name) {
-        return Err(value_error(
-            field(path, "name"),
-            "name must start with a letter and contain only letters, numbers, hyphens, and underscores",
-            &obj["name"],
-        ));
-    }
-    let source = string_field(obj, "source", path, true)?
-        .unwrap_or_default()
-        .trim()
-        .to_owned();
-    if !is_valid_marketplace_source(&source) {
-        return Err(value_error(
-            field(path, "source"),
-            "source must be 'github:owner/repo', a git URL (https://, ssh://, git://, git@) or a relative local path without '..'",
-            &obj["source"],
-        ));
-    }
-    let git_ref = string_field(obj, "ref", path, false)?;
-    let repo_path = string_field(obj, "repo_path", path, false)?;
-    if let Some(p) = &repo_path
-        && !is_valid_repo_path(p)
-    {
-        return Err(value_error(
-            field(path, "repo_path"),
+    utoipa::openapi::schema::Schema::AnyOf(any.build())
+}
+
+fn repo_path_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::nullable_string()
+        .pattern(Some(REPO_PATH_PATTERN))
+        .description(Some(
+            "Relative path inside the repository: no leading `/`, no `..`, no `://`; or null.",
+        ))
+        .extensions(Some(crate::typed_body::fields::value_error_words(
             "repo_path must be a relative path inside the repository: no '://', no leading '/', no '..'",
-            &obj["repo_path"],
-        ));
-    }
-    let auto_load = match obj.get("auto_load") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => return Err(bool_type(field(path, "auto_load"), other)),
-    };
-    match obj.get("scope") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if SCOPES.contains(&s.as_str()) => {}
-        Some(other) => {
-            return Err(not_one_of(
-                ErrorType::Enum,
-                field(path, "scope"),
-                &SCOPES,
-                other,
-            ));
-        }
-    }
-    Ok(Marketplace {
-        name,
-        source,
-        git_ref,
-        repo_path,
-        auto_load,
-        scope: MarketplaceScope::Org,
-    })
+        )))
+        .build()
 }
 
-/// An amount of USD at `root`.`key`: a finite number > 0 (`Some`), or `null` (`None`, which
-/// clears it).
-fn positive_amount(v: &Value, root: &[LocItem], key: &str) -> Result<Option<f64>, ValidationError> {
-    let l = field(root, key);
-    match v {
-        Value::Null => Ok(None),
-        Value::Number(n) => {
-            let x = n.as_f64().unwrap_or(f64::NAN);
-            if !x.is_finite() || x <= 0.0 {
-                return Err(value_error(l, &format!("{key} must be greater than 0"), v));
-            }
-            Ok(Some(x))
+fn scope_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::AnyValue)
+        .enum_values(Some(
+            SCOPES.iter().map(|s| Value::from(*s)).chain([Value::Null]),
+        ))
+        .description(Some("Ignored: always `org`."))
+        .build()
+}
+
+impl RequestBody for MarketplaceRegistrationInput {
+    /// The trimmed name and source (the schema states their untrimmed form).
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        let at = |key: &str| loc(["body", key]);
+        let name = self.name.trim();
+        let refused = if name.is_empty() {
+            Some(("name", "name cannot be empty", &self.name))
+        } else if !NAME_RE.is_match(name) {
+            Some((
+                "name",
+                "name must start with a letter and contain only letters, numbers, hyphens, and underscores",
+                &self.name,
+            ))
+        } else if !is_valid_marketplace_source(self.source.trim()) {
+            Some((
+                "source",
+                "source must be 'github:owner/repo', a git URL (https://, ssh://, git://, git@) or a relative local path without '..'",
+                &self.source,
+            ))
+        } else {
+            None
+        };
+        match refused {
+            Some((key, text, input)) => Err(vec![value_error(
+                at(key),
+                text,
+                &Value::String(input.clone()),
+            )]),
+            None => Ok(()),
         }
-        other => Err(float_type(l, other)),
     }
 }
 
-/// Validates a `POST /api/organizations/app` body (already parsed as JSON). Locations start
-/// with `"body"`. Rules (reference §1.2 with API.md's fixes): every field optional; unknown
-/// keys ignored; `enable_proactive_conversation_starters` a boolean (explicit `null` refused);
+impl From<MarketplaceRegistrationInput> for Marketplace {
+    fn from(m: MarketplaceRegistrationInput) -> Self {
+        Marketplace {
+            name: m.name.trim().to_owned(),
+            source: m.source.trim().to_owned(),
+            git_ref: m.git_ref,
+            repo_path: m.repo_path,
+            auto_load: m.auto_load,
+            scope: MarketplaceScope::Org,
+        }
+    }
+}
+
+/// Reads one marketplace entry at `path` (e.g. `["body", "registered_marketplaces", 0]`)
+/// through [`MarketplaceRegistrationInput`].
+///
+/// # Errors
+/// Its first 422 entry, located under `path`.
+pub fn parse_marketplace(v: &Value, path: &[LocItem]) -> Result<Marketplace, ValidationError> {
+    crate::typed_body::parse_at::<MarketplaceRegistrationInput>(v, path)
+        .map(Marketplace::from)
+        .map_err(|mut e| e.swap_remove(0))
+}
+
+/// `POST /api/organizations/app`'s body (`OrgAppSettingsUpdate`; reference §1.2 with API.md's
+/// fixes): every field optional, an absent one left alone; unknown keys ignored;
+/// `enable_proactive_conversation_starters` a boolean (explicit `null` refused);
 /// `max_budget_per_task` and `llm_monthly_budget` each a finite number > 0 or `null` (clears
 /// it); `registered_marketplaces` a list of valid entries (explicit `null` refused);
 /// `last_known_updated_at` a date-time or `null`. Strings are not coerced to booleans or
-/// numbers.
+/// numbers. Read into a [`SettingsUpdate`] with [`SettingsUpdate::from`].
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(
+    description = "`OrgAppSettingsUpdate`: every field optional; an absent field is left alone; other keys are ignored."
+)]
+pub struct OrgAppSettingsUpdate {
+    /// A boolean (`null` is refused).
+    #[serde(default)]
+    #[schema(nullable = false)]
+    enable_proactive_conversation_starters: Option<bool>,
+    /// A finite number > 0, or `null` to clear.
+    #[serde(default, deserialize_with = "crate::typed_body::fields::present")]
+    #[schema(schema_with = budget_per_task_schema)]
+    max_budget_per_task: Option<Option<f64>>,
+    /// The organization's LLM budget in USD per calendar month (UTC): a finite number > 0, or
+    /// `null` to clear. The LLM pass-through refuses the organization's requests once its
+    /// recorded cost this month reaches it.
+    #[serde(default, deserialize_with = "crate::typed_body::fields::present")]
+    #[schema(schema_with = monthly_budget_schema)]
+    llm_monthly_budget: Option<Option<f64>>,
+    /// The whole list (replaces it; `null` is refused); names unique (400 otherwise).
+    /// Needs `edit_org_settings`.
+    #[serde(default)]
+    #[schema(nullable = false)]
+    registered_marketplaces: Option<Vec<MarketplaceRegistrationInput>>,
+    #[serde(default, deserialize_with = "crate::typed_body::fields::present")]
+    #[schema(schema_with = last_known_schema)]
+    last_known_updated_at: Option<Option<Value>>,
+}
+
+/// A positive amount: anything else one `value_error` worded `{key} must be greater than 0`
+/// (a value of another type keeps its `float_type`).
+fn amount_schema(key: &str, description: &str) -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::SchemaType::from_iter([
+            utoipa::openapi::schema::Type::Number,
+            utoipa::openapi::schema::Type::Null,
+        ]))
+        .exclusive_minimum(Some(0))
+        .maximum(Some(f64::MAX))
+        .description(Some(description))
+        .extensions(Some(crate::typed_body::fields::value_error_words(
+            &format!("{key} must be greater than 0"),
+        )))
+        .build()
+}
+
+fn budget_per_task_schema() -> utoipa::openapi::schema::Object {
+    amount_schema(
+        "max_budget_per_task",
+        "A finite number > 0, or `null` to clear.",
+    )
+}
+
+fn monthly_budget_schema() -> utoipa::openapi::schema::Object {
+    amount_schema(
+        "llm_monthly_budget",
+        "The organization's LLM budget in USD per calendar month (UTC): a finite number > 0, or `null` to clear. The LLM pass-through refuses the organization's requests once its recorded cost this month reaches it.",
+    )
+}
+
+fn last_known_schema() -> utoipa::openapi::schema::Schema {
+    use crate::time_input::{DATE_TIME_PATTERN, UNIX_1900, UNIX_3000};
+    crate::typed_body::fields::date_time(
+        DATE_TIME_PATTERN,
+        UNIX_1900,
+        UNIX_3000,
+        "The `updated_at` last seen: RFC 3339 or naive ISO-8601 (UTC), a date, or Unix seconds. When given and not equal to the stored version: 409.",
+    )
+}
+
+impl OrgAppSettingsUpdate {
+    fn last_known(&self) -> Result<Option<OffsetDateTime>, ValidationError> {
+        match &self.last_known_updated_at {
+            Some(Some(v)) => {
+                parse_datetime_value(v, loc(["body", "last_known_updated_at"])).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+impl RequestBody for OrgAppSettingsUpdate {
+    /// Each marketplace's trimmed name and source, then the version's date-time.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        for (i, m) in self.registered_marketplaces.iter().flatten().enumerate() {
+            m.check().map_err(|entries| {
+                entries
+                    .into_iter()
+                    .map(|mut e| {
+                        let at = [
+                            LocItem::from("body"),
+                            LocItem::from("registered_marketplaces"),
+                            LocItem::Index(i),
+                        ];
+                        e.loc.splice(..1, at);
+                        e
+                    })
+                    .collect::<Vec<_>>()
+            })?;
+        }
+        self.last_known().map(drop).map_err(|e| vec![e])
+    }
+}
+
+impl From<OrgAppSettingsUpdate> for SettingsUpdate {
+    fn from(body: OrgAppSettingsUpdate) -> Self {
+        let last_known_updated_at = body.last_known().ok().flatten();
+        let has_any_field = body.enable_proactive_conversation_starters.is_some()
+            || body.max_budget_per_task.is_some()
+            || body.llm_monthly_budget.is_some()
+            || body.registered_marketplaces.is_some()
+            || body.last_known_updated_at.is_some();
+        SettingsUpdate {
+            change: SettingsChange {
+                enable_proactive_conversation_starters: body.enable_proactive_conversation_starters,
+                max_budget_per_task: body.max_budget_per_task,
+                llm_monthly_budget: body.llm_monthly_budget,
+                registered_marketplaces: body
+                    .registered_marketplaces
+                    .map(|list| list.into_iter().map(Marketplace::from).collect()),
+            },
+            last_known_updated_at,
+            has_any_field,
+        }
+    }
+}
+
+/// Reads a `POST /api/organizations/app` body through [`OrgAppSettingsUpdate`].
 ///
 /// # Errors
-/// The first rule broken, as a FastAPI 422 entry.
+/// Its first 422 entry.
 pub fn parse_settings_update(body: &Value) -> Result<SettingsUpdate, ValidationError> {
-    let root = loc(["body"]);
-    let Value::Object(obj) = body else {
-        return Err(model_type(root, "OrgAppSettingsUpdate", body));
-    };
-    let mut update = SettingsUpdate::default();
-    if let Some(v) = obj.get("enable_proactive_conversation_starters") {
-        update.has_any_field = true;
-        match v {
-            Value::Bool(b) => update.change.enable_proactive_conversation_starters = Some(*b),
-            other => {
-                return Err(bool_type(
-                    field(&root, "enable_proactive_conversation_starters"),
-                    other,
-                ));
-            }
-        }
-    }
-    for (key, slot) in [
-        (
-            "max_budget_per_task",
-            &mut update.change.max_budget_per_task,
-        ),
-        ("llm_monthly_budget", &mut update.change.llm_monthly_budget),
-    ] {
-        if let Some(v) = obj.get(key) {
-            update.has_any_field = true;
-            *slot = Some(positive_amount(v, &root, key)?);
-        }
-    }
-    if let Some(v) = obj.get("registered_marketplaces") {
-        update.has_any_field = true;
-        let l = field(&root, "registered_marketplaces");
-        let Value::Array(items) = v else {
-            return Err(list_type(l, v));
-        };
-        let mut out = Vec::with_capacity(items.len());
-        for (i, item) in items.iter().enumerate() {
-            let mut p = l.clone();
-            p.push(LocItem::Index(i));
-            out.push(parse_marketplace(item, &p)?);
-        }
-        update.change.registered_marketplaces = Some(out);
-    }
-    if let Some(v) = obj.get("last_known_updated_at") {
-        update.has_any_field = true;
-        if !v.is_null() {
-            update.last_known_updated_at = Some(parse_datetime_value(
-                v,
-                field(&root, "last_known_updated_at"),
-            )?);
-        }
-    }
-    Ok(update)
+    crate::typed_body::parse_one::<OrgAppSettingsUpdate>(body).map(SettingsUpdate::from)
 }
 
 /// Names that occur more than once, sorted (reference §1.6 rule 8; names are compared after
@@ -364,6 +482,75 @@ mod tests {
             "has space",
         ] {
             assert!(!is_valid_marketplace_source(bad), "{bad}");
+        }
+    }
+
+    fn matches(pattern: &str, s: &str) -> bool {
+        regex::Regex::new(pattern).unwrap().is_match(s)
+    }
+
+    /// The documented patterns say exactly what the rules say, on samples of every kind (the
+    /// rules are the source); the repo path's, on every string of up to 6 characters from
+    /// `a./:` and a line feed.
+    #[test]
+    fn patterns_agree_with_the_rules() {
+        for s in [
+            "github:o/r",
+            "github:o.x/r-y_z",
+            "github:/r",
+            "github:o/r/x",
+            "https://h/p",
+            "https://u@h/p.git",
+            "https://u:p@h/p",
+            "git@github.com:o/r.git",
+            "ssh://h:22/x",
+            "git://h/x",
+            "http://h",
+            "a",
+            "a/b",
+            "a/../b",
+            "a/..",
+            "a/...",
+            "a/.x",
+            "a/..x",
+            "a//b",
+            "a/.",
+            "./a",
+            "../a",
+            "/a",
+            "_x",
+            "-x",
+            "a b",
+            "",
+            "a:b",
+            "ftp://h/p",
+        ] {
+            let documented = MARKETPLACE_SOURCE_PATTERNS.iter().any(|p| matches(p, s));
+            assert_eq!(documented, is_valid_marketplace_source(s), "source {s:?}");
+        }
+        for s in [
+            "a", "a/b", "/a", "a/../b", "..", "x://y", "a.b", "a:b", "", ".a",
+        ] {
+            assert_eq!(
+                matches(REPO_PATH_PATTERN, s),
+                is_valid_repo_path(s),
+                "repo_path {s:?}"
+            );
+        }
+        let alphabet = ['a', '.', '/', ':', '\n'];
+        let mut strings = vec![String::new()];
+        for _ in 0..6 {
+            let longer: Vec<String> = strings
+                .iter()
+                .filter(|s| s.chars().count() == strings.last().map_or(0, |l| l.chars().count()))
+                .flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}")))
+                .collect();
+            strings.extend(longer);
+        }
+        assert_eq!(strings.len(), (0..=6).map(|n| 5usize.pow(n)).sum::<usize>());
+        let re = regex::Regex::new(REPO_PATH_PATTERN).unwrap();
+        for s in &strings {
+            assert_eq!(re.is_match(s), is_valid_repo_path(s), "repo_path {s:?}");
         }
     }
 

@@ -6,6 +6,21 @@ use time::{OffsetDateTime, UtcOffset};
 
 use crate::validation::datetime_parsing;
 
+/// A date-time as [`parse_datetime`] takes it (ISO-8601, naive = UTC), restricted to a plain
+/// form that every accepted value generator can only produce valid instances of: years 1900 to
+/// 2999, days 1 to 28, optional fraction (µs) and offset. The parsers accept more (any day,
+/// dates alone, Unix seconds): the OpenAPI document states this subset, the descriptions the rest.
+pub const DATE_TIME_PATTERN: &str = r"^(19|2[0-9])[0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])?$";
+/// As [`DATE_TIME_PATTERN`], in years 2100 to 2999: an instant surely in the future (an API
+/// key's expiry must be).
+pub const FUTURE_DATE_TIME_PATTERN: &str = r"^2[1-9][0-9]{2}-(0[1-9]|1[0-2])-(0[1-9]|1[0-9]|2[0-8])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,6})?(Z|[+-](0[0-9]|1[0-3]):[0-5][0-9])?$";
+/// Unix seconds of 1900-01-01: the start of [`DATE_TIME_PATTERN`]'s range.
+pub const UNIX_1900: i64 = -2_208_988_800;
+/// Unix seconds of 2100-01-01: the start of [`FUTURE_DATE_TIME_PATTERN`]'s range.
+pub const UNIX_2100: i64 = 4_102_444_800;
+/// Unix seconds of 3000-01-01: the end (excluded) of both patterns' ranges.
+pub const UNIX_3000: i64 = 32_503_680_000;
+
 /// Truncates to whole microseconds: the precision stored and compared.
 pub fn truncate_micros(t: OffsetDateTime) -> OffsetDateTime {
     let nanos = t.nanosecond();

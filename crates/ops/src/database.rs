@@ -93,6 +93,35 @@ impl Database {
         DieselStore::open(&url, Some(config)).with_context(|| "opening the database")
     }
 
+    /// The domain's services over this database, opened (migrated) with a pool of 2, as an
+    /// operator command uses it.
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn services(&self) -> Result<switchboard_domain::Switchboard> {
+        let (store, _) = self.open(Some(2), false)?;
+        Ok(switchboard_domain::Switchboard::new(std::sync::Arc::new(
+            store,
+        )))
+    }
+
+    /// Opens the store as a server does (`serve`): first warns when `--database-url` holds a
+    /// password on the command line ([`Database::warn_if_password_on_command_line`]), then
+    /// opens it with a pool of `pool_size` (default: the backend's) and SQLite's automatic
+    /// checkpoints off (the server's supervisor checkpoints), the migrations it applied logged.
+    /// Returns the store and the database's URL.
+    ///
+    /// # Errors
+    /// As [`Database::open`].
+    pub fn open_for_server(&self, pool_size: Option<u32>) -> Result<(DieselStore, String)> {
+        self.warn_if_password_on_command_line();
+        let (store, applied) = self.open(pool_size, true)?;
+        if !applied.is_empty() {
+            tracing::info!(migrations = ?applied, "applied migrations");
+        }
+        Ok((store, self.url()?))
+    }
+
     /// Warns when `--database-url` was given on the command line with a password: every
     /// local user can read a process's command line (`/proc/<pid>/cmdline`, `ps`).
     pub fn warn_if_password_on_command_line(&self) {

@@ -51,6 +51,42 @@ pub fn parse_from<T: FromArgMatches>(
     T::from_arg_matches(&matches).map_err(|e| ParseError::Clap(e.format(&mut cmd)))
 }
 
+/// `cmd` with the global `--config FILE` flag (also named by the variable `env`) that
+/// [`parse_from`] reads, shown without a heading; its help says what the file holds and that
+/// flags and variables win over it.
+pub fn with_config_flag(cmd: Command, env: &'static str) -> Command {
+    let config = Arg::new("config")
+        .long("config")
+        .env(env)
+        .global(true)
+        .value_name("FILE")
+        .value_parser(clap::value_parser!(PathBuf))
+        .help_heading(None)
+        .help("A TOML configuration file whose keys are the flags' long names")
+        .long_help(
+            "A TOML configuration file whose keys are the flags' long names (e.g. \
+             `database-url = \"postgres://…\"`); a flag or its environment variable wins over \
+             the file, the file over the defaults (docs/configuration.md).",
+        );
+    cmd.arg(config)
+}
+
+/// The process's command line parsed by `cmd` ([`parse_from`], the file named by `--config`
+/// or the variable `env`); prints the error and exits as clap does (status 2) when the file or
+/// the command line is wrong, and prints help or the version and exits when asked.
+pub fn parse_or_exit<T: FromArgMatches>(cmd: Command, env: &str) -> T {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let file = std::env::var_os(env);
+    match parse_from(cmd, &args, file.as_deref()) {
+        Ok(parsed) => parsed,
+        Err(ParseError::Clap(e)) => e.exit(),
+        Err(ParseError::Config(e)) => {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// The value of `--config FILE` or `--config=FILE` on the command line (before a `--`).
 fn config_path(args: &[OsString]) -> Option<PathBuf> {
     let mut rest = args.iter().skip(1);
@@ -386,4 +422,66 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::ArgMatches;
+
+    use super::*;
+
+    /// The matches as they are.
+    struct Matches(ArgMatches);
+
+    impl FromArgMatches for Matches {
+        fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+            Ok(Matches(m.clone()))
+        }
+
+        fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+            self.0 = m.clone();
+            Ok(())
+        }
+    }
+
+    /// A command shaped as the server's: a global `--config`, and a `serve` subcommand with a
+    /// flag taking no value and one taking a number.
+    fn command() -> Command {
+        let serve = Command::new("serve")
+            .arg(Arg::new("stream").long("stream").action(ArgAction::SetTrue))
+            .arg(
+                Arg::new("workers")
+                    .long("workers")
+                    .value_parser(clap::value_parser!(u64)),
+            );
+        with_config_flag(Command::new("switchboard").subcommand(serve), "TEST_CONFIG")
+    }
+
+    /// The `serve` matches of `args` with the file `text` named by `--config`.
+    fn serve(text: &str, args: &[&str]) -> ArgMatches {
+        static FILES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("config-file-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{n}.toml"));
+        std::fs::write(&path, text).unwrap();
+        let mut list: Vec<OsString> = ["switchboard", "--config"].map(OsString::from).into();
+        list.push(path.clone().into());
+        list.push("serve".into());
+        list.extend(args.iter().map(OsString::from));
+        let Matches(matches) = parse_from(command(), &list, None).unwrap();
+        let _ = std::fs::remove_file(path);
+        matches.subcommand_matches("serve").unwrap().clone()
+    }
+
+    #[test]
+    fn a_flag_taking_no_value_is_set_by_the_file() {
+        assert!(serve("stream = true\n", &[]).get_flag("stream"));
+        assert!(!serve("stream = false\n", &[]).get_flag("stream"));
+        assert!(!serve("workers = 2\n", &[]).get_flag("stream"));
+        // On the command line it is set whatever the file says.
+        assert!(serve("stream = false\n", &["--stream"]).get_flag("stream"));
+        let workers = serve("workers = 2\n", &["--workers", "3"]);
+        assert_eq!(workers.get_one::<u64>("workers"), Some(&3));
+    }
 }

@@ -7,13 +7,16 @@
 //!   [`switchboard_domain::jobs::JobCounters`] port.
 //! - [`open_files`]: the open-files limit raised at start, and the budget that derives the
 //!   socket caps from it (issue 24).
+//! - [`logging`]: the server's log on stderr, text or JSON lines.
 //! - [`config_file`]: a TOML file whose keys are a clap command line's long flags, its values
-//!   the flags' defaults (docs/configuration.md).
+//!   the flags' defaults (docs/configuration.md); [`help`]: `-h` made short.
 //!
 //! Depends on the domain only (and Tokio); the binary wires it to the API's metrics and the
 //! storage's pool.
 
 pub mod config_file;
+pub mod help;
+pub mod logging;
 pub mod open_files;
 pub mod supervisor;
 

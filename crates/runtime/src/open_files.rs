@@ -251,6 +251,76 @@ pub fn raise_and_log() -> OpenFilesLimit {
     limit
 }
 
+/// What sizes a server's budget besides its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerShape {
+    /// The database pool's connections at most.
+    pub pool: u64,
+    /// The pool's database.
+    pub pool_kind: PoolKind,
+    /// HTTP workers.
+    pub workers: u64,
+    /// Whether sandbox URLs are in the port form (the sandboxes' own listeners get a share).
+    pub url_ports: bool,
+    /// Websockets the operator asked for (`--max-subscribers`).
+    pub max_subscribers: u64,
+    /// Websockets per member (`--max-sockets-per-member`).
+    pub max_sockets_per_member: u64,
+}
+
+/// The budget of a server of `shape` under `limit` ([`FileBudget::plan`], and
+/// [`FileBudget::with_url_ports`] in the port form), logged with the caps it sets; warns when
+/// `--max-subscribers` is above the derived websocket cap (it is lowered to it) and when
+/// `--max-sockets-per-member` is not below the websocket cap (one member could take every
+/// socket).
+///
+/// # Errors
+/// As [`FileBudget::plan`]: the limit leaves too little for the server to run (the message
+/// says what to raise).
+pub fn plan_and_log(limit: &OpenFilesLimit, shape: &ServerShape) -> Result<FileBudget, String> {
+    let workers = shape.workers;
+    let mut b = FileBudget::plan(
+        limit.effective(),
+        limit.in_use,
+        shape.pool,
+        shape.pool_kind,
+        workers,
+    )?;
+    if shape.url_ports {
+        b = b.with_url_ports(workers);
+    }
+    let subscribers = shape.max_subscribers.min(b.subscribers);
+    tracing::info!(
+        limit = b.limit,
+        process = b.process,
+        database = b.database,
+        sandboxes = b.sandboxes,
+        max_connections = b.connections,
+        max_connections_per_worker = b.connections_per_worker,
+        max_subscribers = subscribers,
+        max_relays = b.relays,
+        max_proxy_sockets = b.proxy,
+        max_url_port_descriptors = b.url_ports,
+        "open files: caps derived from the limit"
+    );
+    if shape.max_subscribers > b.subscribers {
+        tracing::warn!(
+            requested = shape.max_subscribers,
+            max_subscribers = b.subscribers,
+            limit = b.limit,
+            "--max-subscribers lowered to what the open-files limit leaves for websockets; raise the hard limit to serve more"
+        );
+    }
+    if shape.max_sockets_per_member >= subscribers {
+        tracing::warn!(
+            max_sockets_per_member = shape.max_sockets_per_member,
+            max_subscribers = subscribers,
+            "--max-sockets-per-member is not below the websocket cap: one member can take every socket"
+        );
+    }
+    Ok(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -30,6 +30,13 @@ impl Wakes {
         }
     }
 
+    /// [`Wakes::wake_all`] as a shareable function (the services' wake-up signal, e.g. the
+    /// sandbox service's `wake`).
+    pub fn waker(&self) -> Arc<dyn Fn() + Send + Sync> {
+        let wakes = self.clone();
+        Arc::new(move || wakes.wake_all())
+    }
+
     /// A new wake-up, notified by [`Wakes::wake_all`].
     fn register(&self) -> Arc<Notify> {
         let wake = Arc::new(Notify::new());
@@ -163,6 +170,13 @@ impl Supervisor {
                 }
             }
         });
+    }
+
+    /// Starts every job of `jobs` ([`Supervisor::add`]), in order.
+    pub fn add_all(&mut self, jobs: impl IntoIterator<Item = Job>, wakes: &Wakes) {
+        for job in jobs {
+            self.add(job, wakes);
+        }
     }
 
     /// Starts `job` as its schedule says; a [`Schedule::Woken`] job is also woken by `wakes`.

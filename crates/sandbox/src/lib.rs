@@ -23,6 +23,8 @@
 //! - Their background work as [`switchboard_domain::jobs::Job`]s for the binary's supervisor:
 //!   [`ProcessRuntime::log_cap_job`], and the Docker image pull and orphan sweep
 //!   ([`docker::upkeep`]).
+//! - [`wiring`]: all of them wired from the operator's options (plain values the binary fills
+//!   from its flags) into the sandbox service's configuration, with their jobs.
 //!
 //! Every call blocks: async callers run them on a blocking pool.
 
@@ -43,6 +45,7 @@ pub mod ports;
 pub mod process;
 pub mod procfs;
 pub mod uids;
+pub mod wiring;
 pub mod workspace_quota;
 
 pub use agent_client::HttpAgentServerClient;

@@ -123,6 +123,22 @@ pub async fn listen_for_caches(url: String, settings: Arc<SettingsCache>, keys: 
     .await;
 }
 
+/// Both listeners a server runs on PostgreSQL's `url`, at once, until the task is dropped:
+/// [`listen_for_appends`] into `observer` and [`listen_for_caches`] for `settings` and `keys`.
+/// Runs on a tokio runtime.
+pub async fn listen_for_all(
+    url: String,
+    observer: Arc<dyn AppendObserver>,
+    settings: Arc<SettingsCache>,
+    keys: Arc<KeyCache>,
+) {
+    futures_util::future::join(
+        listen_for_appends(url.clone(), observer),
+        listen_for_caches(url, settings, keys),
+    )
+    .await;
+}
+
 async fn listen(url: String, name: &str, channels: &[&str], listener: impl Listener) {
     let mut backoff = FIRST_BACKOFF;
     loop {

@@ -9,6 +9,7 @@ use std::time::Duration;
 use actix_web::web::Bytes;
 use actix_web::{HttpResponse, post, web};
 use serde_json::Value;
+use switchboard_domain::conversations::start_request::StartBody;
 use switchboard_domain::conversations::start_tasks::StartTask;
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::services::Follower;
@@ -71,7 +72,7 @@ const START_DOC: &str = "OpenHands' AppConversationStartRequest, read strictly: 
 /// `GET /api/v1/app-conversations/start-tasks?ids=…`.
 #[utoipa::path(tag = "App conversations",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = START_DOC),
+    request_body(content = StartBody, description = START_DOC),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = AppConversationStartTask),
@@ -101,7 +102,7 @@ pub async fn start_conversation(
 /// does. Errors before the task exists are ordinary answers.
 #[utoipa::path(tag = "App conversations",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = START_DOC),
+    request_body(content = StartBody, description = START_DOC),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, description = "A JSON array of task snapshots, streamed", body = Vec<AppConversationStartTask>),

@@ -23,6 +23,27 @@ pub const DEFAULT_BODY_LIMIT: usize = 1 << 20;
 /// Body limit of the webhook routes: the agent server sends batches of up to 5 MiB (API.md).
 pub const WEBHOOK_BODY_LIMIT: usize = 8 << 20;
 
+/// `--max-body-bytes-in-flight` as written: a byte count no smaller than the largest body
+/// limit ([`WEBHOOK_BODY_LIMIT`]: a body larger than the whole budget could never be
+/// admitted) and at most `u32::MAX`.
+///
+/// # Errors
+/// Not a byte count, or out of that range (the message says which).
+pub fn parse_max_in_flight(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|e| format!("not a byte count: {e}"))?;
+    let floor = WEBHOOK_BODY_LIMIT;
+    if n < floor {
+        return Err(format!("at least {floor} bytes (the webhook body limit)"));
+    }
+    if n > u32::MAX as usize {
+        return Err(format!("at most {} bytes", u32::MAX));
+    }
+    Ok(n)
+}
+
 /// A request body, not read yet: handlers authenticate from the headers first (and check the
 /// operation's permission), then call [`RawBody::read`], so an unauthenticated request never
 /// makes the server hold its body (issue 7 §2). `LIMIT` is the route's size limit in bytes,

@@ -13,7 +13,9 @@ mod headers;
 mod query;
 mod sandbox_caller;
 
-pub use body::{Body, DEFAULT_BODY_LIMIT, RawBody, WEBHOOK_BODY_LIMIT, parse_json_body};
+pub use body::{
+    Body, DEFAULT_BODY_LIMIT, RawBody, WEBHOOK_BODY_LIMIT, parse_json_body, parse_max_in_flight,
+};
 pub(crate) use body_limits::RATE_CHECK_EVERY;
 pub use body_limits::{
     BodyGate, BodyLimits, DEFAULT_BODY_MIN_RATE, DEFAULT_BODY_READ_TIMEOUT,

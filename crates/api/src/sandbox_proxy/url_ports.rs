@@ -12,9 +12,14 @@
 //! The path form is always served too, whatever the form shown.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 
 use switchboard_domain::SandboxId;
+use switchboard_domain::sandboxes::url_ports::UrlPortRange;
+
+/// Where the system's ephemeral port range is read.
+const EPHEMERAL_RANGE_FILE: &str = "/proc/sys/net/ipv4/ip_local_port_range";
 
 /// Which form the API's sandbox URLs take (`--sandbox-url-form`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -26,6 +31,53 @@ pub enum UrlForm {
     Host,
     /// Every service under `/sandboxes/{id}/{service}`.
     Path,
+}
+
+impl UrlForm {
+    /// The form shown: `asked` (`--sandbox-url-form`), else [`UrlForm::Host`] when there is a
+    /// host pattern (`--sandbox-host-pattern`), else [`UrlForm::Port`].
+    ///
+    /// # Errors
+    /// The host form asked for without a host pattern.
+    pub fn chosen(asked: Option<UrlForm>, host_pattern: bool) -> Result<UrlForm, String> {
+        match (asked, host_pattern) {
+            (Some(UrlForm::Host), false) => {
+                Err("--sandbox-url-form host needs --sandbox-host-pattern".to_owned())
+            }
+            (Some(form), _) => Ok(form),
+            (None, true) => Ok(UrlForm::Host),
+            (None, false) => Ok(UrlForm::Port),
+        }
+    }
+}
+
+/// `range` (`--sandbox-url-ports`) when `form` is the port form, checked against the system's
+/// ephemeral port range (read from `/proc`, when it can be) and the ports Switchboard listens
+/// on (those of `listening`); `None` in the other forms.
+///
+/// # Errors
+/// The range overlaps either (the message says which and what to choose).
+pub fn port_range(
+    form: UrlForm,
+    range: UrlPortRange,
+    listening: &[SocketAddr],
+) -> Result<Option<UrlPortRange>, String> {
+    if form != UrlForm::Port {
+        return Ok(None);
+    }
+    let ports: Vec<u16> = listening.iter().map(SocketAddr::port).collect();
+    range.check(ephemeral_range(), &ports)?;
+    Ok(Some(range))
+}
+
+/// The system's ephemeral port range, when it can be read.
+fn ephemeral_range() -> Option<UrlPortRange> {
+    let text = std::fs::read_to_string(EPHEMERAL_RANGE_FILE).ok()?;
+    let mut parts = text.split_whitespace().map(str::parse::<u16>);
+    let (Some(Ok(first)), Some(Ok(last))) = (parts.next(), parts.next()) else {
+        return None;
+    };
+    Some(UrlPortRange { first, last })
 }
 
 /// The sandboxes' ports this replica listens on (the binary's `url-ports` job keeps them):
@@ -100,6 +152,17 @@ mod tests {
         assert_eq!(scheme_and_host("http://127.0.0.1"), ("http", "127.0.0.1"));
         assert_eq!(scheme_and_host("http://[::1]:3000"), ("http", "[::1]"));
         assert_eq!(scheme_and_host("http://[::1]"), ("http", "[::1]"));
+    }
+
+    #[test]
+    fn the_form_shown() {
+        let chosen = UrlForm::chosen;
+        assert_eq!(chosen(None, false), Ok(UrlForm::Port));
+        assert_eq!(chosen(None, true), Ok(UrlForm::Host));
+        assert_eq!(chosen(Some(UrlForm::Path), true), Ok(UrlForm::Path));
+        assert_eq!(chosen(Some(UrlForm::Port), true), Ok(UrlForm::Port));
+        assert_eq!(chosen(Some(UrlForm::Host), true), Ok(UrlForm::Host));
+        assert!(chosen(Some(UrlForm::Host), false).is_err());
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Sign-in as the server runs it: the relying party, whether cookies are `Secure`, the public
-//! origin, and the cookies' names and attributes.
+//! origin, and the cookies' names and attributes; made from the operator's settings
+//! ([`SignInSettings`]).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use actix_web::cookie::{Cookie, SameSite};
 
-use super::oidc::Oidc;
+use super::oidc::{Oidc, OidcConfig};
 
 /// The session cookie.
 pub const SESSION_COOKIE: &str = "switchboard_session";
@@ -24,7 +26,73 @@ pub struct SignIn {
     pub public_origin: String,
 }
 
+/// Sign-in as the operator asks for it (`--oidc-*`), before it is checked.
+#[derive(Debug, Clone)]
+pub struct SignInSettings {
+    /// The provider's issuer URL (`--oidc-issuer`).
+    pub issuer: String,
+    /// The client id registered at the provider (`--oidc-client-id`; required).
+    pub client_id: Option<String>,
+    /// The file holding the client's secret (`--oidc-client-secret-file`; required),
+    /// surrounding white space ignored.
+    pub client_secret_file: Option<PathBuf>,
+    /// This server's callback as registered (`--oidc-redirect-url`; required).
+    pub redirect_url: Option<String>,
+    /// Scopes asked for besides `openid`, separated by white space (`--oidc-scopes`).
+    pub scopes: String,
+    /// The ID token claim listing the person's groups (`--oidc-groups-claim`).
+    pub groups_claim: String,
+}
+
 impl SignIn {
+    /// Sign-in through the provider of `settings` ([`SignIn::new`]), its client secret read
+    /// from its file.
+    ///
+    /// # Errors
+    /// A missing client id, secret file or redirect URL (the message names the three flags);
+    /// an unreadable or empty secret file; a malformed URL.
+    pub fn configure(settings: SignInSettings) -> Result<Arc<SignIn>, String> {
+        let (Some(client_id), Some(secret_file), Some(redirect_url)) = (
+            settings.client_id,
+            settings.client_secret_file,
+            settings.redirect_url,
+        ) else {
+            return Err(
+                "--oidc-issuer needs --oidc-client-id, --oidc-client-secret-file and \
+                        --oidc-redirect-url"
+                    .to_owned(),
+            );
+        };
+        let secret = std::fs::read_to_string(&secret_file)
+            .map_err(|e| {
+                format!(
+                    "reading the OIDC client secret file {}: {e}",
+                    secret_file.display()
+                )
+            })?
+            .trim()
+            .to_owned();
+        if secret.is_empty() {
+            return Err(format!(
+                "the OIDC client secret file {} is empty",
+                secret_file.display()
+            ));
+        }
+        let oidc = Oidc::new(OidcConfig {
+            issuer: settings.issuer,
+            client_id,
+            client_secret: secret,
+            redirect_url,
+            scopes: settings
+                .scopes
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect(),
+            groups_claim: settings.groups_claim,
+        })?;
+        Ok(SignIn::new(oidc))
+    }
+
     /// Sign-in with `oidc`; cookies `Secure` and the public origin from its redirect URL.
     pub fn new(oidc: Oidc) -> Arc<SignIn> {
         let redirect = oidc.config().redirect_url.clone();

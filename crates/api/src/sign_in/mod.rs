@@ -12,7 +12,7 @@ mod session;
 
 use utoipa_actix_web::service_config::ServiceConfig;
 
-pub use config::{SESSION_COOKIE, SIGN_IN_COOKIE, SignIn};
+pub use config::{SESSION_COOKIE, SIGN_IN_COOKIE, SignIn, SignInSettings};
 pub use oidc::{Oidc, OidcConfig};
 pub(crate) use session::remote_addr;
 

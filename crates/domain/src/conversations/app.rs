@@ -404,28 +404,44 @@ fn user_role_schema() -> Object {
     fields::only("user").build()
 }
 
-/// A message's content: at least one text or image item. Worded as before typed bodies
-/// (pinned by the API's tests): an empty list, or an item of neither kind, is a
-/// `value_error` (at the list, at the item).
-fn message_content_schema() -> Array {
+/// How an item of a message's content that is of neither kind is worded.
+pub(crate) const MESSAGE_ITEM_WORDS: &str =
+    "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}";
+
+/// One item of a message's content: `{type:"text", text}` (`text` judged by `text`) or
+/// `{type:"image", image_urls}` (judged by `image_urls`), any failure worded by `words`.
+pub(crate) fn message_item_schema(
+    text: ObjectBuilder,
+    image_urls: ArrayBuilder,
+    words: utoipa::openapi::extensions::Extensions,
+) -> utoipa::openapi::schema::OneOfBuilder {
     let text = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property("type", fields::only("text"))
-        .property("text", fields::string())
+        .property("text", text)
         .required("type")
         .required("text");
     let image = ObjectBuilder::new()
         .schema_type(Type::Object)
         .property("type", fields::only("image"))
-        .property("image_urls", ArrayBuilder::new().items(fields::string()))
+        .property("image_urls", image_urls)
         .required("type")
         .required("image_urls");
-    let item = OneOfBuilder::new()
+    OneOfBuilder::new()
         .item(text)
         .item(image)
-        .extensions(Some(fields::value_error_words(
-            "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}",
-        )));
+        .extensions(Some(words))
+}
+
+/// A message's content: at least one text or image item. Worded as before typed bodies
+/// (pinned by the API's tests): an empty list, or an item of neither kind, is a
+/// `value_error` (at the list, at the item).
+fn message_content_schema() -> Array {
+    let item = message_item_schema(
+        fields::string(),
+        ArrayBuilder::new().items(fields::string()),
+        fields::value_error_words(MESSAGE_ITEM_WORDS),
+    );
     ArrayBuilder::new()
         .items(item)
         .min_items(Some(1))

@@ -19,12 +19,12 @@ pub mod start_request;
 pub mod start_tasks;
 pub mod workspace;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::ids::{ConversationId, OrgId, SandboxId, UserId, parse_uuid};
 use crate::sandboxes::Sandbox;
-use crate::validation::{self, field, loc};
+use crate::validation::{self, loc};
 
 pub use run_details::RunDetails;
 
@@ -134,48 +134,69 @@ pub struct ConversationInfo {
     pub details: RunDetails,
 }
 
-/// Reads a `ConversationInfo` (a JSON object with a UUID `id`; `title` and `execution_status`
-/// strings or `null` when present; the LLM model and metrics of [`RunDetails::of_info`], any
-/// other shape of theirs not reported; other keys kept only as metadata).
+/// The part of the agent server's `ConversationInfo` the conversations webhook reads (the
+/// whole object is kept as metadata): `id`, a UUID ([`UUID_PATTERN`](crate::UUID_PATTERN));
+/// `title` and `execution_status`, strings or `null`. Other keys are taken as they are.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(
+    as = ConversationInfo,
+    description = "The agent server's `ConversationInfo`: `id` is required; `title` and `execution_status` are read (a status OpenHands does not define is ignored), the LLM model from `agent.llm.model` and the metrics from `stats` (combined over its LLM usages; else `metrics`); the whole object is kept as the conversation's metadata, NUL included (the title column gets U+FFFD for each NUL). The same object twice changes nothing."
+)]
+pub struct ConversationInfoBody {
+    /// The conversation (dashed or 32 hex digits).
+    #[schema(schema_with = conversation_id_schema)]
+    id: String,
+    #[serde(default)]
+    #[schema(schema_with = crate::typed_body::fields::nullable_string)]
+    title: Option<String>,
+    /// `idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`,
+    /// `deleting`, or a newer value (ignored).
+    #[serde(default)]
+    #[schema(schema_with = execution_status_schema)]
+    execution_status: Option<String>,
+}
+
+impl crate::typed_body::RequestBody for ConversationInfoBody {}
+
+fn conversation_id_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::string()
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Uuid,
+        )))
+        .pattern(Some(crate::UUID_PATTERN))
+        .description(Some("The conversation (dashed or 32 hex digits)."))
+        .build()
+}
+
+fn execution_status_schema() -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::nullable_string()
+        .description(Some("`idle`, `running`, `paused`, `waiting_for_confirmation`, `finished`, `error`, `stuck`, `deleting` (the run state is kept and no conversation is created; the title, model and metrics are read), or a newer value (ignored)."))
+        .build()
+}
+
+/// Reads a `ConversationInfo` through [`ConversationInfoBody`]: its id, title and run state
+/// (an unknown run state left out), and the LLM model and metrics of [`RunDetails::of_info`]
+/// (any other shape of theirs not reported).
 ///
 /// # Errors
-/// A 422 entry at `["body", …]`: not an object, `id` missing or not a UUID string, `title` or
-/// `execution_status` not a string.
+/// The first 422 entry at `["body", …]`: not an object, `id` missing or not a UUID string
+/// (`uuid_parsing`), `title` or `execution_status` not a string.
 pub fn parse_conversation_info(
     info: &Value,
 ) -> Result<ConversationInfo, switchboard_model::ValidationError> {
-    let root = loc(["body"]);
-    let obj = info
-        .as_object()
-        .ok_or_else(|| validation::model_type(root.clone(), "ConversationInfo", info))?;
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => parse_uuid(s)
-            .map(ConversationId)
-            .ok_or_else(|| validation::uuid_parsing(field(&root, "id"), s))?,
-        Some(other) => return Err(validation::string_type(field(&root, "id"), other)),
-        None => return Err(validation::missing(field(&root, "id"), info.clone())),
-    };
-    let text = |key: &str| optional_string(obj, &root, key);
+    let body: ConversationInfoBody = crate::typed_body::parse_one(info)?;
+    let id = parse_uuid(&body.id)
+        .map(ConversationId)
+        .ok_or_else(|| validation::uuid_parsing(loc(["body", "id"]), &body.id))?;
     Ok(ConversationInfo {
         id,
-        title: text("title")?,
-        execution_status: text("execution_status")?
+        title: body.title,
+        execution_status: body
+            .execution_status
             .as_deref()
             .and_then(ExecutionStatus::parse),
         details: RunDetails::of_info(info),
     })
-}
-
-fn optional_string(
-    obj: &Map<String, Value>,
-    root: &[switchboard_model::LocItem],
-    key: &str,
-) -> Result<Option<String>, switchboard_model::ValidationError> {
-    match obj.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(validation::string_type(field(root, key), other)),
-    }
 }
 
 #[cfg(test)]

@@ -5,38 +5,297 @@
 //! their shape, echoed in the task's `request`, and otherwise ignored (docs/API.md, App
 //! conversations: start).
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
+use utoipa::openapi::schema::{
+    ArrayBuilder, Object, ObjectBuilder, Schema, SchemaType, Type,
+};
 
-use crate::conversations::app::{ConversationTrigger, GIT_PROVIDERS};
+use crate::conversations::app::{
+    ConversationTrigger, GIT_PROVIDERS, MESSAGE_ITEM_WORDS, message_item_schema,
+};
+use crate::conversations::repository::{
+    BRANCH_PATTERN, MAX_BRANCH_LEN, MAX_REPOSITORY_LEN, REPOSITORY_PATTERN,
+};
 use crate::ids::{ConversationId, SandboxId, parse_uuid};
-use crate::validation::{self, field, loc};
+use crate::typed_body::{RequestBody, fields};
+use crate::validation::{self, loc};
 
-/// The fields of `AppConversationStartRequest`, in OpenHands' order.
-pub const START_REQUEST_FIELDS: [&str; 22] = [
-    "sandbox_id",
-    "conversation_id",
-    "initial_message",
-    "system_message_suffix",
-    "processors",
-    "llm_model",
-    "agent_profile_id",
-    "selected_repository",
-    "selected_branch",
-    "git_provider",
-    "suggested_task",
-    "title",
-    "trigger",
-    "pr_number",
-    "parent_conversation_id",
-    "agent_type",
-    "public",
-    "plugins",
-    "secrets",
-    "sandbox_spec_id",
-    "max_iterations",
-    "tags",
-];
+/// `POST /api/v1/app-conversations`' body as sent (reference app-server §5.1
+/// `AppConversationStartRequest`), read strictly: only its fields, each nullable (`null` reads
+/// as absent), text without NUL, enums for `git_provider`, `trigger` and `agent_type`, a
+/// `SendMessageRequest`-shaped `initial_message`. [`parse_start_request`] reads it into a
+/// [`StartRequest`]; [`StartRequest::echo`] shows it back. Its fields in OpenHands' order.
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(
+    as = AppConversationStartRequest,
+    description = "OpenHands' `AppConversationStartRequest`, read strictly: an unknown field or a value of the wrong shape is a 422. Switchboard also takes `sandbox_spec_id` (the spec of a new sandbox), `max_iterations` and `tags`. `secrets` are sealed at rest and never echoed."
+)]
+pub struct StartBody {
+    #[serde(default)]
+    #[schema(schema_with = nullable_uuid)]
+    sandbox_id: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = nullable_uuid)]
+    conversation_id: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = initial_message_schema)]
+    initial_message: Option<Value>,
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    system_message_suffix: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = nullable_list)]
+    processors: Option<Value>,
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    llm_model: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    agent_profile_id: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = repository_schema)]
+    selected_repository: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = branch_schema)]
+    selected_branch: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = git_provider_schema)]
+    git_provider: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = nullable_object)]
+    suggested_task: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    title: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = trigger_schema)]
+    trigger: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = pr_number_schema)]
+    pr_number: Option<Vec<Value>>,
+    #[serde(default)]
+    #[schema(schema_with = nullable_uuid)]
+    parent_conversation_id: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = agent_type_schema)]
+    agent_type: Option<String>,
+    #[serde(default)]
+    public: Option<bool>,
+    #[serde(default)]
+    #[schema(schema_with = nullable_list)]
+    plugins: Option<Value>,
+    #[serde(default)]
+    #[schema(schema_with = string_map)]
+    secrets: Option<Map<String, Value>>,
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    sandbox_spec_id: Option<String>,
+    #[serde(default)]
+    #[schema(schema_with = max_iterations_schema)]
+    max_iterations: Option<Value>,
+    #[serde(default)]
+    #[schema(schema_with = string_map)]
+    tags: Option<Map<String, Value>>,
+}
+
+fn nullable_uuid() -> Object {
+    fields::nullable_string()
+        .format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
+            utoipa::openapi::KnownFormat::Uuid,
+        )))
+        .pattern(Some(crate::UUID_PATTERN))
+        .build()
+}
+
+fn nullable_list() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .build()
+}
+
+fn nullable_object() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .build()
+}
+
+/// An object of NUL-free strings, or `null`.
+fn string_map() -> Object {
+    nullable_object_builder()
+        .additional_properties(Some(
+            fields::string().pattern(Some(validation::NO_NUL_PATTERN)),
+        ))
+        .build()
+}
+
+fn nullable_object_builder() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+}
+
+/// A string that is one of `values`, or `null` (an `enum` 422; a value of another type a
+/// `string_type`).
+fn nullable_enum<'a>(values: impl IntoIterator<Item = &'a str>) -> ObjectBuilder {
+    fields::nullable_string().enum_values(Some(
+        values.into_iter().map(Value::from).chain([Value::Null]),
+    ))
+}
+
+fn git_provider_schema() -> Object {
+    nullable_enum(GIT_PROVIDERS).build()
+}
+
+fn trigger_schema() -> Object {
+    nullable_enum(ConversationTrigger::ALL.iter().map(|t| t.as_str())).build()
+}
+
+fn agent_type_schema() -> Object {
+    nullable_enum(["default", "plan"])
+        .default(Some(json!("default")))
+        .build()
+}
+
+/// The repository to clone: the document states what a server that allows no local
+/// repository takes; the start judges it against the server's own rules (a 422 at this field
+/// before any sandbox starts), this body only refuses a NUL.
+fn repository_schema() -> Object {
+    fields::nullable_string()
+        .max_length(Some(MAX_REPOSITORY_LEN))
+        .pattern(Some(REPOSITORY_PATTERN))
+        .description(Some("The repository to clone (issue 18, Repository sources): `owner/repo` (cloned from its `git_provider`'s public host, GitHub when none), an `https://` or `ssh://` URL, or `user@host:path`, in printable ASCII without spaces. A local path or `file://` URL is accepted besides only under a directory the server's operator allows (`--allow-local-repositories`; none by default, and this pattern describes such a server). Anything else is a 422 at this field, before any sandbox starts."))
+        .extensions(Some(fields::accepts_more()))
+        .build()
+}
+
+/// The branch to check out: judged by the start (as the repository is); this body only
+/// refuses a NUL.
+fn branch_schema() -> Object {
+    fields::nullable_string()
+        .max_length(Some(MAX_BRANCH_LEN))
+        .pattern(Some(BRANCH_PATTERN))
+        .description(Some("The branch to check out: a plain branch name, never anything git could read as an option."))
+        .extensions(Some(fields::accepts_more()))
+        .build()
+}
+
+/// Integers in `i64` (a whole number such as `3.0` is one; the range judged by the body's
+/// check, as `int_type`).
+fn pr_number_schema() -> Schema {
+    let integer = ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(i64::MIN))
+        .maximum(Some(i64::MAX))
+        .extensions(Some(fields::accepts_more()));
+    let list = ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(integer)
+        .build();
+    Schema::Array(list)
+}
+
+/// An integer over 0 (the bounds judged by the body's check: `greater_than` for 0, `int_type`
+/// below or past `i64`).
+fn max_iterations_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
+        .minimum(Some(1))
+        .maximum(Some(i64::MAX))
+        .extensions(Some(fields::accepts_more()))
+        .build()
+}
+
+/// A `SendMessageRequest`-shaped first message: `role` `"user"` (default), `content` a list
+/// of `{type:"text", text}` or `{type:"image", image_urls:[…]}` (an item of neither kind one
+/// `value_error`; a NUL in a text its own entry), `run` a boolean (default `true`).
+fn initial_message_schema() -> Object {
+    let item = message_item_schema(
+        fields::string().pattern(Some(validation::NO_NUL_PATTERN)),
+        ArrayBuilder::new(),
+        fields::value_error_words_nul_apart(MESSAGE_ITEM_WORDS),
+    );
+    let role = ObjectBuilder::new()
+        .schema_type(SchemaType::AnyValue)
+        .enum_values(Some([Value::from("user"), Value::Null]))
+        .extensions(Some(fields::literal_mark()));
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Object, Type::Null]))
+        .title(Some("SendMessageRequest"))
+        .property("role", role)
+        .property(
+            "content",
+            ArrayBuilder::new().schema_type(Type::Array).items(item),
+        )
+        .property(
+            "run",
+            ObjectBuilder::new()
+                .schema_type(Type::Boolean)
+                .default(Some(json!(true))),
+        )
+        .required("content")
+        .additional_properties(Some(
+            utoipa::openapi::schema::AdditionalProperties::FreeForm(false),
+        ))
+        .build()
+}
+
+impl RequestBody for StartBody {
+    /// The integers' ranges, and a NUL in the repository or the branch (whose documented
+    /// patterns the validator leaves to the start).
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        let at = |k: &str| loc(["body", k]);
+        for (key, text) in [
+            ("selected_repository", &self.selected_repository),
+            ("selected_branch", &self.selected_branch),
+        ] {
+            if let Some(t) = text {
+                validation::refuse_nul(|| at(key), t).map_err(|e| vec![e])?;
+            }
+        }
+        self.pr_numbers().map_err(|e| vec![e])?;
+        self.max_iterations().map_err(|e| vec![e])?;
+        Ok(())
+    }
+}
+
+impl StartBody {
+    /// `pr_number`, each an integer in `i64`.
+    fn pr_numbers(&self) -> Result<Vec<i64>, ValidationError> {
+        let list = self.pr_number.as_deref().unwrap_or_default();
+        let mut numbers = Vec::with_capacity(list.len());
+        for (i, v) in list.iter().enumerate() {
+            let Some(n) = integral(v) else {
+                let at = vec![
+                    LocItem::from("body"),
+                    LocItem::from("pr_number"),
+                    LocItem::Index(i),
+                ];
+                return Err(int_type(at, v));
+            };
+            numbers.push(n);
+        }
+        Ok(numbers)
+    }
+
+    /// `max_iterations`: an integer over 0.
+    fn max_iterations(&self) -> Result<Option<u64>, ValidationError> {
+        let Some(v) = self.max_iterations.as_ref().filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
+        let at = loc(["body", "max_iterations"]);
+        match integral(v).and_then(|n| u64::try_from(n).ok()) {
+            Some(0) => Err(validation::greater_than(at, 0, v)),
+            Some(n) => Ok(Some(n)),
+            None => Err(int_type(at, v)),
+        }
+    }
+}
+
+fn int_type(at: Vec<LocItem>, v: &Value) -> ValidationError {
+    ValidationError::new(ErrorType::IntType, at, "Input should be a valid integer")
+        .with_input(v.clone())
+}
 
 /// A start request, read.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -82,33 +341,28 @@ pub struct StartRequest {
     pub max_iterations: Option<u64>,
     /// Switchboard: tags of the conversation (string → string).
     pub tags: Map<String, Value>,
+    /// The body as sent (for [`Self::echo`]).
+    pub sent: StartBody,
 }
 
 impl StartRequest {
-    /// The request as echoed in a task's `request`: every field, `secrets` with its names
-    /// only (values replaced by `"**********"`).
-    pub fn echo(&self, raw: &Value) -> Value {
-        let mut out = Map::new();
-        for key in START_REQUEST_FIELDS {
-            let v = raw.get(key).cloned().unwrap_or(Value::Null);
-            out.insert(key.to_owned(), v);
-        }
-        out.insert("pr_number".into(), json!(self.pr_number));
-        out.insert("agent_type".into(), json!(self.agent_type));
-        let masked: Map<String, Value> = self
-            .secrets
-            .keys()
-            .map(|k| (k.clone(), json!("**********")))
-            .collect();
-        out.insert(
-            "secrets".into(),
-            if self.secrets.is_empty() && raw.get("secrets").is_none_or(Value::is_null) {
-                Value::Null
-            } else {
-                Value::Object(masked)
-            },
-        );
-        Value::Object(out)
+    /// The request as echoed in a task's `request`: every field as sent (`null` when absent),
+    /// `pr_number` and `agent_type` as read, `secrets` with its names only (values replaced by
+    /// `"**********"`).
+    pub fn echo(&self) -> Value {
+        let mut out = serde_json::to_value(&self.sent).expect("a start body serializes");
+        out["pr_number"] = json!(self.pr_number);
+        out["agent_type"] = json!(self.agent_type);
+        out["secrets"] = match &self.sent.secrets {
+            None => Value::Null,
+            Some(secrets) => Value::Object(
+                secrets
+                    .keys()
+                    .map(|k| (k.clone(), json!("**********")))
+                    .collect(),
+            ),
+        };
+        out
     }
 
     /// The initial message text of a suggested task (reference app-server §5.3 step 2), or
@@ -140,70 +394,59 @@ impl StartRequest {
 #[error("{0}")]
 pub struct BadStartRequest(pub String);
 
-// Over 100 lines, on purpose: one pass over OpenHands' AppConversationStartRequest, a match arm
-// per field in the reference's order, so the rules read as the schema does (each arm is short;
-// splitting them apart would scatter one table over many functions).
-/// Reads a start request from the JSON body.
+/// Reads a start request from the JSON body, through [`StartBody`].
 ///
 /// # Errors
-/// A 422 entry at `["body", …]`: not an object, an unknown field (`extra_forbidden`), a value
-/// of the wrong type, a bad UUID, enum or message. `Ok(Err(..))` for the 400 cases: a
+/// The first 422 entry at `["body", …]`: not an object, an unknown field (`extra_forbidden`),
+/// a value of the wrong type, a bad UUID, enum or message. `Ok(Err(..))` for the 400 cases: a
 /// `suggested_task` together with an `initial_message`.
 pub fn parse_start_request(
     body: &Value,
 ) -> Result<Result<StartRequest, BadStartRequest>, ValidationError> {
-    let root = loc(["body"]);
-    let obj = body
-        .as_object()
-        .ok_or_else(|| validation::model_type(root.clone(), "AppConversationStartRequest", body))?;
-    for (k, v) in obj {
-        if !START_REQUEST_FIELDS.contains(&k.as_str()) {
-            return Err(ValidationError::new(
-                ErrorType::ExtraForbidden,
-                field(&root, k),
-                "Extra inputs are not permitted",
-            )
-            .with_input(v.clone()));
-        }
-    }
-    let f = Fields { obj, root };
-    // Judged in this order: the first malformed field is the one reported.
-    let initial_message = match f.get("initial_message") {
-        None => None,
-        Some(m) => Some(check_message(m, &f.at("initial_message"))?),
+    let sent: StartBody = crate::typed_body::parse_one(body)?;
+    let uuid = |key: &str, text: &Option<String>| match text {
+        None => Ok(None),
+        Some(s) => parse_uuid(s)
+            .map(Some)
+            .ok_or_else(|| validation::uuid_parsing(loc(["body", key]), s)),
     };
-    let git_provider = f.one_of("git_provider", &GIT_PROVIDERS)?;
-    let trigger = f.trigger()?;
-    let agent_type = f
-        .one_of("agent_type", &["default", "plan"])?
-        .unwrap_or_else(|| "default".to_owned());
-    let pr_number = f.pr_number()?;
-    let public = f.public()?;
-    let max_iterations = f.max_iterations()?;
-    f.list("processors")?;
-    f.list("plugins")?;
-    let suggested_task = f.object("suggested_task")?;
+    let initial_message = sent
+        .initial_message
+        .as_ref()
+        .filter(|m| !m.is_null())
+        .map(|m| {
+            json!({
+                "role": "user",
+                "content": m["content"],
+                "run": m.get("run").and_then(Value::as_bool).unwrap_or(true),
+            })
+        });
     let request = StartRequest {
-        sandbox_id: f.uuid("sandbox_id")?.map(SandboxId),
-        conversation_id: f.uuid("conversation_id")?.map(ConversationId),
+        sandbox_id: uuid("sandbox_id", &sent.sandbox_id)?.map(SandboxId),
+        conversation_id: uuid("conversation_id", &sent.conversation_id)?.map(ConversationId),
         initial_message,
-        system_message_suffix: f.text("system_message_suffix")?,
-        llm_model: f.text("llm_model")?,
-        agent_profile_id: f.text("agent_profile_id")?,
-        selected_repository: f.text("selected_repository")?,
-        selected_branch: f.text("selected_branch")?,
-        git_provider,
-        suggested_task,
-        title: f.text("title")?,
-        trigger,
-        pr_number,
-        parent_conversation_id: f.uuid("parent_conversation_id")?.map(ConversationId),
-        agent_type,
-        public,
-        secrets: f.string_map("secrets")?,
-        sandbox_spec_id: f.text("sandbox_spec_id")?,
-        max_iterations,
-        tags: f.string_map("tags")?,
+        system_message_suffix: sent.system_message_suffix.clone(),
+        llm_model: sent.llm_model.clone(),
+        agent_profile_id: sent.agent_profile_id.clone(),
+        selected_repository: sent.selected_repository.clone(),
+        selected_branch: sent.selected_branch.clone(),
+        git_provider: sent.git_provider.clone(),
+        suggested_task: sent.suggested_task.clone(),
+        title: sent.title.clone(),
+        trigger: sent.trigger.as_deref().and_then(ConversationTrigger::parse),
+        pr_number: sent.pr_numbers()?,
+        parent_conversation_id: uuid("parent_conversation_id", &sent.parent_conversation_id)?
+            .map(ConversationId),
+        agent_type: sent
+            .agent_type
+            .clone()
+            .unwrap_or_else(|| "default".to_owned()),
+        public: sent.public,
+        secrets: sent.secrets.clone().unwrap_or_default(),
+        sandbox_spec_id: sent.sandbox_spec_id.clone(),
+        max_iterations: sent.max_iterations()?,
+        tags: sent.tags.clone().unwrap_or_default(),
+        sent,
     };
     if request.suggested_task.is_some() && request.initial_message.is_some() {
         return Ok(Err(BadStartRequest(
@@ -211,160 +454,6 @@ pub fn parse_start_request(
         )));
     }
     Ok(Ok(request))
-}
-
-/// The fields of a start body, each read by its type's rule with its 422 at
-/// `["body", name]`; `null` reads as absent.
-struct Fields<'a> {
-    obj: &'a Map<String, Value>,
-    root: Vec<LocItem>,
-}
-
-impl Fields<'_> {
-    fn at(&self, k: &str) -> Vec<LocItem> {
-        field(&self.root, k)
-    }
-
-    fn get(&self, k: &str) -> Option<&Value> {
-        self.obj.get(k).filter(|v| !v.is_null())
-    }
-
-    /// A string without NUL.
-    fn text(&self, k: &str) -> Result<Option<String>, ValidationError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::String(s)) => {
-                validation::refuse_nul(|| self.at(k), s)?;
-                Ok(Some(s.clone()))
-            }
-            Some(other) => Err(validation::string_type(self.at(k), other)),
-        }
-    }
-
-    /// A string that is one of `names` (an `enum` 422 otherwise).
-    fn one_of(&self, k: &str, names: &[&str]) -> Result<Option<String>, ValidationError> {
-        let value = self.text(k)?;
-        if let Some(v) = &value
-            && !names.contains(&v.as_str())
-        {
-            return Err(validation::not_one_of(
-                ErrorType::Enum,
-                self.at(k),
-                names,
-                &json!(v),
-            ));
-        }
-        Ok(value)
-    }
-
-    /// A UUID, dashed or not.
-    fn uuid(&self, k: &str) -> Result<Option<uuid::Uuid>, ValidationError> {
-        match self.text(k)? {
-            None => Ok(None),
-            Some(s) => parse_uuid(&s)
-                .map(Some)
-                .ok_or_else(|| validation::uuid_parsing(self.at(k), &s)),
-        }
-    }
-
-    /// An object.
-    fn object(&self, k: &str) -> Result<Option<Map<String, Value>>, ValidationError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::Object(m)) => Ok(Some(m.clone())),
-            Some(other) => Err(ValidationError::new(
-                ErrorType::DictType,
-                self.at(k),
-                "Input should be a valid dictionary",
-            )
-            .with_input(other.clone())),
-        }
-    }
-
-    /// A list.
-    fn list(&self, k: &str) -> Result<Option<Vec<Value>>, ValidationError> {
-        match self.get(k) {
-            None => Ok(None),
-            Some(Value::Array(a)) => Ok(Some(a.clone())),
-            Some(other) => Err(validation::list_type(self.at(k), other)),
-        }
-    }
-
-    /// An object of strings (empty when absent).
-    fn string_map(&self, k: &str) -> Result<Map<String, Value>, ValidationError> {
-        let m = self.object(k)?.unwrap_or_default();
-        for (name, v) in &m {
-            let at = || {
-                let mut l = self.at(k);
-                l.push(LocItem::from(name.as_str()));
-                l
-            };
-            match v {
-                Value::String(s) => validation::refuse_nul(at, s)?,
-                other => return Err(validation::string_type(at(), other)),
-            }
-        }
-        Ok(m)
-    }
-
-    /// `trigger`: one of [`ConversationTrigger`]'s names.
-    fn trigger(&self) -> Result<Option<ConversationTrigger>, ValidationError> {
-        let Some(t) = self.text("trigger")? else {
-            return Ok(None);
-        };
-        ConversationTrigger::parse(&t).map(Some).ok_or_else(|| {
-            let names: Vec<&str> = ConversationTrigger::ALL
-                .iter()
-                .map(|t| t.as_str())
-                .collect();
-            validation::not_one_of(ErrorType::Enum, self.at("trigger"), &names, &json!(t))
-        })
-    }
-
-    /// `pr_number`: a list of integers.
-    fn pr_number(&self) -> Result<Vec<i64>, ValidationError> {
-        let mut numbers = Vec::new();
-        for (i, v) in self
-            .list("pr_number")?
-            .unwrap_or_default()
-            .iter()
-            .enumerate()
-        {
-            let mut at = self.at("pr_number");
-            at.push(LocItem::Index(i));
-            numbers.push(integral(v).ok_or_else(|| {
-                ValidationError::new(ErrorType::IntType, at, "Input should be a valid integer")
-                    .with_input(v.clone())
-            })?);
-        }
-        Ok(numbers)
-    }
-
-    /// `public`: a boolean.
-    fn public(&self) -> Result<Option<bool>, ValidationError> {
-        match self.get("public") {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(validation::bool_type(self.at("public"), other)),
-        }
-    }
-
-    /// `max_iterations`: an integer over 0.
-    fn max_iterations(&self) -> Result<Option<u64>, ValidationError> {
-        let Some(v) = self.get("max_iterations") else {
-            return Ok(None);
-        };
-        match integral(v).and_then(|n| u64::try_from(n).ok()) {
-            Some(0) => Err(validation::greater_than(self.at("max_iterations"), 0, v)),
-            Some(n) => Ok(Some(n)),
-            None => Err(ValidationError::new(
-                ErrorType::IntType,
-                self.at("max_iterations"),
-                "Input should be a valid integer",
-            )
-            .with_input(v.clone())),
-        }
-    }
 }
 
 /// An integer as pydantic reads one in lax mode: a JSON integer, or a number with no
@@ -376,73 +465,6 @@ fn integral(v: &Value) -> Option<i64> {
     let f = v.as_f64()?;
     // i64::MAX as f64 rounds up to 2^63, which is out of range: compare with < on the bound.
     (f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64).then_some(f as i64)
-}
-
-/// Checks a `SendMessageRequest`-shaped message: `role` `"user"` (default), `content` a
-/// non-empty list of `{type:"text", text}` or `{type:"image", image_urls:[…]}`, `run` a bool.
-fn check_message(m: &Value, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let obj = m
-        .as_object()
-        .ok_or_else(|| validation::model_type(at.to_vec(), "SendMessageRequest", m))?;
-    for (k, v) in obj {
-        if !["role", "content", "run"].contains(&k.as_str()) {
-            return Err(ValidationError::new(
-                ErrorType::ExtraForbidden,
-                field(at, k),
-                "Extra inputs are not permitted",
-            )
-            .with_input(v.clone()));
-        }
-    }
-    match obj.get("role") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(r)) if r == "user" => {}
-        Some(other) => {
-            return Err(validation::not_one_of(
-                ErrorType::LiteralError,
-                field(at, "role"),
-                &["user"],
-                other,
-            ));
-        }
-    }
-    if let Some(run) = obj.get("run")
-        && !run.is_boolean()
-    {
-        return Err(validation::bool_type(field(at, "run"), run));
-    }
-    let content = match obj.get("content") {
-        Some(Value::Array(a)) => a,
-        Some(other) => return Err(validation::list_type(field(at, "content"), other)),
-        None => return Err(validation::missing(field(at, "content"), m.clone())),
-    };
-    for (i, part) in content.iter().enumerate() {
-        let mut pat = field(at, "content");
-        pat.push(LocItem::Index(i));
-        let kind = part.get("type").and_then(Value::as_str);
-        let ok = match kind {
-            Some("text") => part.get("text").is_some_and(Value::is_string),
-            Some("image") => part.get("image_urls").is_some_and(Value::is_array),
-            _ => false,
-        };
-        if !ok {
-            return Err(validation::value_error(
-                pat,
-                "expected {\"type\":\"text\",\"text\":str} or {\"type\":\"image\",\"image_urls\":[str]}",
-                part,
-            ));
-        }
-        if let Some(t) = part.get("text").and_then(Value::as_str) {
-            let mut tat = pat.clone();
-            tat.push(LocItem::from("text"));
-            validation::refuse_nul(|| tat, t)?;
-        }
-    }
-    Ok(json!({
-        "role": "user",
-        "content": content,
-        "run": obj.get("run").and_then(Value::as_bool).unwrap_or(true),
-    }))
 }
 
 #[cfg(test)]
@@ -468,9 +490,17 @@ mod tests {
         assert_eq!(r.conversation_id.unwrap().to_string(), id);
         assert_eq!(r.trigger, Some(ConversationTrigger::OpenhandsApi));
         assert_eq!(r.agent_type, "default");
-        let echo = r.echo(&body).to_string();
-        assert!(!echo.contains("s3cret"), "{echo}");
-        assert!(echo.contains("TOKEN"));
+        let echo = r.echo();
+        assert!(!echo.to_string().contains("s3cret"), "{echo}");
+        assert_eq!(echo["secrets"], json!({"TOKEN": "**********"}));
+        assert_eq!(echo["initial_message"], body["initial_message"], "as sent");
+        assert_eq!(echo["agent_type"], "default");
+        assert!(echo["sandbox_id"].is_null() && echo["tags"].is_null());
+        assert_eq!(echo.as_object().unwrap().len(), 22, "every field");
+        let whole = parse_start_request(&json!({"max_iterations": 7.0}))
+            .unwrap()
+            .unwrap();
+        assert_eq!(whole.echo()["max_iterations"], json!(7.0), "as sent");
     }
 
     #[test]
@@ -530,6 +560,41 @@ mod tests {
                 json!({"initial_message": {"role": "agent", "content": []}}),
                 "literal_error",
                 vec!["body", "initial_message", "role"],
+            ),
+            (
+                json!({"initial_message": [1]}),
+                "model_type",
+                vec!["body", "initial_message"],
+            ),
+            (
+                json!({"initial_message": {"content": [{"type": "text", "text": "a\u{0}"}]}}),
+                "string_pattern_mismatch",
+                vec!["body", "initial_message", "content", "0", "text"],
+            ),
+            (
+                json!({"initial_message": {"content": [{"type": "text"}]}}),
+                "value_error",
+                vec!["body", "initial_message", "content", "0"],
+            ),
+            (
+                json!({"initial_message": {"content": [], "run": null}}),
+                "bool_type",
+                vec!["body", "initial_message", "run"],
+            ),
+            (
+                json!({"selected_branch": "main\u{0}"}),
+                "string_pattern_mismatch",
+                vec!["body", "selected_branch"],
+            ),
+            (
+                json!({"git_provider": 5}),
+                "string_type",
+                vec!["body", "git_provider"],
+            ),
+            (
+                json!({"max_iterations": 0}),
+                "greater_than",
+                vec!["body", "max_iterations"],
             ),
         ] {
             let (ty, l) = err(body.clone());

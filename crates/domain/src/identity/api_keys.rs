@@ -8,7 +8,7 @@ use time::{Duration, OffsetDateTime};
 use crate::identity::secrets::{random_secret, sha256_hex};
 use crate::ids::{ApiKeyId, OrgId, UserId};
 use crate::time_input::{format_rfc3339_micros, parse_datetime_value};
-use crate::validation::{self, field, loc};
+use crate::validation::loc;
 
 /// The prefix of every Switchboard API key.
 pub const API_KEY_PREFIX: &str = "sb_";
@@ -172,49 +172,91 @@ pub struct IssuedKey {
     pub secret: String,
 }
 
-/// A validated `POST /api/keys` body.
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewKeyRequest {
-    /// The name, trimmed: 1 to [`MAX_KEY_NAME_CHARS`] characters.
-    pub name: String,
-    /// The expiry, if any (whether it is in the future is checked when the key is issued).
-    pub expires_at: Option<OffsetDateTime>,
+/// `POST /api/keys`' body (`ApiKeyCreate`; other keys are ignored): `name`, 1 to
+/// [`MAX_KEY_NAME_CHARS`] characters, not all white space ([`KEY_NAME_PATTERN`]), no NUL
+/// (API.md, NUL characters), trimmed ([`Self::name`]); `expires_at`, an optional date-time as
+/// `last_known_updated_at` takes (whether it is in the future is judged when the key is issued).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
+#[schema(as = ApiKeyCreate, description = "`POST /api/keys` body (other keys are ignored).")]
+pub struct ApiKeyCreate {
+    /// The name as sent.
+    #[schema(schema_with = new_key_name_schema)]
+    name: String,
+    /// The expiry as sent (read by [`Self::expires_at`]).
+    #[serde(default)]
+    #[schema(schema_with = expiry_schema)]
+    expires_at: Option<Value>,
 }
 
-/// Validates a `POST /api/keys` body (already parsed as JSON): an object with `name` (a
-/// string of 1 to [`MAX_KEY_NAME_CHARS`] characters, not all white space, no NUL: API.md,
-/// NUL characters) and an optional
-/// `expires_at` (a date-time as `last_known_updated_at` takes, or `null`).
-///
-/// # Errors
-/// The first rule broken, as a 422 entry at `["body", …]`.
-pub fn parse_new_key(body: &Value) -> Result<NewKeyRequest, switchboard_model::ValidationError> {
-    let root = loc(["body"]);
-    let Value::Object(obj) = body else {
-        return Err(validation::model_type(root, "ApiKeyCreate", body));
-    };
-    let name = match obj.get("name") {
-        Some(Value::String(s))
-            if !s.trim().is_empty() && s.chars().count() <= MAX_KEY_NAME_CHARS =>
-        {
-            validation::refuse_nul(|| field(&root, "name"), s)?;
-            s.trim().to_owned()
+impl crate::typed_body::RequestBody for ApiKeyCreate {
+    /// The expiry reads as a date-time.
+    fn check(&self) -> Result<(), Vec<switchboard_model::ValidationError>> {
+        self.read_expiry().map(drop).map_err(|e| vec![e])
+    }
+}
+
+impl ApiKeyCreate {
+    /// A body of `name` alone (a key made by a signed-in page).
+    ///
+    /// # Errors
+    /// The 422 entry of a bad name.
+    pub fn named(name: &str) -> Result<Self, switchboard_model::ValidationError> {
+        crate::typed_body::parse_one(&serde_json::json!({ "name": name }))
+    }
+
+    /// The name, trimmed.
+    pub fn name(&self) -> &str {
+        self.name.trim()
+    }
+
+    /// The expiry, if any.
+    pub fn expires_at(&self) -> Option<OffsetDateTime> {
+        self.read_expiry().ok().flatten()
+    }
+
+    fn read_expiry(&self) -> Result<Option<OffsetDateTime>, switchboard_model::ValidationError> {
+        match &self.expires_at {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => parse_datetime_value(v, loc(["body", "expires_at"])).map(Some),
         }
-        Some(v @ Value::String(_)) => {
-            return Err(validation::value_error(
-                field(&root, "name"),
-                &format!("name must have 1 to {MAX_KEY_NAME_CHARS} characters"),
-                v,
-            ));
-        }
-        Some(other) => return Err(validation::string_type(field(&root, "name"), other)),
-        None => return Err(validation::missing(field(&root, "name"), body.clone())),
-    };
-    let expires_at = match obj.get("expires_at") {
-        None | Some(Value::Null) => None,
-        Some(v) => Some(parse_datetime_value(v, field(&root, "expires_at"))?),
-    };
-    Ok(NewKeyRequest { name, expires_at })
+    }
+}
+
+/// A new key's name: blank or too long is one `value_error`, a NUL its own entry.
+fn new_key_name_schema() -> utoipa::openapi::schema::Object {
+    key_name_schema(
+        "",
+        crate::typed_body::fields::value_error_words_nul_apart(&format!(
+            "name must have 1 to {MAX_KEY_NAME_CHARS} characters"
+        )),
+    )
+}
+
+/// A key's name ([`KEY_NAME_PATTERN`], 1 to [`MAX_KEY_NAME_CHARS`] characters), described
+/// after `what` and worded by `words` (a `value_error` annotation).
+pub(crate) fn key_name_schema(
+    what: &str,
+    words: utoipa::openapi::extensions::Extensions,
+) -> utoipa::openapi::schema::Object {
+    crate::typed_body::fields::string()
+        .description(Some(format!(
+            "{what}1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."
+        )))
+        .min_length(Some(1))
+        .max_length(Some(MAX_KEY_NAME_CHARS))
+        .pattern(Some(KEY_NAME_PATTERN))
+        .extensions(Some(words))
+        .build()
+}
+
+fn expiry_schema() -> utoipa::openapi::schema::Schema {
+    use crate::time_input::{FUTURE_DATE_TIME_PATTERN, UNIX_2100, UNIX_3000};
+    crate::typed_body::fields::date_time(
+        FUTURE_DATE_TIME_PATTERN,
+        UNIX_2100,
+        UNIX_3000,
+        "Optional expiry, which must be in the future: RFC 3339 or naive ISO-8601 (UTC), a date, or Unix seconds; the schema gives years 2100 to 2999, the server takes any future instant.",
+    )
 }
 
 #[cfg(test)]
@@ -265,9 +307,12 @@ mod tests {
 
     #[test]
     fn new_key_bodies() {
+        use crate::typed_body::parse_one;
         use serde_json::json;
-        let ok = parse_new_key(&json!({"name": "  ci  ", "expires_at": null})).unwrap();
-        assert_eq!((ok.name.as_str(), ok.expires_at), ("ci", None));
+        let ok: ApiKeyCreate = parse_one(&json!({"name": "  ci  ", "expires_at": null})).unwrap();
+        assert_eq!((ok.name(), ok.expires_at()), ("ci", None));
+        let dated: ApiKeyCreate = parse_one(&json!({"name": "k", "expires_at": 0})).unwrap();
+        assert_eq!(dated.expires_at(), Some(OffsetDateTime::UNIX_EPOCH));
         for (body, want) in [
             (json!([]), "model_type"),
             (json!({}), "missing"),
@@ -275,13 +320,21 @@ mod tests {
             (json!({"name": " "}), "value_error"),
             (json!({"name": "x".repeat(101)}), "value_error"),
             (json!({"name": "x\u{0}"}), "string_pattern_mismatch"),
+            (json!({"name": "\u{0}"}), "string_pattern_mismatch"),
+            (
+                json!({"name": "\u{0}", "more": 1}),
+                "string_pattern_mismatch",
+            ),
             (
                 json!({"name": "x", "expires_at": "soon"}),
                 "datetime_from_date_parsing",
             ),
         ] {
             assert_eq!(
-                parse_new_key(&body).unwrap_err().error_type.as_str(),
+                parse_one::<ApiKeyCreate>(&body)
+                    .unwrap_err()
+                    .error_type
+                    .as_str(),
                 want,
                 "{body}"
             );

@@ -10,6 +10,7 @@ pub mod llm_relay;
 pub mod members;
 pub mod org_defaults;
 pub mod org_settings;
+pub mod pool;
 pub mod sandboxes;
 pub mod sealed;
 pub mod sign_in;
@@ -31,6 +32,7 @@ pub use llm_relay::LlmRelayStore;
 pub use members::{MemberChange, MemberPosition, MemberQuery, MemberRow, MemberStore, UserRemoval};
 pub use org_defaults::{OrgDefaultsEdit, OrgDefaultsStore};
 pub use org_settings::{OrgSettingsStore, SettingsWrite};
+pub use pool::PoolUsage;
 pub use sandboxes::{
     ResumeSandbox, RunningLimit, SandboxQuery, SandboxStore, SandboxUpdate, StartOutcome,
     StartSandbox, StartedSandbox, WarmClaim,

@@ -39,6 +39,15 @@ impl Cpus {
         Ok(Cpus(nano))
     }
 
+    /// A limit written as a decimal number of CPUs (`--sandbox-cpus 1.5`).
+    ///
+    /// # Errors
+    /// Not a number, or as [`Cpus::from_cpus`].
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let cpus: f64 = s.parse().map_err(|e| format!("{e}"))?;
+        Cpus::from_cpus(cpus)
+    }
+
     /// The limit in billionths of a CPU (Docker's `HostConfig.NanoCpus`).
     pub fn nano_cpus(self) -> u64 {
         self.0
@@ -89,6 +98,19 @@ pub fn parse_memory_mb(value: Option<&Value>) -> Result<Option<u64>, String> {
         },
         Some(_) => Err(memory_message()),
     }
+}
+
+/// The operator's default memory limit as written (`--sandbox-memory-mb`): `0` (no limit),
+/// or a whole number of MiB a spec's `memory_mb` may hold.
+///
+/// # Errors
+/// Not a whole number, or out of [`MIN_MEMORY_MB`]..=[`MAX_MEMORY_MB`].
+pub fn parse_default_memory_mb(s: &str) -> Result<u64, String> {
+    let mb: u64 = s.parse().map_err(|e| format!("{e}"))?;
+    if mb == 0 {
+        return Ok(0);
+    }
+    parse_memory_mb(Some(&serde_json::json!(mb))).map(|m| m.unwrap_or(0))
 }
 
 fn memory_message() -> String {

@@ -16,9 +16,7 @@ use serde::Deserialize;
 use time::Duration;
 
 use crate::error::DomainError;
-use crate::identity::api_keys::{
-    ApiKeyHash, IssuedKey, KEY_NAME_PATTERN, MAX_KEY_NAME_CHARS, hash_api_key,
-};
+use crate::identity::api_keys::{ApiKeyHash, IssuedKey, MAX_KEY_NAME_CHARS, hash_api_key};
 use crate::ids::{OrgId, UserId};
 use crate::ports::IdentityStore;
 use crate::services::ApiKeyService;
@@ -183,7 +181,7 @@ impl ServiceKeyService {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, utoipa::ToSchema)]
 pub struct CreateUserApiKeyRequest {
     /// The minted key's name: 1 to [`MAX_KEY_NAME_CHARS`] characters, not all white space
-    /// ([`KEY_NAME_PATTERN`]), no NUL; trimmed ([`Self::name`]).
+    /// ([`KEY_NAME_PATTERN`](crate::identity::api_keys::KEY_NAME_PATTERN)), no NUL; trimmed ([`Self::name`]).
     #[schema(schema_with = key_name_schema)]
     name: String,
 }
@@ -197,20 +195,15 @@ impl CreateUserApiKeyRequest {
     }
 }
 
-/// A key's name ([`KEY_NAME_PATTERN`], at most [`MAX_KEY_NAME_CHARS`] characters); any
+/// A key's name ([`KEY_NAME_PATTERN`](crate::identity::api_keys::KEY_NAME_PATTERN), at most [`MAX_KEY_NAME_CHARS`] characters); any
 /// failure one `value_error`.
 fn key_name_schema() -> utoipa::openapi::schema::Object {
-    crate::typed_body::fields::string()
-        .description(Some(format!(
-            "The minted key's name: 1 to {MAX_KEY_NAME_CHARS} characters, not all white space (trimmed), no NUL (U+0000)."
-        )))
-        .min_length(Some(1))
-        .max_length(Some(MAX_KEY_NAME_CHARS))
-        .pattern(Some(KEY_NAME_PATTERN))
-        .extensions(Some(crate::typed_body::fields::value_error_words(&format!(
+    crate::identity::api_keys::key_name_schema(
+        "The minted key's name: ",
+        crate::typed_body::fields::value_error_words(&format!(
             "name is required and must have 1 to {MAX_KEY_NAME_CHARS} characters, not all white space, and no NUL (U+0000)"
-        ))))
-        .build()
+        )),
+    )
 }
 
 #[cfg(test)]

@@ -322,9 +322,9 @@ impl SignInService {
     /// # Errors
     /// 409 at the limit; 422 for a bad name; storage.
     pub fn create_key(&self, session: &WebSession, name: &str) -> Result<IssuedKey, DomainError> {
-        let request = crate::identity::api_keys::parse_new_key(&json!({ "name": name }))?;
+        let request = crate::identity::api_keys::ApiKeyCreate::named(name)?;
         self.api_keys
-            .issue_within_limit(session.user_id, None, request.name, None)
+            .issue_within_limit(session.user_id, None, request.name().to_owned(), None)
     }
 
     /// Revokes a key of the session's user.

@@ -72,11 +72,14 @@ pub fn literal(values: &[&str], nullable: bool) -> Object {
                 .map(|v| serde_json::Value::from(*v))
                 .chain(null),
         ))
-        .extensions(Some(
-            ExtensionsBuilder::new()
-                .add(super::pydantic::LITERAL_KEYWORD, true)
-                .build(),
-        ))
+        .extensions(Some(literal_mark()))
+        .build()
+}
+
+/// The annotation that words an `enum`'s failures `literal_error` (pydantic's `Literal[…]`).
+pub fn literal_mark() -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::pydantic::LITERAL_KEYWORD, true)
         .build()
 }
 
@@ -136,10 +139,10 @@ pub fn free_form_object() -> ObjectBuilder {
 
 /// The schema of a body's flattened field holding the keys it does not declare (ignored, or
 /// kept as sent): keys and values without NUL ([`free_form`]'s rule), judged by the body's
-/// `RequestBody::check` ([`accepts_more`]). The derive makes the body the `allOf` of this
+/// `RequestBody::check` ([`documentation_only`]). The derive makes the body the `allOf` of this
 /// schema and its own.
 pub fn others_without_nul() -> Schema {
-    accepts_more(
+    documentation_only(
         ObjectBuilder::new()
             .schema_type(SchemaType::AnyValue)
             .property_names(Some(nul_free_key()))
@@ -147,11 +150,12 @@ pub fn others_without_nul() -> Schema {
     )
 }
 
-/// `schema` marked `x-accepts-more`: the document states it, the validator takes any value
-/// there (`typed_body::parse`), and the body's deserialization and `RequestBody::check` judge
-/// the value. For a schema that states only part of what is accepted, or a free-form part
-/// whose rules a check words as the API always has.
-pub fn accepts_more(schema: impl Into<Schema>) -> Schema {
+/// `schema` marked `x-documentation-only`: the document states it, the validator takes any
+/// value there (`typed_body::parse`), and the body's deserialization and `RequestBody::check`
+/// judge the value, its type included. For a free-form part whose rules (and whose type's)
+/// a check words as the API always has. (A schema whose `type` the validator should still
+/// judge is marked with [`accepts_more`] instead.)
+pub fn documentation_only(schema: impl Into<Schema>) -> Schema {
     let mut schema = schema.into();
     let extensions = match &mut schema {
         Schema::Object(s) => &mut s.extensions,
@@ -163,7 +167,7 @@ pub fn accepts_more(schema: impl Into<Schema>) -> Schema {
     };
     extensions.get_or_insert_with(Extensions::default).merge(
         ExtensionsBuilder::new()
-            .add(super::document::ACCEPTS_MORE_KEYWORD, true)
+            .add(super::document::DOCUMENTATION_ONLY_KEYWORD, true)
             .build(),
     );
     schema
@@ -255,6 +259,48 @@ pub fn value_error_words(text: &str) -> Extensions {
 /// `skip_serializing`: utoipa reads that as leaving the field out of the schema.
 pub fn always<T>(_: &T) -> bool {
     true
+}
+
+/// As [`value_error_words`], except that a pattern refusing a string with a NUL (at or under
+/// the schema) keeps the entry API.md gives every NUL (NUL characters):
+/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`](crate::validation::NO_NUL_PATTERN)
+/// at that string.
+pub fn value_error_words_nul_apart(text: &str) -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::pydantic::VALUE_ERROR_KEYWORD, text)
+        .add(super::pydantic::NUL_APART_KEYWORD, true)
+        .build()
+}
+
+/// A date-time as [`crate::time_input::parse_datetime_value`] reads it, or `null`: the
+/// document states a string matching `pattern` or Unix seconds in `[from, to)` (the subset a
+/// generator can only make valid values of; `description` says what more is taken), and
+/// marks it [`ACCEPTS_MORE_KEYWORD`](super::ACCEPTS_MORE_KEYWORD): the validator takes any
+/// value there (the schema states no `type`), the body's
+/// [`RequestBody::check`](super::RequestBody::check) reads it.
+pub fn date_time(pattern: &str, from: i64, to: i64, description: &str) -> Schema {
+    let any = AnyOfBuilder::new()
+        .description(Some(description))
+        .item(string().pattern(Some(pattern)))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Number)
+                .minimum(Some(from))
+                .exclusive_maximum(Some(to)),
+        )
+        .item(ObjectBuilder::new().schema_type(Type::Null))
+        .extensions(Some(accepts_more()))
+        .build();
+    Schema::AnyOf(any)
+}
+
+/// The annotation of a schema that states a subset of what the body takes there (see
+/// [`ACCEPTS_MORE_KEYWORD`](super::ACCEPTS_MORE_KEYWORD)): the validator keeps only its
+/// `type`, the body's `check` judges the rest.
+pub fn accepts_more() -> Extensions {
+    ExtensionsBuilder::new()
+        .add(super::ACCEPTS_MORE_KEYWORD, true)
+        .build()
 }
 
 /// `#[serde(default = …)]` for a flag that defaults to `true`.

@@ -13,11 +13,14 @@
 //! Adding a field is a one-place change: the field and its attributes on the type.
 //! Shared field shapes whose pattern is a constant of the domain (a profile name, a secret
 //! name, NUL-free text) are [`fields`]' schema builders, named by `#[schema(schema_with = …)]`.
+//! A value whose document states only a subset of what the body takes (a date-time:
+//! [`fields::date_time`]) is marked [`ACCEPTS_MORE_KEYWORD`]: the validator keeps only its type
+//! there, and the type's [`RequestBody::check`] reads it.
 //! A property marked `writeOnly` (`#[schema(write_only)]`, e.g. a secret's value) is never
-//! echoed: its `input` reads `**********` in every entry. A schema marked `x-accepts-more`
-//! ([`fields::accepts_more`]) is the document's only: the validator takes any value there, and
-//! deserialization and [`RequestBody::check`] judge it (a shape the schema states only in
-//! part, or a free-form part whose rules a check words as the API always has).
+//! echoed: its `input` reads `**********` in every entry. A schema marked
+//! `x-documentation-only` ([`fields::documentation_only`]) is the document's only: the
+//! validator takes any value there, and deserialization and [`RequestBody::check`] judge it (a
+//! free-form part whose rules a check words as the API always has).
 
 mod document;
 pub mod fields;
@@ -29,12 +32,18 @@ use std::sync::{LazyLock, RwLock};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use switchboard_model::ValidationError;
+use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 
 use crate::validation::{loc, value_error};
 
 pub use document::schema_document;
+
+/// The keyword marking a schema that states a subset of what the body accepts there (for
+/// generated clients and fuzzers, which then only make valid values): the validator keeps
+/// only its `type` (or takes any value when it has none), and [`RequestBody::check`] judges
+/// the rest. `"x-accepts-more": true`.
+pub const ACCEPTS_MORE_KEYWORD: &str = "x-accepts-more";
 
 /// A request body read through [`parse`].
 pub trait RequestBody: DeserializeOwned + ToSchema + 'static {
@@ -91,6 +100,23 @@ pub fn parse<T: RequestBody>(body: &Value) -> Result<T, Vec<ValidationError>> {
     })?;
     value.check()?;
     Ok(value)
+}
+
+/// As [`parse`], for a value nested at `at` in a larger body (e.g. `["body",
+/// "registered_marketplaces", 2]`): the entries' locations start with `at` instead of `body`.
+///
+/// # Errors
+/// The entries [`parse`] gives, relocated.
+pub fn parse_at<T: RequestBody>(value: &Value, at: &[LocItem]) -> Result<T, Vec<ValidationError>> {
+    parse(value).map_err(|entries| {
+        entries
+            .into_iter()
+            .map(|mut e| {
+                e.loc.splice(..1, at.iter().cloned());
+                e
+            })
+            .collect()
+    })
 }
 
 /// As [`parse`], answering the first entry only (for callers that report one).

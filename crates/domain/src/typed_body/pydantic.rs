@@ -6,9 +6,9 @@
 //! |---|---|
 //! | `required` | `missing` at the absent field, `input` the object |
 //! | `additionalProperties: false` | `extra_forbidden` at each unexpected key |
-//! | `type` | `model_type` (an object of a named schema; the body's own name at the root), `dict_type`, `string_type`, `bool_type`, `int_type`, `float_type`, `list_type` |
+//! | `type` | `model_type` (an object of a named schema, named by its `title` or else its component name; the body's own name at the root), `dict_type`, `string_type`, `bool_type`, `int_type`, `float_type`, `list_type` |
 //! | `minLength` / `maxLength` | `string_too_short` / `string_too_long` |
-//! | `pattern` | `string_pattern_mismatch` |
+//! | `pattern` | `string_pattern_mismatch`; `uuid_parsing` under `format: uuid` |
 //! | `enum` | `enum`; `literal_error` for a one-value `enum` or one marked [`LITERAL_KEYWORD`] (pydantic's `Literal[…]`); `null` in the set is not listed |
 //! | `minimum` / `maximum` / `exclusiveMinimum` / `exclusiveMaximum` | `greater_than_equal` / `less_than_equal` / `greater_than` / `less_than` |
 //! | `minItems` / `maxItems` | `too_short` / `too_long` |
@@ -17,7 +17,7 @@
 //! | anything else | `value_error` with the validator's words |
 //!
 //! Under a schema marked [`VALUE_ERROR_KEYWORD`], every failure is instead one `value_error`
-//! at that schema's value.
+//! at that schema's value (a NUL keeping its own entry where [`NUL_APART_KEYWORD`] says so).
 
 use std::collections::HashMap;
 
@@ -30,8 +30,8 @@ use switchboard_model::{ErrorType, LocItem, ValidationError};
 use super::document::{field_rank, nearest_marked, node_at};
 use crate::identity::redaction::MASK;
 use crate::validation::{
-    bool_type, dict_type, float_type, list_type, missing, model_type, not_one_of, string_too_short,
-    string_type, value_error,
+    NO_NUL_PATTERN, bool_type, dict_type, float_type, list_type, missing, model_type, not_one_of,
+    string_pattern_mismatch, string_too_short, string_type, uuid_parsing, value_error,
 };
 
 /// The entries for `errors` (what the validator found in `body`, judged against `document`,
@@ -71,6 +71,12 @@ pub(super) fn entries(
 /// at the annotated value itself, or a missing field there, keeps its own wording.
 pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
 
+/// The keyword that keeps a NUL's own entry under a schema marked [`VALUE_ERROR_KEYWORD`]: a
+/// pattern refusing a string that holds a NUL, at or under that schema, is worded
+/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`] at that string (API.md, NUL
+/// characters). `"x-nul-apart": true`.
+pub(super) const NUL_APART_KEYWORD: &str = "x-nul-apart";
+
 /// The keyword that marks an `enum` as pydantic's `Literal[…]` (its failures worded
 /// `literal_error`) rather than an `Enum` (worded `enum`): `"x-literal": true`.
 pub(super) const LITERAL_KEYWORD: &str = "x-literal";
@@ -87,6 +93,13 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
         n == path.len() && ((typed && is_type(&entry)) || entry.error_type == ErrorType::Missing);
     if own {
         return entry;
+    }
+    if marked[NUL_APART_KEYWORD] == true
+        && entry.error_type == ErrorType::StringPatternMismatch
+        && let Some(Value::String(s)) = entry.input.as_deref()
+        && s.contains('\0')
+    {
+        return string_pattern_mismatch(entry.loc.clone(), NO_NUL_PATTERN, s);
     }
     let text = marked[VALUE_ERROR_KEYWORD].as_str().unwrap_or_default();
     let mut input = body;
@@ -244,6 +257,11 @@ impl Cx<'_> {
                 json!({ "max_length": limit }),
                 input,
             ),
+            ValidationErrorKind::Pattern { .. }
+                if node_at(self.document, path).schema["format"] == "uuid" =>
+            {
+                uuid_parsing(at, input.as_str().unwrap_or_default())
+            }
             ValidationErrorKind::Pattern { pattern } => bounded(
                 ErrorType::StringPatternMismatch,
                 at,
@@ -307,11 +325,18 @@ impl Cx<'_> {
                 .unwrap_or(JsonType::Null),
         };
         match expected {
-            JsonType::Object if path.is_empty() => model_type(at, self.model, input),
-            JsonType::Object => match node_at(self.document, path).component {
-                Some(name) => model_type(at, name, input),
-                None => dict_type(at, input),
-            },
+            JsonType::Object => {
+                // A schema's `title` names the pydantic model where it differs from the
+                // component's name (e.g. an input twin of an answer's schema).
+                let node = node_at(self.document, path);
+                let title = node.schema.get("title").and_then(Value::as_str);
+                match (title, node.component) {
+                    (Some(model), _) => model_type(at, model, input),
+                    (None, _) if path.is_empty() => model_type(at, self.model, input),
+                    (None, Some(name)) => model_type(at, name, input),
+                    (None, None) => dict_type(at, input),
+                }
+            }
             JsonType::String => string_type(at, input),
             JsonType::Boolean => bool_type(at, input),
             JsonType::Number => float_type(at, input),

@@ -198,7 +198,7 @@ fn many_unknown_keys_each_get_their_entry() {
 
 /// A body that keeps the keys it does not declare (a flattened map: the body's schema is the
 /// `allOf` of theirs and its own), refuses a key whatever it holds, and documents a field its
-/// check judges (`x-accepts-more`).
+/// check judges (`x-documentation-only`).
 #[derive(Debug, Deserialize, ToSchema)]
 struct Open {
     #[serde(default)]
@@ -222,7 +222,7 @@ fn old_key() -> utoipa::openapi::schema::Object {
 
 /// Documented as text; the check words its own failure.
 fn free_text() -> utoipa::openapi::schema::Schema {
-    super::fields::accepts_more(super::fields::string())
+    super::fields::documentation_only(super::fields::string())
 }
 
 impl RequestBody for Open {
@@ -252,7 +252,7 @@ fn a_flattened_map_keeps_the_other_keys_and_the_fields_keep_their_rules() {
     assert_eq!((o.n, o.others.len()), (Some(2), 2));
     assert_eq!(o.others["x"], json!({"y": 1}));
     let doc = super::schema_document::<Open>();
-    assert_eq!(doc["allOf"][0]["x-accepts-more"], true, "{doc}");
+    assert_eq!(doc["allOf"][0]["x-documentation-only"], true, "{doc}");
     let all = open_errors(json!({"old": 1, "n": 9}));
     let at: Vec<&Value> = all.iter().map(|e| &e["loc"]).collect();
     assert_eq!(at, [&json!(["body", "n"]), &json!(["body", "old"])]);
@@ -272,7 +272,7 @@ fn a_flattened_map_keeps_the_other_keys_and_the_fields_keep_their_rules() {
 }
 
 #[test]
-fn a_schema_that_accepts_more_is_judged_by_the_check() {
+fn a_documentation_only_schema_is_judged_by_the_check() {
     assert!(parse::<Open>(&json!({"free": "text"})).is_ok());
     let e = open_errors(json!({"free": 3}));
     assert_eq!(

@@ -287,7 +287,7 @@ pub fn agent_settings_diff_schema() -> Schema {
     for (name, schema) in member_agent_properties() {
         diff = diff.property(name, schema);
     }
-    fields::accepts_more(AnyOfBuilder::new().item(diff).item(fields::null()))
+    fields::documentation_only(AnyOfBuilder::new().item(diff).item(fields::null()))
 }
 
 #[cfg(test)]

@@ -330,7 +330,7 @@ fn marketplaces() -> utoipa::openapi::schema::Array {
         ));
     ArrayBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
-        .items(utoipa::openapi::RefOr::T(fields::accepts_more(entry)))
+        .items(utoipa::openapi::RefOr::T(fields::documentation_only(entry)))
         .build()
 }
 

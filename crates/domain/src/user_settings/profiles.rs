@@ -297,7 +297,7 @@ impl SaveProfile {
 }
 
 fn strict_llm() -> Schema {
-    fields::accepts_more(
+    fields::documentation_only(
         AnyOfBuilder::new()
             .item(llm_schema("StrictLLM"))
             .item(fields::null()),

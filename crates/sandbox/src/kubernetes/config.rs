@@ -72,6 +72,17 @@ pub enum Reach {
     PortForward,
 }
 
+impl Reach {
+    /// The reach of `--kube-reach`'s value: `pod-ip` or `port-forward`; `None` for another.
+    pub fn named(name: &str) -> Option<Reach> {
+        match name {
+            "pod-ip" => Some(Reach::PodAddress),
+            "port-forward" => Some(Reach::PortForward),
+            _ => None,
+        }
+    }
+}
+
 /// The runtime's configuration (`--kube-*` flags).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KubernetesConfig {

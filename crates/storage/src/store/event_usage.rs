@@ -12,7 +12,7 @@ use diesel::sql_types::{BigInt, Text};
 use switchboard_domain::StorageError;
 
 use super::rows::{ID_CHUNK, db_err};
-use crate::connection::DbConnection;
+use crate::connection::{DatabaseUrl, DbConnection};
 use crate::schema::{conversations, org_event_usage};
 
 /// A stored conversation as the quota judges it: organization, owner, events and bytes.
@@ -116,6 +116,27 @@ pub struct DiskReserve {
 }
 
 impl DiskReserve {
+    /// The reserve of `reserve_mib` MiB (`--min-free-disk`) on the filesystem of the SQLite
+    /// database of `url` (its file's directory, `.` for a bare file name); `None` for
+    /// PostgreSQL, an unreadable URL, or a reserve of 0.
+    pub fn for_url(url: &str, reserve_mib: u64) -> Option<DiskReserve> {
+        let Ok(DatabaseUrl::Sqlite(path)) = DatabaseUrl::parse(url) else {
+            return None;
+        };
+        if reserve_mib == 0 {
+            return None;
+        }
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf);
+        Some(DiskReserve {
+            path: dir,
+            reserve: reserve_mib.saturating_mul(1 << 20),
+            database: Some(path),
+        })
+    }
+
     /// Free bytes an unprivileged writer may use on the filesystem of [`Self::path`]
     /// (`statvfs`: available blocks × fragment size).
     ///

@@ -90,16 +90,8 @@ pub struct DieselStore {
     disk: Option<std::sync::Arc<DiskReserve>>,
 }
 
-/// Pool usage, for metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PoolUsage {
-    /// Open connections.
-    pub connections: u32,
-    /// Of which idle.
-    pub idle: u32,
-    /// Configured maximum.
-    pub max_size: u32,
-}
+/// Pool usage, for metrics (the domain's type).
+pub use switchboard_domain::ports::PoolUsage;
 
 impl DieselStore {
     /// Opens a pool on `url`, applies pending migrations and returns the store with the

@@ -314,7 +314,7 @@ impl ConversationStartService {
         }
         let conversation_id = self.chosen_conversation_id(ctx, request.conversation_id)?;
         let id = StartTaskId::new_random();
-        let mut echo = request.echo(body);
+        let mut echo = request.echo();
         let sealed = SealedStart {
             secrets: request.secrets.clone(),
             request: mask_credentials(&mut echo).then(|| body.clone()),

@@ -33,6 +33,26 @@ pub struct LlmConfig {
     pub key_owner: Option<&'static str>,
 }
 
+impl LlmConfig {
+    /// The operator's LLM (`--llm-model`, `--llm-base-url`, the key of `--llm-api-key-file` or
+    /// `LLM_API_KEY`, `--llm-stream`): an empty model or base URL is none, and a key is the
+    /// operator's ([`LlmConfig::key_owner`] `operator`).
+    pub fn operator(
+        model: Option<String>,
+        base_url: Option<String>,
+        api_key: Option<String>,
+        stream: bool,
+    ) -> LlmConfig {
+        LlmConfig {
+            model: model.filter(|m| !m.is_empty()),
+            base_url: base_url.filter(|b| !b.is_empty()),
+            key_owner: api_key.is_some().then_some("operator"),
+            api_key,
+            stream,
+        }
+    }
+}
+
 impl std::fmt::Debug for LlmConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LlmConfig")

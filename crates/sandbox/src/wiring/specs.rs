@@ -1,65 +1,69 @@
-//! The sandbox specs the flags name (`--sandbox-specs` or the built-in preset), and
-//! `switchboard specs pull` (issue 12), which needs the Docker daemon, not the database.
+//! The sandbox specs the options name (`--sandbox-specs` or the built-in preset), the
+//! operator's default limits applied to them, and `switchboard specs pull` (issue 12), which
+//! needs the Docker daemon, not the database.
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
+use serde_json::{Value, json};
 use switchboard_domain::sandboxes::limits::ResourceLimits;
 use switchboard_domain::sandboxes::specs::{
     SandboxSpec, docker_preset, parse_sandbox_specs, process_preset,
 };
 use switchboard_domain::time_input::now_micros;
-use switchboard_sandbox::docker::RUNTIME_NAME as DOCKER_RUNTIME;
-use switchboard_sandbox::docker::upkeep::{PullOutcome, docker_images, pull_missing};
-use switchboard_sandbox::{DockerConfig, DockerRuntime};
 
-use crate::cli::SpecArgs;
-use crate::output::print;
+use super::options::SpecOptions;
+use crate::docker::RUNTIME_NAME as DOCKER_RUNTIME;
+use crate::docker::upkeep::{PullOutcome, docker_images, pull_missing};
+use crate::{DockerConfig, DockerRuntime};
 
-/// The specs the flags name and where they came from: the `--sandbox-specs` file, else the
-/// built-in preset (a process running `--agent-server-command`, or with `--sandbox-runtime
-/// docker` a container of `--agent-server-image`).
+/// The specs the options name and where they came from (the name error messages use): the
+/// `--sandbox-specs` file, else the built-in preset (a process running
+/// `--agent-server-command`, or with `--sandbox-runtime docker` or `kubernetes` a container of
+/// `--agent-server-image`).
 ///
 /// # Errors
 /// A specs file that cannot be read or is invalid (the message names the file and the
 /// field) or holds a spec its runtime cannot enforce ([`refuse_unenforced_egress`]), or a
 /// preset that cannot be made.
-pub fn load_specs(args: &SpecArgs) -> Result<(Vec<SandboxSpec>, String)> {
+pub fn load_specs(options: &SpecOptions) -> Result<(Vec<SandboxSpec>, String)> {
     let now = now_micros();
-    match &args.sandbox_specs {
+    match &options.sandbox_specs {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading the sandbox specs file {}", path.display()))?;
             let name = path.display().to_string();
             let specs = parse_sandbox_specs(&text, &name, now).map_err(anyhow::Error::msg)?;
-            refuse_unenforced_egress(&specs, &args.sandbox_runtime)?;
+            refuse_unenforced_egress(&specs, &options.sandbox_runtime)?;
             Ok((specs, name))
         }
-        None if args.sandbox_runtime == DOCKER_RUNTIME
-            || args.sandbox_runtime == switchboard_sandbox::kubernetes::RUNTIME_NAME =>
+        None if options.sandbox_runtime == DOCKER_RUNTIME
+            || options.sandbox_runtime == crate::kubernetes::RUNTIME_NAME =>
         {
-            let spec = docker_preset(&args.agent_server_image, now).map_err(anyhow::Error::msg)?;
+            let spec =
+                docker_preset(&options.agent_server_image, now).map_err(anyhow::Error::msg)?;
             Ok((vec![spec], "--agent-server-image".to_owned()))
         }
         None => {
             let path = std::env::var_os("PATH");
-            let spec = process_preset(args.agent_server_command.as_deref(), path.as_deref(), now)
-                .map_err(anyhow::Error::msg)?;
+            let command = options.agent_server_command.as_deref();
+            let spec = process_preset(command, path.as_deref(), now).map_err(anyhow::Error::msg)?;
             Ok((vec![spec], "--agent-server-command".to_owned()))
         }
     }
 }
 
 /// `switchboard specs pull`: pulls every Docker spec's image that is not on the Docker host,
-/// printing one JSON line per image (`present`, `pulled`, or `failed` with the daemon's or the
-/// registry's words).
+/// handing `line` one JSON object per image (`{"image", "result"}`: `present`, `pulled`, or
+/// `failed` with the daemon's or the registry's words in `detail`), or one
+/// `{"event": "nothing to pull"}` when no spec runs on Docker.
 ///
 /// # Errors
-/// The specs cannot be read, the daemon cannot be used, or an image could not be pulled.
-pub fn specs_pull(args: &SpecArgs) -> Result<()> {
-    let (specs, _) = load_specs(args)?;
-    let images = docker_images(&specs, &args.sandbox_runtime);
+/// The specs cannot be read, the daemon cannot be used, or an image could not be pulled
+/// (the message lists them).
+pub fn specs_pull(options: &SpecOptions, mut line: impl FnMut(Value)) -> Result<()> {
+    let (specs, _) = load_specs(options)?;
+    let images = docker_images(&specs, &options.sandbox_runtime);
     if images.is_empty() {
-        print(json!({"event": "nothing to pull", "note": "no spec runs on Docker"}));
+        line(json!({"event": "nothing to pull", "note": "no spec runs on Docker"}));
         return Ok(());
     }
     // The installation is not used: pulling touches no container.
@@ -67,10 +71,10 @@ pub fn specs_pull(args: &SpecArgs) -> Result<()> {
         .context("the Docker daemon cannot be used; start it, or set DOCKER_HOST")?;
     let mut failed = Vec::new();
     pull_missing(&runtime, &images, |image, outcome| match outcome {
-        PullOutcome::Present => print(json!({"image": image, "result": "present"})),
-        PullOutcome::Pulled => print(json!({"image": image, "result": "pulled"})),
+        PullOutcome::Present => line(json!({"image": image, "result": "present"})),
+        PullOutcome::Pulled => line(json!({"image": image, "result": "pulled"})),
         PullOutcome::Failed(e) => {
-            print(json!({"image": image, "result": "failed", "detail": e.to_string()}));
+            line(json!({"image": image, "result": "failed", "detail": e.to_string()}));
             failed.push(image.to_owned());
         }
     })?;
@@ -91,7 +95,7 @@ pub fn with_default_limits(
 ) -> Vec<SandboxSpec> {
     for spec in &mut specs {
         let runtime = spec.runtime.as_deref().unwrap_or(default_runtime);
-        if runtime == DOCKER_RUNTIME || runtime == switchboard_sandbox::process::RUNTIME_NAME {
+        if runtime == DOCKER_RUNTIME || runtime == crate::process::RUNTIME_NAME {
             let limits = &mut spec.limits;
             limits.memory_mb = limits.memory_mb.or(defaults.memory_mb);
             limits.cpus = limits.cpus.or(defaults.cpus);
@@ -107,7 +111,7 @@ pub fn with_default_limits(
 /// # Errors
 /// The first such spec, named, with what to do.
 pub fn refuse_unenforced_egress(specs: &[SandboxSpec], default_runtime: &str) -> Result<()> {
-    let kube = switchboard_sandbox::kubernetes::RUNTIME_NAME;
+    let kube = crate::kubernetes::RUNTIME_NAME;
     match specs
         .iter()
         .find(|s| !s.egress.is_empty() && s.runtime.as_deref().unwrap_or(default_runtime) == kube)
