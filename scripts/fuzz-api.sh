@@ -414,8 +414,8 @@ parameters = { "query.page_id" = "$skill_cursor" }
 # Issue 21's routes (settings, LLM profiles, secrets, git providers) answer what no schema
 # states: an unknown profile or secret (404), a new name already taken (400 for a secret, 409
 # for a profile), the profile and secret limits (409), no installation key (503 is not
-# expected: the server here has one). Their bodies are in JSON Schema
-# (crates/api/src/openapi/settings_requests.rs).
+# expected: the server here has one). Their bodies are in JSON Schema (derived from their
+# declarations in the domain: crates/domain/src/user_settings/).
 [[operations]]
 include-path-regex = '^/api/v1/(secrets|settings)(/.*)?\$'
 checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "403", "404", "409", "429", "5xx"]

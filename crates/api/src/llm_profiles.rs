@@ -6,7 +6,9 @@ use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::org_profiles::ProfileListResponse;
-use switchboard_domain::user_settings::profiles::{RenameProfileRequest, parse_save_profile};
+use switchboard_domain::user_settings::profiles::{
+    RenameProfileRequest, SaveProfile, SaveProfileRequest,
+};
 use switchboard_domain::user_settings::view::ProfileDetailResponse;
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -67,7 +69,7 @@ pub async fn get_profile(
 #[utoipa::path(tag = "Settings",
     params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`SaveProfileRequest` (optional)", content_type = "application/json"),
+    request_body(content = Option<SaveProfileRequest>, description = "`SaveProfileRequest` (optional)", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = ProfileMutationResponse),
@@ -187,7 +189,7 @@ impl ProfileRoutes for MemberLlmProfiles {
         name: &str,
         body: Option<&Value>,
     ) -> ApiResult<()> {
-        let save = parse_save_profile(body)?;
+        let save = SaveProfile::read(body)?;
         s.llm_catalog.allow_list().check_field(
             body.and_then(|j| j.pointer("/llm/model")),
             loc(["body", "llm", "model"]),

@@ -54,7 +54,7 @@ pub async fn get_org_defaults(
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`OrgDefaultsSettingsUpdate`", content_type = "application/json"),
+    request_body(content = switchboard_domain::org_defaults::OrgDefaultsSettingsUpdate, description = "`OrgDefaultsSettingsUpdate`", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, description = "`OrgDefaultsSettingsResponse`", body = Object),

@@ -84,7 +84,7 @@ pub async fn get_org_profile(
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`SaveProfileRequest` (optional)", content_type = "application/json"),
+    request_body(content = Option<switchboard_domain::user_settings::profiles::SaveProfileRequest>, description = "`SaveProfileRequest` (optional)", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = ProfileMutationResponse),

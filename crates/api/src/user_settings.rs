@@ -3,7 +3,8 @@
 
 use actix_web::{get, post, web};
 use serde_json::Value;
-use switchboard_domain::user_settings::patch::parse_settings_patch;
+use switchboard_domain::typed_body;
+use switchboard_domain::user_settings::patch::{SettingsPatch, SettingsRequest};
 use switchboard_domain::user_settings::schema::{agent_schema, conversation_schema};
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -53,7 +54,7 @@ pub async fn load_settings(
 /// other.
 #[utoipa::path(tag = "Settings",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "A partial `Settings` with `agent_settings_diff` / `conversation_settings_diff`", content_type = "application/json"),
+    request_body(content = SettingsRequest, description = "A partial `Settings` with `agent_settings_diff` / `conversation_settings_diff`", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, body = EditResponse),
@@ -73,7 +74,7 @@ pub async fn store_settings(
     state
         .blocking(move || {
             let json = body.json()?;
-            let patch = parse_settings_patch(&json)?;
+            let patch: SettingsPatch = typed_body::parse::<SettingsRequest>(&json)?.into();
             s.llm_catalog.allow_list().check_field(
                 json.pointer("/agent_settings_diff/llm/model"),
                 loc(["body", "agent_settings_diff", "llm", "model"]),

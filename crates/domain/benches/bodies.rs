@@ -9,7 +9,7 @@ use switchboard_domain::conversations::app::{AppConversationPatch, SendMessage};
 use switchboard_domain::conversations::start_request::parse_start_request;
 use switchboard_domain::typed_body::parse;
 use switchboard_domain::user_secrets::{NewSecret, ProviderTokensRequest, SecretMeta};
-use switchboard_domain::user_settings::patch::parse_settings_patch;
+use switchboard_domain::user_settings::patch::{SettingsPatch, SettingsRequest};
 use switchboard_domain::user_settings::profiles::RenameProfileRequest;
 
 fn main() {
@@ -58,7 +58,11 @@ fn start_request_invalid(b: Bencher<'_, '_>) {
 #[divan::bench]
 fn settings_patch(b: Bencher<'_, '_>) {
     let body = settings_body();
-    b.bench(|| parse_settings_patch(black_box(&body)).is_ok());
+    b.bench(|| {
+        parse::<SettingsRequest>(black_box(&body))
+            .map(SettingsPatch::from)
+            .is_ok()
+    });
 }
 
 #[divan::bench]

@@ -8,12 +8,17 @@
 //! last fallback (`services::start_settings`). No answer holds a sealed value: the LLM key is
 //! answered as `llm_api_key_set`, the search key as a mask, the MCP configuration masked.
 
+use serde::Deserialize;
 use serde_json::{Map, Value};
-use switchboard_model::{ErrorType, ValidationError};
+use switchboard_model::ValidationError;
 use time::OffsetDateTime;
+use utoipa::ToSchema;
 
 use crate::ids::OrgId;
-use crate::user_settings::patch::{SecretChange, parse_settings_patch};
+use crate::typed_body::{RequestBody, fields};
+use crate::user_settings::diffs::{
+    AgentDiff, ConversationSettingsDiff, SecretChange, agent_settings_diff_schema, secret_change,
+};
 use crate::validation::{field, loc};
 
 /// An organization's defaults as stored. Nothing here is a secret in the clear.
@@ -84,14 +89,66 @@ impl OrgBinding {
     }
 }
 
-/// The fields a `PATCH /api/organizations/{org_id}/settings` body may hold (OpenHands' rule:
-/// anything else is a 422).
-pub const ORG_DEFAULTS_FIELDS: [&str; 4] = [
-    "agent_settings_diff",
-    "conversation_settings_diff",
-    "search_api_key",
-    "llm_api_key",
-];
+/// The organization's defaults as a partial update: the diffs deep-merged (`null` unsets a
+/// key), the keys sealed (`""` or `null` unsets one); `llm_api_key` wins over
+/// `agent_settings_diff.llm.api_key`. Any other field is refused. Each field is checked as a
+/// member's settings check it.
+// OpenHands' `OrgDefaultsSettingsUpdate`, the body of `PATCH
+// /api/organizations/{org_id}/settings`. No `Debug`: it holds keys.
+#[derive(Clone, Default, PartialEq, Deserialize, ToSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrgDefaultsSettingsUpdate {
+    /// [`AgentDiff`]'s rules.
+    #[schema(schema_with = agent_settings_diff_schema)]
+    agent_settings_diff: Option<Value>,
+    /// Deep-merged into the stored conversation settings.
+    conversation_settings_diff: Option<ConversationSettingsDiff>,
+    /// The default search key.
+    #[serde(deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_text)]
+    search_api_key: Option<Option<String>>,
+    /// The default LLM key.
+    #[serde(deserialize_with = "fields::present")]
+    #[schema(schema_with = fields::nullable_text)]
+    llm_api_key: Option<Option<String>>,
+}
+
+impl RequestBody for OrgDefaultsSettingsUpdate {
+    /// The diffs' rules the schema leaves to the code ([`AgentDiff::check`],
+    /// [`ConversationSettingsDiff::check`]); the first failure only.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        let root = loc(["body"]);
+        let first = || {
+            if let Some(diff) = &self.agent_settings_diff {
+                AgentDiff::check(diff, &field(&root, "agent_settings_diff"))?;
+            }
+            if let Some(diff) = &self.conversation_settings_diff {
+                diff.check(&field(&root, "conversation_settings_diff"))?;
+            }
+            Ok(())
+        };
+        first().map_err(|e: ValidationError| vec![e])
+    }
+}
+
+impl From<OrgDefaultsSettingsUpdate> for OrgDefaultsPatch {
+    fn from(body: OrgDefaultsSettingsUpdate) -> Self {
+        let agent = body.agent_settings_diff.and_then(AgentDiff::split);
+        let (agent_diff, llm_api_key, mcp_config) = match agent {
+            Some(a) => (Some(a.diff), a.llm_api_key, a.mcp_config),
+            None => (None, None, None),
+        };
+        OrgDefaultsPatch {
+            agent_diff,
+            llm_api_key: secret_change(body.llm_api_key).or(llm_api_key),
+            mcp_config,
+            conversation_diff: body
+                .conversation_settings_diff
+                .map(ConversationSettingsDiff::into_map),
+            search_api_key: secret_change(body.search_api_key),
+        }
+    }
+}
 
 /// A validated `PATCH /api/organizations/{org_id}/settings` body. `Debug` shows no key.
 #[derive(Clone, Default, PartialEq)]
@@ -124,58 +181,16 @@ impl std::fmt::Debug for OrgDefaultsPatch {
     }
 }
 
-/// Reads a `PATCH /api/organizations/{org_id}/settings` body: the fields of
-/// [`ORG_DEFAULTS_FIELDS`], each checked as `POST /api/v1/settings` checks it.
-///
-/// # Errors
-/// A 422 entry: not an object, a field not in [`ORG_DEFAULTS_FIELDS`] (`extra_forbidden`),
-/// a field of the wrong type, a base URL that is not `http(s)://`, a NUL anywhere.
-pub fn parse_org_defaults_patch(body: &Value) -> Result<OrgDefaultsPatch, ValidationError> {
-    let root = loc(["body"]);
-    crate::user_settings::refuse_nul_deep(body, &root)?;
-    if let Some(obj) = body.as_object()
-        && let Some((k, v)) = obj
-            .iter()
-            .find(|(k, _)| !ORG_DEFAULTS_FIELDS.contains(&k.as_str()))
-    {
-        return Err(ValidationError::new(
-            ErrorType::ExtraForbidden,
-            field(&root, k),
-            "Extra inputs are not permitted",
-        )
-        .with_input(v.clone()));
-    }
-    let mut rest = body.clone();
-    let top_key = rest.as_object_mut().and_then(|o| o.remove("llm_api_key"));
-    let p = parse_settings_patch(&rest)?;
-    let mut llm_api_key = p.llm_api_key;
-    if let Some(k) = top_key {
-        llm_api_key = Some(match k {
-            Value::Null => None,
-            Value::String(s) if s.is_empty() => None,
-            Value::String(s) => Some(s),
-            other => {
-                return Err(crate::validation::string_type(
-                    field(&root, "llm_api_key"),
-                    &other,
-                ));
-            }
-        });
-    }
-    Ok(OrgDefaultsPatch {
-        agent_diff: p.agent_diff,
-        llm_api_key,
-        mcp_config: p.mcp_config,
-        conversation_diff: p.conversation_diff,
-        search_api_key: p.search_api_key,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
     use switchboard_model::LocItem;
+
+    /// A body as the service reads it (its first failure).
+    fn parse_org_defaults_patch(body: &Value) -> Result<OrgDefaultsPatch, ValidationError> {
+        crate::typed_body::parse_one::<OrgDefaultsSettingsUpdate>(body).map(OrgDefaultsPatch::from)
+    }
 
     /// Where an entry of a 422 points.
     fn at(e: &ValidationError) -> Vec<LocItem> {

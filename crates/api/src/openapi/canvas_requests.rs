@@ -9,7 +9,13 @@ use switchboard_domain::agent_profile_fields::{ACP_SERVERS, AGENT_CLASS};
 use switchboard_domain::agent_profiles::SCHEMA_VERSION;
 use switchboard_domain::validation::NO_NUL_PATTERN;
 
-use super::settings_requests::{BASE_URL_PATTERN, condenser, verification};
+use switchboard_domain::user_settings::agent_fields::{condenser_schema, verification_schema};
+use switchboard_domain::user_settings::diffs::BASE_URL_PATTERN;
+
+/// A schema the domain declares, as JSON.
+fn as_json(schema: utoipa::openapi::schema::Schema) -> Value {
+    serde_json::to_value(schema).expect("a schema serializes")
+}
 
 fn component(name: &str) -> Value {
     json!({ "$ref": format!("#/components/schemas/{name}") })
@@ -65,8 +71,8 @@ fn openhands_profile() -> Value {
         ),
         ("system_message_suffix", nullable_text()),
         ("disabled_skills", names()),
-        ("condenser", condenser()),
-        ("verification", verification()),
+        ("condenser", as_json(condenser_schema())),
+        ("verification", as_json(verification_schema())),
         ("enable_sub_agents", json!({"type": "boolean"})),
         ("enable_switch_llm_tool", json!({"type": "boolean"})),
         (
@@ -147,14 +153,8 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 }
 
 /// Which operation takes which body: `(path, method, schema name, required)`.
-pub const BODIES: [(&str, &str, &str, bool); 4] = [
+pub const BODIES: [(&str, &str, &str, bool); 3] = [
     ("/api/agent-profiles/{name}", "post", "AgentProfile", true),
-    (
-        "/api/organizations/{org_id}/profiles/{name}",
-        "post",
-        "SaveProfileRequest",
-        false,
-    ),
     (
         "/api/organizations/{org_id}/provider-connections",
         "post",

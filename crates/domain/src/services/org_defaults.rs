@@ -16,7 +16,9 @@ use crate::identity::mcp_redaction::{keep_masked, mask_mcp};
 use crate::identity::redaction::MASK;
 use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
-use crate::org_defaults::{OrgBinding, OrgDefaultsRecord, parse_org_defaults_patch};
+use crate::org_defaults::{
+    OrgBinding, OrgDefaultsPatch, OrgDefaultsRecord, OrgDefaultsSettingsUpdate,
+};
 use crate::permissions::{Permission, Role};
 use crate::ports::{IdentityStore, OrgDefaultsStore};
 use crate::time_input::now_micros;
@@ -132,7 +134,8 @@ impl OrgDefaultsService {
     /// [`Self::view`]. An `mcp_config` sent back with the credentials [`Self::view`] masked
     /// still masked keeps the stored ones ([`keep_masked`], issue 38).
     ///
-    /// The permission is checked before the body ([`parse_org_defaults_patch`]).
+    /// The permission is checked before the body ([`OrgDefaultsSettingsUpdate`], its first
+    /// failure answered).
     ///
     /// # Errors
     /// 403 for a key bound elsewhere or without the permission, 404 when not a member; 422
@@ -140,7 +143,8 @@ impl OrgDefaultsService {
     /// installation key; storage.
     pub fn update(&self, ctx: &OrgContext, org: OrgId, body: &Value) -> Result<Value, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
-        let patch = parse_org_defaults_patch(body)?;
+        let patch: OrgDefaultsPatch =
+            crate::typed_body::parse_one::<OrgDefaultsSettingsUpdate>(body)?.into();
         let seal =
             |v: &str, b: OrgBinding| Ok::<_, DomainError>(self.sealer()?.seal(v, &b.of(org)));
         let llm_key = sealed_change(&patch.llm_api_key, |k| seal(k, OrgBinding::LlmApiKey))?;

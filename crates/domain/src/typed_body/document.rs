@@ -10,6 +10,29 @@ use utoipa::ToSchema;
 /// The prefix of the references utoipa writes.
 const COMPONENTS: &str = "#/components/schemas/";
 
+/// The keyword of a schema the validator takes any value for (see
+/// [`super::fields::documentation_only`]).
+pub(super) const DOCUMENTATION_ONLY_KEYWORD: &str = "x-documentation-only";
+
+/// `document` as the validator judges it: every schema marked [`DOCUMENTATION_ONLY_KEYWORD`]
+/// is `true` (any value); every schema marked [`super::ACCEPTS_MORE_KEYWORD`] is its `type`
+/// alone (or `true` when it states none).
+pub(super) fn as_judged(document: &Value) -> Value {
+    let marked = |o: &serde_json::Map<String, Value>, k: &str| o.get(k) == Some(&Value::Bool(true));
+    match document {
+        Value::Object(o) if marked(o, DOCUMENTATION_ONLY_KEYWORD) => Value::Bool(true),
+        Value::Object(o) if marked(o, super::ACCEPTS_MORE_KEYWORD) => match o.get("type") {
+            Some(t) => json!({ "type": t }),
+            None => Value::Bool(true),
+        },
+        Value::Object(o) => {
+            Value::Object(o.iter().map(|(k, v)| (k.clone(), as_judged(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(as_judged).collect()),
+        other => other.clone(),
+    }
+}
+
 /// `T`'s schema document: its schema, with `components.schemas` holding the schemas it uses.
 ///
 /// # Panics
@@ -73,17 +96,30 @@ fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
     Node { schema, component }
 }
 
+/// `schema` and the members of its `allOf` (a struct with a flattened field is the `allOf` of
+/// that field's schema and its own): the schemas whose keywords all apply to a value.
+fn parts(schema: &Value) -> impl Iterator<Item = &Value> {
+    let all_of = schema.get("allOf").and_then(Value::as_array);
+    std::iter::once(schema).chain(all_of.into_iter().flatten())
+}
+
+/// The schema of property `key` of an object judged by `schema`: a declared property's, else
+/// an `additionalProperties` schema.
+fn property<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
+    parts(schema)
+        .find_map(|s| s["properties"].get(key))
+        .or_else(|| {
+            parts(schema).find_map(|s| s.get("additionalProperties").filter(|a| a.is_object()))
+        })
+}
+
 /// The schema judging the instance at `path` (keys and indexes from the body's root, as a
 /// 422 entry's `loc` after its `body`).
 pub(super) fn node_at<'a>(document: &'a Value, path: &[LocItem]) -> Node<'a> {
     let mut node = resolve(document, document);
     for step in path {
         let next = match step {
-            LocItem::Key(k) => node.schema["properties"].get(k.as_str()).or_else(|| {
-                node.schema
-                    .get("additionalProperties")
-                    .filter(|a| a.is_object())
-            }),
+            LocItem::Key(k) => property(node.schema, k),
             LocItem::Index(_) => node.schema.get("items"),
         };
         let Some(next) = next else {
@@ -114,8 +150,9 @@ pub(super) fn nearest_marked<'a>(
 /// sort last), so entries come in the type's field order, as pydantic gives them.
 pub(super) fn field_rank(document: &Value, key: &str) -> usize {
     let root = resolve(document, document);
-    root.schema["properties"]
-        .as_object()
-        .and_then(|p| p.keys().position(|name| name == key))
+    parts(root.schema)
+        .filter_map(|s| s["properties"].as_object())
+        .flat_map(|p| p.keys())
+        .position(|name| name == key)
         .unwrap_or(usize::MAX)
 }

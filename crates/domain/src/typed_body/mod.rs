@@ -17,7 +17,10 @@
 //! [`fields::date_time`]) is marked [`ACCEPTS_MORE_KEYWORD`]: the validator keeps only its type
 //! there, and the type's [`RequestBody::check`] reads it.
 //! A property marked `writeOnly` (`#[schema(write_only)]`, e.g. a secret's value) is never
-//! echoed: its `input` reads `**********` in every entry.
+//! echoed: its `input` reads `**********` in every entry. A schema marked
+//! `x-documentation-only` ([`fields::documentation_only`]) is the document's only: the
+//! validator takes any value there, and deserialization and [`RequestBody::check`] judge it (a
+//! free-form part whose rules a check words as the API always has).
 
 mod document;
 pub mod fields;
@@ -41,26 +44,6 @@ pub use document::schema_document;
 /// only its `type` (or takes any value when it has none), and [`RequestBody::check`] judges
 /// the rest. `"x-accepts-more": true`.
 pub const ACCEPTS_MORE_KEYWORD: &str = "x-accepts-more";
-
-/// `document` for the validator: each schema marked [`ACCEPTS_MORE_KEYWORD`] replaced by its
-/// `type` alone, or by `true` (any value) when it states none.
-fn for_validator(document: &Value) -> Value {
-    match document {
-        Value::Object(o) if o.get(ACCEPTS_MORE_KEYWORD) == Some(&Value::Bool(true)) => {
-            match o.get("type") {
-                Some(t) => serde_json::json!({ "type": t }),
-                None => Value::Bool(true),
-            }
-        }
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .map(|(k, v)| (k.clone(), for_validator(v)))
-                .collect(),
-        ),
-        Value::Array(a) => Value::Array(a.iter().map(for_validator).collect()),
-        other => other.clone(),
-    }
-}
 
 /// A request body read through [`parse`].
 pub trait RequestBody: DeserializeOwned + ToSchema + 'static {
@@ -90,7 +73,7 @@ fn compiled<T: RequestBody>() -> &'static Compiled {
         return c;
     }
     let document = schema_document::<T>();
-    let validator = jsonschema::validator_for(&for_validator(&document))
+    let validator = jsonschema::validator_for(&document::as_judged(&document))
         .unwrap_or_else(|e| panic!("the derived schema of {} does not compile: {e}", T::name()));
     let made: &'static Compiled = Box::leak(Box::new(Compiled {
         validator,

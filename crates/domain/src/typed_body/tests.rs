@@ -195,3 +195,88 @@ fn many_unknown_keys_each_get_their_entry() {
             .all(|e| e.error_type.as_str() == "extra_forbidden")
     );
 }
+
+/// A body that keeps the keys it does not declare (a flattened map: the body's schema is the
+/// `allOf` of theirs and its own), refuses a key whatever it holds, and documents a field its
+/// check judges (`x-documentation-only`).
+#[derive(Debug, Deserialize, ToSchema)]
+struct Open {
+    #[serde(default)]
+    #[schema(maximum = 5)]
+    n: Option<i64>,
+    /// Never read: the schema refuses it.
+    #[serde(default, rename = "old")]
+    #[schema(schema_with = old_key)]
+    _old: Option<Value>,
+    #[serde(default)]
+    #[schema(schema_with = free_text)]
+    free: Option<Value>,
+    #[serde(flatten)]
+    #[schema(schema_with = super::fields::others_without_nul)]
+    others: serde_json::Map<String, Value>,
+}
+
+fn old_key() -> utoipa::openapi::schema::Object {
+    super::fields::refused("use new")
+}
+
+/// Documented as text; the check words its own failure.
+fn free_text() -> utoipa::openapi::schema::Schema {
+    super::fields::documentation_only(super::fields::string())
+}
+
+impl RequestBody for Open {
+    fn check(&self) -> Result<(), Vec<switchboard_model::ValidationError>> {
+        match &self.free {
+            Some(v) if !v.is_string() => Err(vec![crate::validation::value_error(
+                crate::validation::loc(["body", "free"]),
+                "free is text",
+                v,
+            )]),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn open_errors(body: Value) -> Vec<Value> {
+    parse::<Open>(&body)
+        .unwrap_err()
+        .iter()
+        .map(|e| serde_json::to_value(e).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_flattened_map_keeps_the_other_keys_and_the_fields_keep_their_rules() {
+    let o = parse::<Open>(&json!({"n": 2, "x": {"y": 1}, "z": "a"})).unwrap();
+    assert_eq!((o.n, o.others.len()), (Some(2), 2));
+    assert_eq!(o.others["x"], json!({"y": 1}));
+    let doc = super::schema_document::<Open>();
+    assert_eq!(doc["allOf"][0]["x-documentation-only"], true, "{doc}");
+    let all = open_errors(json!({"old": 1, "n": 9}));
+    let at: Vec<&Value> = all.iter().map(|e| &e["loc"]).collect();
+    assert_eq!(at, [&json!(["body", "n"]), &json!(["body", "old"])]);
+    assert_eq!(all[0]["type"], "less_than_equal");
+    assert_eq!(
+        (&all[1]["type"], &all[1]["msg"], &all[1]["input"]),
+        (
+            &json!("value_error"),
+            &json!("Value error, use new"),
+            &json!(1)
+        )
+    );
+    assert_eq!(
+        open_errors(json!([]))[0]["msg"],
+        "Input should be a valid dictionary or instance of Open"
+    );
+}
+
+#[test]
+fn a_documentation_only_schema_is_judged_by_the_check() {
+    assert!(parse::<Open>(&json!({"free": "text"})).is_ok());
+    let e = open_errors(json!({"free": 3}));
+    assert_eq!(
+        (&e[0]["type"], &e[0]["msg"]),
+        (&json!("value_error"), &json!("Value error, free is text"))
+    );
+}

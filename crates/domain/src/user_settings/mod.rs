@@ -8,6 +8,7 @@
 //! [`patch`] reads `POST /api/v1/settings`; [`view`] writes `GET /api/v1/settings`.
 
 pub mod agent_fields;
+pub mod diffs;
 pub mod own_llm;
 pub mod patch;
 pub mod profiles;

@@ -1,19 +1,27 @@
-//! `POST /api/v1/settings` (issue 21): a partial update as OpenHands' clients send it. The
-//! nested settings come as `agent_settings_diff` and `conversation_settings_diff`, deep-merged
-//! into what is stored (a key set to `null` is unset); the app preferences as top-level fields
-//! (`null` unsets one). The legacy nested keys `agent_settings` and `conversation_settings` are
-//! refused (422), as OpenHands refuses them. Fields a `GET` answers but a client cannot set
+//! `POST /api/v1/settings` (issue 21): a partial update as OpenHands' clients send it
+//! ([`SettingsRequest`], OpenHands' `Settings`). The nested settings come as
+//! `agent_settings_diff` and `conversation_settings_diff` ([`super::diffs`]), deep-merged into
+//! what is stored (a key set to `null` is unset); the app preferences as top-level fields
+//! (`null` unsets one). The legacy nested keys `agent_settings` and `conversation_settings`
+//! are refused (422), as OpenHands refuses them. Fields a `GET` answers but a client cannot set
 //! (`llm_api_key_set`, `provider_tokens_set`, `email`, …) and unknown fields are ignored, so a
-//! `GET` → edit → `POST` round trip works.
+//! `GET` → edit → `POST` round trip works. No NUL anywhere.
 
-use serde_json::{Map, Value, json};
-use switchboard_model::{ErrorType, LocItem, ValidationError};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Number, Value};
+use switchboard_model::{LocItem, ValidationError};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
+use super::diffs::{
+    AgentDiff, ConversationSettingsDiff, SecretChange, agent_settings_diff_schema, refuse_nul_in,
+    secret_change,
+};
 use super::refuse_nul_deep;
 use crate::settings::parse_marketplace;
-use crate::validation::{
-    bool_type, field, float_type, list_type, loc, model_type, not_one_of, string_type, value_error,
-};
+use crate::typed_body::RequestBody;
+use crate::typed_body::fields::{self, JsonValueWithoutNul, Whole};
+use crate::validation::{NO_NUL_PATTERN, field, loc};
 
 /// OpenHands' `SandboxGroupingStrategy`.
 pub const SANDBOX_GROUPING_STRATEGIES: [&str; 5] = [
@@ -23,35 +31,6 @@ pub const SANDBOX_GROUPING_STRATEGIES: [&str; 5] = [
     "FEWEST_CONVERSATIONS",
     "ADD_TO_ANY",
 ];
-
-/// `conversation_settings.security_analyzer` values (or `null`).
-pub const SECURITY_ANALYZERS: [&str; 2] = ["llm", "none"];
-
-/// The app preferences a client may set that are booleans (`null` unsets one).
-pub const BOOL_PREFS: [&str; 4] = [
-    "enable_sound_notifications",
-    "enable_proactive_conversation_starters",
-    "git_full_clone",
-    "v1_enabled",
-];
-/// The app preferences that are a boolean or `null` (a value of its own).
-pub const NULLABLE_BOOL_PREFS: [&str; 1] = ["user_consents_to_analytics"];
-/// The app preferences that are text (`null` unsets one).
-pub const STRING_PREFS: [&str; 6] = [
-    "language",
-    "git_user_name",
-    "git_user_email",
-    "sandbox_base_container_image",
-    "sandbox_runtime_container_image",
-    "default_sandbox_spec_id",
-];
-/// The app preferences that are integers in `i64`'s range (`3.0` taken as `3`; `null` unsets
-/// one).
-pub const INT_PREFS: [&str; 2] = ["user_version", "remote_runtime_resource_factor"];
-
-/// A change to one secret field: `None` leaves it, `Some(None)` unsets it, `Some(Some(v))`
-/// sets it.
-pub type SecretChange = Option<Option<String>>;
 
 /// A validated `POST /api/v1/settings` body. `Debug` shows no key.
 #[derive(Clone, Default, PartialEq)]
@@ -88,295 +67,282 @@ impl std::fmt::Debug for SettingsPatch {
     }
 }
 
-/// Reads a `POST /api/v1/settings` body.
-///
-/// # Errors
-/// A 422 entry: not an object (`model_type`), a legacy nested key (`value_error` at it), a
-/// field of the wrong type, an LLM base URL that is not `http(s)://`, a `max_budget_per_task`
-/// not above 0, a conversation setting out of range, a NUL anywhere.
-pub fn parse_settings_patch(body: &Value) -> Result<SettingsPatch, ValidationError> {
-    let root = loc(["body"]);
-    let Some(obj) = body.as_object() else {
-        return Err(model_type(root, "Settings", body));
-    };
-    refuse_nul_deep(body, &root)?;
-    for legacy in ["agent_settings", "conversation_settings"] {
-        if let Some(v) = obj.get(legacy) {
-            return Err(value_error(
-                field(&root, legacy),
-                &format!("Use {legacy}_diff: legacy nested settings keys are not accepted"),
-                v,
-            ));
-        }
-    }
-    let mut patch = SettingsPatch::default();
-    if let Some(v) = obj.get("agent_settings_diff") {
-        agent_diff(&mut patch, v, &field(&root, "agent_settings_diff"))?;
-    }
-    if let Some(v) = obj.get("conversation_settings_diff") {
-        patch.conversation_diff =
-            conversation_diff(v, &field(&root, "conversation_settings_diff"))?;
-    }
-    if let Some(v) = obj.get("search_api_key") {
-        patch.search_api_key = Some(secret_text(v, field(&root, "search_api_key"))?);
-    }
-    preferences(&mut patch, obj, &root)?;
-    Ok(patch)
+/// `Settings` as a partial update: the nested settings as `*_diff`, the preferences at the
+/// top level (`null` unsets one); the legacy `agent_settings` and `conversation_settings` are
+/// refused; fields a GET answers but a client cannot set, and unknown fields, are ignored. No
+/// NUL in any string or key.
+// The body of `POST /api/v1/settings`. The preferences are the fields that serialize
+// (`SettingsPatch::preferences`); the others never do (`fields::always`). No `Debug`: it holds
+// keys (`SettingsPatch`'s hides them).
+#[derive(Clone, Default, PartialEq, Deserialize, Serialize, ToSchema)]
+#[serde(default)]
+#[schema(as = Settings)]
+pub struct SettingsRequest {
+    /// Refused: `agent_settings_diff` replaces it.
+    #[serde(skip_serializing_if = "fields::always")]
+    #[schema(schema_with = legacy_agent_settings)]
+    agent_settings: Option<Value>,
+    /// Refused: `conversation_settings_diff` replaces it.
+    #[serde(skip_serializing_if = "fields::always")]
+    #[schema(schema_with = legacy_conversation_settings)]
+    conversation_settings: Option<Value>,
+    // The app preferences, each `null` to unset.
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    enable_sound_notifications: Option<Option<bool>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    enable_proactive_conversation_starters: Option<Option<bool>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    git_full_clone: Option<Option<bool>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    v1_enabled: Option<Option<bool>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    user_consents_to_analytics: Option<Option<bool>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    language: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    git_user_name: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    git_user_email: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    sandbox_base_container_image: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    sandbox_runtime_container_image: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    default_sandbox_spec_id: Option<Option<String>>,
+    /// Sealed, never answered (`search_api_key_set`); `""` or `null` unsets it.
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "fields::always"
+    )]
+    #[schema(schema_with = fields::nullable_text)]
+    search_api_key: Option<Option<String>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = any_integer)]
+    user_version: Option<Option<Whole>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = any_integer)]
+    remote_runtime_resource_factor: Option<Option<Whole>>,
+    /// Kept as sent (`5` stays `5`).
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = budget)]
+    max_budget_per_task: Option<Option<Number>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = names)]
+    disabled_skills: Option<Option<Vec<String>>>,
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = grouping_strategy)]
+    sandbox_grouping_strategy: Option<Option<String>>,
+    /// Each entry as the organization's ([`parse_marketplace`]), kept as sent.
+    #[serde(
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = marketplaces)]
+    registered_marketplaces: Option<Option<Vec<Value>>>,
+    /// [`AgentDiff`]'s rules.
+    #[serde(skip_serializing_if = "fields::always")]
+    #[schema(schema_with = agent_settings_diff_schema)]
+    agent_settings_diff: Option<Value>,
+    /// Deep-merged into the stored conversation settings.
+    #[serde(skip_serializing_if = "fields::always")]
+    conversation_settings_diff: Option<ConversationSettingsDiff>,
+    /// Any other key: ignored.
+    #[serde(flatten, skip_serializing_if = "fields::always")]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
 }
 
-/// A key: a string (`""` meaning none) or `null`.
-fn secret_text(v: &Value, at: Vec<LocItem>) -> Result<Option<String>, ValidationError> {
-    match v {
-        Value::Null => Ok(None),
-        Value::String(s) if s.is_empty() => Ok(None),
-        Value::String(s) => Ok(Some(s.clone())),
-        other => Err(string_type(at, other)),
-    }
-}
-
-fn agent_diff(patch: &mut SettingsPatch, v: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
-    let mut diff = match v {
-        Value::Null => return Ok(()),
-        Value::Object(m) => m.clone(),
-        other => return Err(model_type(at.to_vec(), "AgentSettings", other)),
-    };
-    if let Some(mcp) = diff.remove("mcp_config") {
-        patch.mcp_config = Some(match mcp {
-            Value::Null => None,
-            Value::Object(_) => Some(mcp),
-            other => return Err(model_type(field(at, "mcp_config"), "MCPConfig", &other)),
-        });
-    }
-    if let Some(llm) = diff.get_mut("llm") {
-        patch.touches_llm = true;
-        let l = field(at, "llm");
-        match llm {
-            Value::Null => patch.llm_api_key = Some(None),
-            Value::Object(m) => {
-                if let Some(key) = m.remove("api_key") {
-                    patch.llm_api_key = Some(secret_text(&key, field(&l, "api_key"))?);
-                }
-                check_llm_fields(m, &l)?;
+impl RequestBody for SettingsRequest {
+    /// What the schema leaves to the code: no NUL in the keys ignored, the diffs and the
+    /// marketplace entries (judged first, as the whole body's rule), then the agent diff
+    /// ([`AgentDiff::check`]) and each marketplace entry ([`parse_marketplace`]). The first
+    /// failure only, as these rules always answered.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        let root = loc(["body"]);
+        let first = || {
+            refuse_nul_in(&self.others, &root)?;
+            let marketplaces = self.registered_marketplaces.iter().flatten().flatten();
+            let at = field(&root, "registered_marketplaces");
+            for (i, entry) in marketplaces.clone().enumerate() {
+                refuse_nul_deep(entry, &index(&at, i))?;
             }
-            other => return Err(model_type(l, "LLM", other)),
-        }
-    }
-    super::agent_fields::check_agent_diff(&diff, at)?;
-    patch.agent_diff = Some(diff);
-    Ok(())
-}
-
-/// `model`, `base_url` and `provider_connection_id` of an LLM object: strings or `null`; a base URL `http://` or
-/// `https://` (an empty one unsets it).
-///
-/// # Errors
-/// `string_type` or `value_error` at the field.
-pub fn check_llm_fields(m: &mut Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    for key in ["model", "base_url"] {
-        match m.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if s.is_empty() => {
-                m.insert(key.to_owned(), Value::Null);
+            if let Some(diff) = &self.agent_settings_diff {
+                AgentDiff::check(diff, &field(&root, "agent_settings_diff"))?;
             }
-            Some(Value::String(s)) => {
-                if key == "base_url" && !(s.starts_with("http://") || s.starts_with("https://")) {
-                    return Err(value_error(
-                        field(at, key),
-                        "base_url must be an http:// or https:// URL",
-                        &json!(s),
-                    ));
-                }
+            if let Some(diff) = &self.conversation_settings_diff {
+                diff.check(&field(&root, "conversation_settings_diff"))?;
             }
-            Some(other) => return Err(string_type(field(at, key), other)),
-        }
-    }
-    // The provider connection whose base URL and key the LLM takes (issue 25).
-    match m.get("provider_connection_id") {
-        None | Some(Value::Null | Value::String(_)) => {}
-        Some(other) => return Err(string_type(field(at, "provider_connection_id"), other)),
-    }
-    Ok(())
-}
-
-/// `conversation_settings_diff`: `schema_version` and `max_iterations` integers ≥ 1 (`3.0`
-/// taken and stored as `3`),
-/// `confirmation_mode` a boolean, `security_analyzer` `"llm"`, `"none"` or `null`; other
-/// fields kept as sent.
-fn conversation_diff(
-    v: &Value,
-    at: &[LocItem],
-) -> Result<Option<Map<String, Value>>, ValidationError> {
-    let m = match v {
-        Value::Null => return Ok(None),
-        Value::Object(m) => m,
-        other => return Err(model_type(at.to_vec(), "ConversationSettings", other)),
-    };
-    let mut out = m.clone();
-    for key in ["schema_version", "max_iterations"] {
-        match m.get(key).map(|n| (n, integral(n))) {
-            None | Some((Value::Null, _)) => {}
-            Some((_, Some(n))) if n >= 1 => {
-                out.insert(key.to_owned(), json!(n));
+            for (i, entry) in marketplaces.enumerate() {
+                parse_marketplace(entry, &index(&at, i))?;
             }
-            Some((n, Some(_))) => {
-                return Err(ValidationError::new(
-                    ErrorType::GreaterThanEqual,
-                    field(at, key),
-                    "Input should be greater than or equal to 1",
-                )
-                .with_input(n.clone())
-                .with_ctx(json!({"ge": 1})));
-            }
-            Some((other, None)) => {
-                return Err(ValidationError::new(
-                    ErrorType::IntType,
-                    field(at, key),
-                    "Input should be a valid integer",
-                )
-                .with_input(other.clone()));
-            }
-        }
-    }
-    match m.get("confirmation_mode") {
-        None | Some(Value::Null | Value::Bool(_)) => {}
-        Some(other) => return Err(bool_type(field(at, "confirmation_mode"), other)),
-    }
-    match m.get("security_analyzer") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) if SECURITY_ANALYZERS.contains(&s.as_str()) => {}
-        Some(other) => {
-            return Err(not_one_of(
-                ErrorType::LiteralError,
-                field(at, "security_analyzer"),
-                &SECURITY_ANALYZERS,
-                other,
-            ));
-        }
-    }
-    Ok(Some(out))
-}
-
-/// An integer as OpenHands' models take one in lax mode: a JSON integer, or a number without
-/// a fraction (`3.0`), within `i64`'s range; `None` for anything else.
-fn integral(v: &Value) -> Option<i64> {
-    const LIMIT: f64 = 9_223_372_036_854_775_808.0; // 2^63
-    v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.fract() == 0.0 && (-LIMIT..LIMIT).contains(f))
-            .map(|f| f as i64)
-    })
-}
-
-/// The top-level app preferences, each by its type; `null` unsets one.
-fn preferences(
-    patch: &mut SettingsPatch,
-    obj: &Map<String, Value>,
-    root: &[LocItem],
-) -> Result<(), ValidationError> {
-    let prefs = &mut patch.preferences;
-    for (key, sent) in obj {
-        let at = field(root, key);
-        let k = key.as_str();
-        // An integer preference sent as `3.0` is stored as `3`.
-        let normalized = INT_PREFS
-            .contains(&k)
-            .then(|| integral(sent).map(|n| json!(n)))
-            .flatten();
-        let v = normalized.as_ref().unwrap_or(sent);
-        let ok = if v.is_null() {
-            BOOL_PREFS.contains(&k)
-                || NULLABLE_BOOL_PREFS.contains(&k)
-                || STRING_PREFS.contains(&k)
-                || INT_PREFS.contains(&k)
-                || matches!(
-                    k,
-                    "max_budget_per_task"
-                        | "disabled_skills"
-                        | "sandbox_grouping_strategy"
-                        | "registered_marketplaces"
-                )
-        } else if BOOL_PREFS.contains(&k) || NULLABLE_BOOL_PREFS.contains(&k) {
-            v.is_boolean() || return Err(bool_type(at, v))
-        } else if STRING_PREFS.contains(&k) {
-            v.is_string() || return Err(string_type(at, v))
-        } else if INT_PREFS.contains(&k) {
-            v.is_i64()
-                || return Err(ValidationError::new(
-                    ErrorType::IntType,
-                    at,
-                    "Input should be a valid integer",
-                )
-                .with_input(v.clone()))
-        } else {
-            match k {
-                "max_budget_per_task" => budget(v, at)?,
-                "disabled_skills" => string_list(v, &at)?,
-                "sandbox_grouping_strategy" => {
-                    let known = v
-                        .as_str()
-                        .is_some_and(|s| SANDBOX_GROUPING_STRATEGIES.contains(&s));
-                    known
-                        || return Err(not_one_of(
-                            ErrorType::Enum,
-                            at,
-                            &SANDBOX_GROUPING_STRATEGIES,
-                            v,
-                        ))
-                }
-                "registered_marketplaces" => marketplaces(v, &at)?,
-                _ => false,
-            }
+            Ok(())
         };
-        if ok {
-            prefs.insert(key.clone(), v.clone());
-        }
+        first().map_err(|e: ValidationError| vec![e])
     }
-    Ok(())
 }
 
-fn budget(v: &Value, at: Vec<LocItem>) -> Result<bool, ValidationError> {
-    let Some(x) = v.as_f64() else {
-        return Err(float_type(at, v));
-    };
-    if !x.is_finite() || x <= 0.0 {
-        return Err(value_error(
-            at,
+impl From<SettingsRequest> for SettingsPatch {
+    fn from(body: SettingsRequest) -> Self {
+        let preferences = match serde_json::to_value(&body) {
+            Ok(Value::Object(m)) => m,
+            _ => unreachable!("a struct of JSON values serializes as an object"),
+        };
+        let agent = body.agent_settings_diff.and_then(AgentDiff::split);
+        let (agent_diff, touches_llm, llm_api_key, mcp_config) = match agent {
+            Some(a) => (Some(a.diff), a.touches_llm, a.llm_api_key, a.mcp_config),
+            None => (None, false, None, None),
+        };
+        SettingsPatch {
+            agent_diff,
+            touches_llm,
+            llm_api_key,
+            mcp_config,
+            conversation_diff: body
+                .conversation_settings_diff
+                .map(ConversationSettingsDiff::into_map),
+            preferences,
+            search_api_key: secret_change(body.search_api_key),
+        }
+    }
+}
+
+/// `at` then index `i`.
+fn index(at: &[LocItem], i: usize) -> Vec<LocItem> {
+    let mut l = at.to_vec();
+    l.push(LocItem::Index(i));
+    l
+}
+
+/// The words of a refused legacy key `name`, naming its `*_diff`.
+fn legacy(name: &str) -> Object {
+    fields::refused(&format!(
+        "Use {name}_diff: legacy nested settings keys are not accepted"
+    ))
+}
+
+fn legacy_agent_settings() -> Object {
+    legacy("agent_settings")
+}
+
+fn legacy_conversation_settings() -> Object {
+    legacy("conversation_settings")
+}
+
+/// An integer in `i64`'s range, or `null`.
+fn any_integer() -> Object {
+    fields::nullable_integer_from(i64::MIN)
+}
+
+/// `max_budget_per_task`: a finite number > 0, or `null`.
+fn budget() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Number, Type::Null]))
+        .exclusive_minimum(Some(0))
+        .maximum(Some(f64::MAX))
+        .description(Some("A finite number > 0, or `null` to unset."))
+        .extensions(Some(fields::value_error_words(
             "max_budget_per_task must be greater than 0",
-            v,
+        )))
+        .build()
+}
+
+/// A list of text without NUL, or `null`.
+fn names() -> utoipa::openapi::schema::Array {
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(fields::text_matching(NO_NUL_PATTERN))
+        .build()
+}
+
+fn grouping_strategy() -> Object {
+    fields::one_of_or_null(&SANDBOX_GROUPING_STRATEGIES)
+}
+
+/// A list of marketplace entries as the organization's app settings take them (the component
+/// `MarketplaceRegistrationInput`), without NUL, or `null`; each entry judged by
+/// [`parse_marketplace`].
+fn marketplaces() -> utoipa::openapi::schema::Array {
+    let entry = utoipa::openapi::schema::AllOfBuilder::new()
+        .item(utoipa::openapi::Ref::from_schema_name(
+            "MarketplaceRegistrationInput",
+        ))
+        .item(utoipa::openapi::Ref::from_schema_name(
+            JsonValueWithoutNul::NAME,
         ));
-    }
-    Ok(true)
-}
-
-fn string_list(v: &Value, at: &[LocItem]) -> Result<bool, ValidationError> {
-    let Value::Array(items) = v else {
-        return Err(list_type(at.to_vec(), v));
-    };
-    for (i, item) in items.iter().enumerate() {
-        if !item.is_string() {
-            let mut l = at.to_vec();
-            l.push(LocItem::Index(i));
-            return Err(string_type(l, item));
-        }
-    }
-    Ok(true)
-}
-
-fn marketplaces(v: &Value, at: &[LocItem]) -> Result<bool, ValidationError> {
-    let Value::Array(items) = v else {
-        return Err(list_type(at.to_vec(), v));
-    };
-    for (i, item) in items.iter().enumerate() {
-        let mut l = at.to_vec();
-        l.push(LocItem::Index(i));
-        parse_marketplace(item, &l)?;
-    }
-    Ok(true)
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(utoipa::openapi::RefOr::T(fields::documentation_only(entry)))
+        .build()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    /// The patch a body makes, as the route reads it.
+    fn parse_settings_patch(body: &Value) -> Result<SettingsPatch, Vec<ValidationError>> {
+        crate::typed_body::parse::<SettingsRequest>(body).map(SettingsPatch::from)
+    }
 
     #[test]
     fn integers_sent_as_whole_numbers_are_stored_as_integers() {
@@ -421,6 +387,70 @@ mod tests {
         assert_eq!(p.mcp_config, Some(Some(json!({"sse_servers": []}))));
         assert_eq!(p.preferences.len(), 2, "{:?}", p.preferences);
         assert!(!format!("{p:?}").contains("k1"));
+    }
+
+    /// Each rule's entry, as the hand parser worded it and pydantic words it: the schema's
+    /// (types, ranges, literals, a legacy key, the budget's words) and the check's (the free-form
+    /// parts, a NUL there); the entries of several failures in field order.
+    #[test]
+    fn each_rule_has_its_entry() {
+        let legacy = "Use agent_settings_diff: legacy nested settings keys are not accepted";
+        let budget = "max_budget_per_task must be greater than 0";
+        let cases = [
+            (
+                json!({"agent_settings": {}}),
+                json!({"type": "value_error", "loc": ["body", "agent_settings"],
+                       "msg": format!("Value error, {legacy}"), "input": {}, "ctx": {"error": legacy}}),
+            ),
+            (
+                json!({"max_budget_per_task": 0}),
+                json!({"type": "value_error", "loc": ["body", "max_budget_per_task"],
+                       "msg": format!("Value error, {budget}"), "input": 0, "ctx": {"error": budget}}),
+            ),
+            (
+                json!({"max_budget_per_task": "x"}),
+                json!({"type": "float_type", "loc": ["body", "max_budget_per_task"],
+                       "msg": "Input should be a valid number", "input": "x"}),
+            ),
+            (
+                json!({"conversation_settings_diff": {"max_iterations": 0}}),
+                json!({"type": "greater_than_equal", "loc": ["body", "conversation_settings_diff", "max_iterations"],
+                       "msg": "Input should be greater than or equal to 1", "input": 0, "ctx": {"ge": 1}}),
+            ),
+            (
+                json!({"conversation_settings_diff": {"security_analyzer": 3}}),
+                json!({"type": "literal_error", "loc": ["body", "conversation_settings_diff", "security_analyzer"],
+                       "msg": "Input should be 'llm' or 'none'", "input": 3, "ctx": {"expected": "'llm' or 'none'"}}),
+            ),
+            (
+                json!({"conversation_settings_diff": []}),
+                json!({"type": "model_type", "loc": ["body", "conversation_settings_diff"],
+                       "msg": "Input should be a valid dictionary or instance of ConversationSettings", "input": []}),
+            ),
+            (
+                json!({"agent_settings_diff": {"llm": 3}}),
+                json!({"type": "model_type", "loc": ["body", "agent_settings_diff", "llm"],
+                       "msg": "Input should be a valid dictionary or instance of LLM", "input": 3}),
+            ),
+            (
+                json!({"unknown": {"deep": ["a\u{0}"]}}),
+                json!({"type": "string_pattern_mismatch", "loc": ["body", "unknown", "deep", 0],
+                       "msg": "String should match pattern '^[^\\x00]*$'", "input": "a\u{0}",
+                       "ctx": {"pattern": "^[^\\x00]*$"}}),
+            ),
+        ];
+        for (body, want) in cases {
+            let e = parse_settings_patch(&body).unwrap_err();
+            assert_eq!(serde_json::to_value(&e).unwrap(), json!([want]), "{body}");
+        }
+        let e = parse_settings_patch(&json!({"zzz": 1, "language": 3, "agent_settings": 1,
+            "conversation_settings_diff": {"max_iterations": "x"}}))
+        .unwrap_err();
+        let at: Vec<_> = e.iter().map(|e| e.loc[1].clone()).collect();
+        assert_eq!(
+            serde_json::to_value(at).unwrap(),
+            json!(["agent_settings", "language", "conversation_settings_diff"])
+        );
     }
 
     #[test]

@@ -5,11 +5,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_model::{LocItem, ValidationError};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
-use super::patch::check_llm_fields;
+use super::diffs::{check_llm, llm_schema, refuse_nul_in, split_llm};
 use super::refuse_nul_deep;
 use crate::named_profiles::{Collection, Named};
-use crate::validation::{bool_type, field, loc, model_type, string_pattern_mismatch};
+use crate::typed_body::{self, RequestBody, fields};
+use crate::validation::{field, loc, model_type, string_pattern_mismatch};
 
 /// The most profiles a user keeps in one organization; one more is a 409 (OpenHands'
 /// `MAX_PROFILES_PER_USER`).
@@ -203,60 +206,102 @@ pub fn delete_in(
     Collection::remove(profiles, name).is_some()
 }
 
-/// Reads a save-profile body: none or `null` means all defaults.
-///
-/// # Errors
-/// A 422 entry: not an object, a flag that is not a boolean, an `llm` that is not an object,
-/// its `model`/`base_url`/`api_key` not strings, a base URL not `http(s)://`, a NUL.
-pub fn parse_save_profile(body: Option<&Value>) -> Result<SaveProfile, ValidationError> {
-    let mut out = SaveProfile {
-        include_secrets: true,
-        llm: None,
-        api_key: None,
-        preserve_existing_api_key: false,
-    };
-    let root = loc(["body"]);
-    let obj = match body {
-        None | Some(Value::Null) => return Ok(out),
-        Some(Value::Object(o)) => o,
-        Some(other) => return Err(model_type(root, "SaveProfileRequest", other)),
-    };
-    refuse_nul_deep(&Value::Object(obj.clone()), &root)?;
-    for (key, slot) in [
-        ("include_secrets", &mut out.include_secrets),
-        (
-            "preserve_existing_api_key",
-            &mut out.preserve_existing_api_key,
-        ),
-    ] {
-        match obj.get(key) {
-            None => {}
-            Some(Value::Bool(b)) => *slot = *b,
-            Some(other) => return Err(bool_type(field(&root, key), other)),
+/// Optional; none or `null` means every default: the profile saves the current settings' LLM,
+/// with its key. Other keys are ignored; no NUL in any string or key.
+// OpenHands' `SaveProfileRequest`: the body of `POST /api/v1/settings/profiles/{name}` and of
+// `POST /api/organizations/{org_id}/profiles/{name}` (`SaveProfile::read`). No `Debug`: it
+// holds a key (`SaveProfile`'s hides it).
+#[derive(Clone, PartialEq, Deserialize, ToSchema)]
+pub struct SaveProfileRequest {
+    /// Keep the key (default true); false saves the profile without one.
+    #[serde(default = "fields::yes")]
+    #[schema(default = true)]
+    include_secrets: bool,
+    /// Keep the stored profile's key whatever else is sent (default false).
+    #[serde(default)]
+    #[schema(default = false)]
+    preserve_existing_api_key: bool,
+    /// The LLM to save ([`check_llm`]); absent or `null`: the current settings' LLM.
+    #[serde(default)]
+    #[schema(schema_with = strict_llm)]
+    llm: Option<Value>,
+    /// Any other key: ignored.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+impl Default for SaveProfileRequest {
+    fn default() -> Self {
+        SaveProfileRequest {
+            include_secrets: true,
+            preserve_existing_api_key: false,
+            llm: None,
+            others: Map::new(),
         }
     }
-    match obj.get("llm") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(m)) => {
-            let at = field(&root, "llm");
-            let mut m = m.clone();
-            match m.remove("api_key") {
-                None | Some(Value::Null) => {}
-                Some(Value::String(s)) if s.is_empty() => {}
-                Some(Value::String(s)) => out.api_key = Some(s),
-                Some(other) => {
-                    return Err(crate::validation::string_type(
-                        field(&at, "api_key"),
-                        &other,
-                    ));
+}
+
+impl RequestBody for SaveProfileRequest {
+    /// What the schema leaves to the code: no NUL in the keys ignored and `llm`, then `llm`
+    /// an object ([`check_llm`]); the first failure only.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        let root = loc(["body"]);
+        let at = field(&root, "llm");
+        let first = || {
+            refuse_nul_in(&self.others, &root)?;
+            match &self.llm {
+                None => Ok(()),
+                Some(llm) => {
+                    refuse_nul_deep(llm, &at)?;
+                    match llm {
+                        Value::Object(m) => check_llm(m, &at),
+                        other => Err(model_type(at.clone(), "StrictLLM", other)),
+                    }
                 }
             }
-            check_llm_fields(&mut m, &at)?;
-            out.llm = Some(m);
-        }
-        Some(other) => return Err(model_type(field(&root, "llm"), "StrictLLM", other)),
+        };
+        first().map_err(|e: ValidationError| vec![e])
     }
-    Ok(out)
+}
+
+impl From<SaveProfileRequest> for SaveProfile {
+    fn from(body: SaveProfileRequest) -> Self {
+        let (llm, api_key) = match body.llm {
+            Some(Value::Object(m)) => {
+                let (config, key) = split_llm(m);
+                (Some(config), key.flatten())
+            }
+            _ => (None, None),
+        };
+        SaveProfile {
+            include_secrets: body.include_secrets,
+            llm,
+            api_key,
+            preserve_existing_api_key: body.preserve_existing_api_key,
+        }
+    }
+}
+
+impl SaveProfile {
+    /// Reads a save's body ([`SaveProfileRequest`]): none or `null` means every default.
+    ///
+    /// # Errors
+    /// The 422 entries of [`typed_body::parse`].
+    pub fn read(body: Option<&Value>) -> Result<SaveProfile, Vec<ValidationError>> {
+        match body {
+            None | Some(Value::Null) => Ok(SaveProfileRequest::default().into()),
+            Some(v) => typed_body::parse::<SaveProfileRequest>(v).map(SaveProfile::from),
+        }
+    }
+}
+
+fn strict_llm() -> Schema {
+    fields::documentation_only(
+        AnyOfBuilder::new()
+            .item(llm_schema("StrictLLM"))
+            .item(fields::null()),
+    )
 }
 
 /// A profile's new name (OpenHands' `RenameProfileRequest`). Other keys are ignored.
@@ -290,6 +335,11 @@ mod tests {
     use super::*;
     use crate::typed_body::parse;
     use serde_json::json;
+
+    /// A save's body as the routes read it.
+    fn parse_save_profile(body: Option<&Value>) -> Result<SaveProfile, Vec<ValidationError>> {
+        SaveProfile::read(body)
+    }
 
     fn llm(model: &str) -> Map<String, Value> {
         json!({ "model": model }).as_object().unwrap().clone()
@@ -428,6 +478,28 @@ mod tests {
         });
         assert!(err.is_err());
         assert_eq!(ps[1].config_str("model"), Some("old"));
+    }
+
+    /// The name patterns of the documents take exactly what the checks take.
+    #[test]
+    fn name_patterns_agree_with_the_checks() {
+        use crate::user_secrets::{SECRET_NAME_PATTERN, is_secret_name};
+        let profile = regex::Regex::new(PROFILE_NAME_PATTERN).unwrap();
+        let secret = regex::Regex::new(SECRET_NAME_PATTERN).unwrap();
+        let long = "x".repeat(129);
+        for name in [
+            "a",
+            "a.b-c_D9",
+            "",
+            "a b",
+            "a/b",
+            "\u{e9}",
+            &long,
+            &long[..64],
+        ] {
+            assert_eq!(profile.is_match(name), is_profile_name(name), "{name:?}");
+            assert_eq!(secret.is_match(name), is_secret_name(name), "{name:?}");
+        }
     }
 
     #[test]

@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 
-use super::patch::{SANDBOX_GROUPING_STRATEGIES, SECURITY_ANALYZERS};
+use super::diffs::SECURITY_ANALYZERS;
+use super::patch::SANDBOX_GROUPING_STRATEGIES;
 
 /// The agent settings: `llm` (model, base URL, key: write-only) and `mcp_config`; other
 /// fields are kept as sent.

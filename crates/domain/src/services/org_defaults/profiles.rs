@@ -25,7 +25,7 @@ use crate::org_profiles::{
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
 use crate::user_settings::profiles::{
-    RenameProfileRequest, delete_in, parse_save_profile, profile_not_found, rename_in, save_into,
+    RenameProfileRequest, SaveProfile, delete_in, profile_not_found, rename_in, save_into,
 };
 
 fn connection_not_found(id: &str) -> DomainError {
@@ -157,7 +157,7 @@ impl OrgDefaultsService {
         body: Option<&Value>,
     ) -> Result<(), DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
-        let save = parse_save_profile(body)?;
+        let save = SaveProfile::read(body).map_err(|mut e| e.swap_remove(0))?;
         let sent_key = match &save.api_key {
             Some(k) => Some(self.sealer()?.seal(k, &OrgBinding::ProfileApiKey.of(org))),
             None => None,

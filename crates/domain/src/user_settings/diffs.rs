@@ -1,0 +1,344 @@
+//! The nested settings that `POST /api/v1/settings` and `PATCH
+//! /api/organizations/{org_id}/settings` share (issue 21): `agent_settings_diff`,
+//! `conversation_settings_diff`, and the LLM object a diff and a profile save carry.
+//!
+//! `conversation_settings_diff` is a typed body ([`ConversationSettingsDiff`]). The agent diff
+//! and the LLM object are free-form JSON objects kept as sent but for the fields below, their
+//! rules stated in the document by [`agent_settings_diff_schema`] and [`llm_schema`] and judged
+//! by [`AgentDiff::check`] and [`check_llm`] (the bodies' `RequestBody::check`), which word
+//! each failure as the API always has: the first one, a NUL anywhere first.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use switchboard_model::{LocItem, ValidationError};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Schema};
+
+use super::agent_fields::{check_agent_diff, member_agent_properties};
+use super::refuse_nul_deep;
+use crate::typed_body::fields::{self, Whole};
+use crate::validation::{field, model_type, string_type, value_error};
+
+/// `conversation_settings.security_analyzer` values (or `null`).
+pub const SECURITY_ANALYZERS: [&str; 2] = ["llm", "none"];
+
+/// A change to one secret field: `None` leaves it, `Some(None)` unsets it, `Some(Some(v))`
+/// sets it.
+pub type SecretChange = Option<Option<String>>;
+
+/// An LLM base URL as [`check_llm`] takes it: empty (unset), or `http://` / `https://` then
+/// anything without NUL.
+pub const BASE_URL_PATTERN: &str = r"^(https?://[^\x00]*)?$";
+
+/// `conversation_settings_diff` (OpenHands' `ConversationSettings`, as a diff): deep-merged
+/// into the stored conversation settings, `null` unsetting a key; the fields below checked,
+/// any other kept as sent (without NUL). A whole number sent as `7.0` is taken and stored as
+/// `7`, as pydantic's lax mode does.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize, ToSchema)]
+#[schema(as = ConversationSettings)]
+pub struct ConversationSettingsDiff {
+    /// An integer ≥ 1, or `null`.
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = at_least_one)]
+    schema_version: Option<Option<Whole>>,
+    /// An integer ≥ 1 (the iterations of a start whose request sets none), or `null`.
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = at_least_one)]
+    max_iterations: Option<Option<Whole>>,
+    /// Whether a start asks the agent server to confirm actions, or `null`.
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = fields::nullable_bool)]
+    confirmation_mode: Option<Option<bool>>,
+    /// [`SECURITY_ANALYZERS`] or `null`.
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schema(schema_with = security_analyzer)]
+    security_analyzer: Option<Option<String>>,
+    /// Any other key, kept as sent.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+fn at_least_one() -> utoipa::openapi::schema::Object {
+    fields::nullable_integer_from(1)
+}
+
+fn security_analyzer() -> utoipa::openapi::schema::Object {
+    fields::literal_or_null(&SECURITY_ANALYZERS)
+}
+
+impl ConversationSettingsDiff {
+    /// What [`crate::typed_body::RequestBody::check`] judges of the diff at `at`: no NUL in
+    /// the keys it does not declare.
+    ///
+    /// # Errors
+    /// `string_pattern_mismatch` at the first NUL.
+    pub fn check(&self, at: &[LocItem]) -> Result<(), ValidationError> {
+        refuse_nul_in(&self.others, at)
+    }
+
+    /// The diff as merged: the fields sent, the integers as integers.
+    pub fn into_map(self) -> Map<String, Value> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => m,
+            _ => unreachable!("a struct of JSON values serializes as an object"),
+        }
+    }
+}
+
+/// Refuses a NUL in `others`' keys and values (the keys of an object at `at`).
+///
+/// # Errors
+/// `string_pattern_mismatch` at the first NUL.
+pub fn refuse_nul_in(others: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
+    others.iter().try_for_each(|(k, v)| {
+        let l = field(at, k);
+        crate::validation::refuse_nul(|| l.clone(), k)?;
+        refuse_nul_deep(v, &l)
+    })
+}
+
+/// A checked `agent_settings_diff`, split for storage.
+#[derive(Clone, Default, PartialEq)]
+pub struct AgentDiff {
+    /// The diff without `llm.api_key` and `mcp_config`, `llm.model` and `llm.base_url` sent as
+    /// `""` unset (`null`).
+    pub diff: Map<String, Value>,
+    /// Whether the diff touches `llm` (a profile stops being the active one).
+    pub touches_llm: bool,
+    /// `llm.api_key` (`""` unsets, as `null`; `llm: null` unsets it with the LLM).
+    pub llm_api_key: SecretChange,
+    /// `mcp_config`: `Some(None)` unsets it.
+    pub mcp_config: Option<Option<Value>>,
+}
+
+impl AgentDiff {
+    /// Judges `agent_settings_diff` at `at` (the rules [`agent_settings_diff_schema`]
+    /// states): `null` or an object, without NUL in a key or a string; `mcp_config` an object
+    /// or `null`; `llm` an object ([`check_llm`]) or `null`; the member's agent fields
+    /// ([`check_agent_diff`]).
+    ///
+    /// # Errors
+    /// The first failure's 422 entry: `string_pattern_mismatch` at a NUL, `model_type`
+    /// (`AgentSettings`, `MCPConfig`, `LLM`), or the field's own.
+    pub fn check(v: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
+        refuse_nul_deep(v, at)?;
+        let diff = match v {
+            Value::Null => return Ok(()),
+            Value::Object(m) => m,
+            other => return Err(model_type(at.to_vec(), "AgentSettings", other)),
+        };
+        match diff.get("mcp_config") {
+            None | Some(Value::Null | Value::Object(_)) => {}
+            Some(other) => {
+                return Err(model_type(field(at, "mcp_config"), "MCPConfig", other));
+            }
+        }
+        match diff.get("llm") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => check_llm(m, &field(at, "llm"))?,
+            Some(other) => return Err(model_type(field(at, "llm"), "LLM", other)),
+        }
+        check_agent_diff(diff, at)
+    }
+
+    /// The parts of a diff [`Self::check`] passed; `None` for `null`.
+    pub fn split(v: Value) -> Option<AgentDiff> {
+        let Value::Object(mut diff) = v else {
+            return None;
+        };
+        let mcp_config = diff
+            .remove("mcp_config")
+            .map(|m| Some(m).filter(Value::is_object));
+        let mut out = AgentDiff {
+            mcp_config,
+            ..AgentDiff::default()
+        };
+        if let Some(llm) = diff.get_mut("llm") {
+            out.touches_llm = true;
+            out.llm_api_key = match llm {
+                Value::Object(m) => {
+                    let (config, key) = split_llm(std::mem::take(m));
+                    *m = config;
+                    key
+                }
+                _ => Some(None),
+            };
+        }
+        out.diff = diff;
+        Some(out)
+    }
+}
+
+impl std::fmt::Debug for AgentDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentDiff")
+            .field("diff", &self.diff)
+            .field("touches_llm", &self.touches_llm)
+            .field("llm_api_key", &self.llm_api_key.as_ref().map(|_| "***"))
+            .field("mcp_config", &self.mcp_config.as_ref().map(|_| "***"))
+            .finish()
+    }
+}
+
+/// Checks an LLM object (`agent_settings_diff.llm`, a profile save's `llm`) at `at`:
+/// `api_key`, `model`, `base_url` and `provider_connection_id` text or `null`, a non-empty
+/// base URL `http://` or `https://` ([`BASE_URL_PATTERN`]); other keys kept as sent. A NUL is
+/// judged before (the whole body's rule).
+///
+/// # Errors
+/// `string_type` or `value_error` at the field.
+pub fn check_llm(m: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
+    // The provider connection whose base URL and key the LLM takes (issue 25) is the last.
+    for key in ["api_key", "model", "base_url", "provider_connection_id"] {
+        match m.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => {
+                let url = s.starts_with("http://") || s.starts_with("https://");
+                if key == "base_url" && !s.is_empty() && !url {
+                    return Err(value_error(
+                        field(at, key),
+                        "base_url must be an http:// or https:// URL",
+                        &json!(s),
+                    ));
+                }
+            }
+            Some(other) => return Err(string_type(field(at, key), other)),
+        }
+    }
+    Ok(())
+}
+
+/// An LLM object [`check_llm`] passed, as stored: without `api_key`, answered apart (`None`
+/// when not sent, `Some(None)` for `""` or `null`), and `model` and `base_url` sent as `""`
+/// unset (`null`).
+pub fn split_llm(mut m: Map<String, Value>) -> (Map<String, Value>, SecretChange) {
+    let key = m.remove("api_key").map(|k| match k {
+        Value::String(s) if !s.is_empty() => Some(s),
+        _ => None,
+    });
+    for k in ["model", "base_url"] {
+        if let Some(v) = m.get_mut(k).filter(|v| v.as_str() == Some("")) {
+            *v = Value::Null;
+        }
+    }
+    (m, key)
+}
+
+/// A key sent as text or `null` (`""` is none, as `null`).
+pub fn secret_change(sent: Option<Option<String>>) -> SecretChange {
+    sent.map(|k| k.filter(|s| !s.is_empty()))
+}
+
+/// The schema of an LLM object ([`check_llm`]), titled `title` (what a 422 names it).
+pub fn llm_schema(title: &str) -> ObjectBuilder {
+    fields::free_form(
+        "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`; `provider_connection_id` names one of the organization's provider connections, whose base URL and key the LLM then uses (a profile naming one stores no key or base URL of its own).",
+    )
+    .title(Some(title))
+    .property("api_key", fields::nullable_text())
+    .property("model", fields::nullable_text())
+    .property(
+        "base_url",
+        fields::nullable_string().pattern(Some(BASE_URL_PATTERN)),
+    )
+    .property("provider_connection_id", fields::nullable_text())
+}
+
+/// `agent_settings_diff`'s schema ([`AgentDiff::check`] judges it): an object or `null`,
+/// `llm` ([`llm_schema`]), `mcp_config`, the member's agent fields
+/// ([`member_agent_properties`]), any other key kept as sent, no NUL.
+pub fn agent_settings_diff_schema() -> Schema {
+    let mut diff =
+        fields::free_form("Deep-merged into the stored agent settings (`null` removes a key).")
+            .title(Some("AgentSettings"))
+            .property(
+                "llm",
+                AnyOfBuilder::new()
+                    .item(llm_schema("LLM"))
+                    .item(fields::null())
+                    .description(Some("`null` unsets the key.")),
+            )
+            .property(
+                "mcp_config",
+                AnyOfBuilder::new()
+                    .item(
+                        fields::free_form("The MCP configuration (sealed).")
+                            .title(Some("MCPConfig")),
+                    )
+                    .item(fields::null()),
+            );
+    for (name, schema) in member_agent_properties() {
+        diff = diff.property(name, schema);
+    }
+    fields::documentation_only(AnyOfBuilder::new().item(diff).item(fields::null()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validation::loc;
+
+    /// The document's base URL pattern takes exactly what [`check_llm`] takes.
+    #[test]
+    fn the_base_url_pattern_agrees_with_the_check() {
+        let pattern = regex::Regex::new(BASE_URL_PATTERN).unwrap();
+        for url in [
+            "", "http://x", "https://", "ftp://x", "HTTP://x", "http:/x", "x",
+        ] {
+            let llm = json!({ "base_url": url });
+            assert_eq!(
+                pattern.is_match(url),
+                check_llm(llm.as_object().unwrap(), &loc(["body"])).is_ok(),
+                "{url:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_llm_is_stored_without_its_key_and_empty_text_unsets() {
+        let sent = json!({"model": "", "base_url": "http://x", "api_key": "", "extra": 1});
+        let (config, key) = split_llm(sent.as_object().cloned().unwrap());
+        assert_eq!(key, Some(None));
+        assert_eq!(
+            serde_json::to_string(&config).unwrap(),
+            r#"{"model":null,"base_url":"http://x","extra":1}"#
+        );
+        let (_, key) = split_llm(json!({"api_key": "k"}).as_object().cloned().unwrap());
+        assert_eq!(key, Some(Some("k".into())));
+        assert_eq!(split_llm(Map::new()).1, None);
+    }
+
+    /// The agent diff is kept in the order sent (it is stored and answered so).
+    #[test]
+    fn the_agent_diff_keeps_its_order() {
+        let sent = json!({"z": 1, "llm": {"api_key": "k", "model": "m"}, "a": 2, "mcp_config": {}});
+        assert!(AgentDiff::check(&sent, &loc(["body", "agent_settings_diff"])).is_ok());
+        let split = AgentDiff::split(sent).unwrap();
+        assert_eq!(
+            serde_json::to_string(&split.diff).unwrap(),
+            r#"{"z":1,"llm":{"model":"m"},"a":2}"#
+        );
+        assert_eq!(
+            (split.touches_llm, split.llm_api_key, split.mcp_config),
+            (true, Some(Some("k".into())), Some(Some(json!({}))))
+        );
+        assert!(AgentDiff::split(Value::Null).is_none());
+    }
+}
