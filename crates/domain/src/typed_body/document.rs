@@ -10,18 +10,24 @@ use utoipa::ToSchema;
 /// The prefix of the references utoipa writes.
 const COMPONENTS: &str = "#/components/schemas/";
 
+/// The keyword marking a schema that states a subset of what the body accepts there (for
+/// generated clients and fuzzers, which then only make valid values): the validator keeps
+/// only its `type` (or takes any value when it has none), and [`RequestBody::check`](super::RequestBody::check) judges
+/// the rest. `"x-accepts-more": true`.
+pub const ACCEPTS_MORE_KEYWORD: &str = "x-accepts-more";
+
 /// The keyword of a schema the validator takes any value for (see
 /// [`super::fields::documentation_only`]).
 pub(super) const DOCUMENTATION_ONLY_KEYWORD: &str = "x-documentation-only";
 
 /// `document` as the validator judges it: every schema marked [`DOCUMENTATION_ONLY_KEYWORD`]
-/// is `true` (any value); every schema marked [`super::ACCEPTS_MORE_KEYWORD`] is its `type`
+/// is `true` (any value); every schema marked [`ACCEPTS_MORE_KEYWORD`] is its `type`
 /// alone (or `true` when it states none).
 pub(super) fn as_judged(document: &Value) -> Value {
     let marked = |o: &serde_json::Map<String, Value>, k: &str| o.get(k) == Some(&Value::Bool(true));
     match document {
         Value::Object(o) if marked(o, DOCUMENTATION_ONLY_KEYWORD) => Value::Bool(true),
-        Value::Object(o) if marked(o, super::ACCEPTS_MORE_KEYWORD) => match o.get("type") {
+        Value::Object(o) if marked(o, ACCEPTS_MORE_KEYWORD) => match o.get("type") {
             Some(t) => json!({ "type": t }),
             None => Value::Bool(true),
         },

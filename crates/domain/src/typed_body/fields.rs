@@ -267,8 +267,7 @@ pub fn always<T>(_: &T) -> bool {
 /// at that string.
 pub fn value_error_words_nul_apart(text: &str) -> Extensions {
     ExtensionsBuilder::new()
-        .add(super::pydantic::VALUE_ERROR_KEYWORD, text)
-        .add(super::pydantic::NUL_APART_KEYWORD, true)
+        .add(super::pydantic::NUL_APART_KEYWORD, text)
         .build()
 }
 

@@ -37,13 +37,7 @@ use utoipa::ToSchema;
 
 use crate::validation::{loc, value_error};
 
-pub use document::schema_document;
-
-/// The keyword marking a schema that states a subset of what the body accepts there (for
-/// generated clients and fuzzers, which then only make valid values): the validator keeps
-/// only its `type` (or takes any value when it has none), and [`RequestBody::check`] judges
-/// the rest. `"x-accepts-more": true`.
-pub const ACCEPTS_MORE_KEYWORD: &str = "x-accepts-more";
+pub use document::{ACCEPTS_MORE_KEYWORD, schema_document};
 
 /// A request body read through [`parse`].
 pub trait RequestBody: DeserializeOwned + ToSchema + 'static {

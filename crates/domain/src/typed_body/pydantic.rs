@@ -71,11 +71,12 @@ pub(super) fn entries(
 /// at the annotated value itself, or a missing field there, keeps its own wording.
 pub(super) const VALUE_ERROR_KEYWORD: &str = "x-value-error";
 
-/// The keyword that keeps a NUL's own entry under a schema marked [`VALUE_ERROR_KEYWORD`]: a
-/// pattern refusing a string that holds a NUL, at or under that schema, is worded
-/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`] at that string (API.md, NUL
-/// characters). `"x-nul-apart": true`.
-pub(super) const NUL_APART_KEYWORD: &str = "x-nul-apart";
+/// As [`VALUE_ERROR_KEYWORD`], keeping a NUL's own entry: a pattern refusing a string that
+/// holds a NUL, at or under the schema, is worded `string_pattern_mismatch` against
+/// [`NO_NUL_PATTERN`] at that string (API.md, NUL characters). One keyword rather than a
+/// second beside `x-value-error`: utoipa keeps a schema's extensions in a hash map, so two
+/// would be written in no fixed order.
+pub(super) const NUL_APART_KEYWORD: &str = "x-value-error-nul-apart";
 
 /// The keyword that marks an `enum` as pydantic's `Literal[…]` (its failures worded
 /// `literal_error`) rather than an `Enum` (worded `enum`): `"x-literal": true`.
@@ -84,7 +85,11 @@ pub(super) const LITERAL_KEYWORD: &str = "x-literal";
 /// `entry` as the `value_error` of its nearest schema marked [`VALUE_ERROR_KEYWORD`], if any.
 fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> ValidationError {
     let path = &entry.loc[1..];
-    let Some((n, marked)) = nearest_marked(document, path, VALUE_ERROR_KEYWORD) else {
+    let Some((n, marked, keyword)) = [VALUE_ERROR_KEYWORD, NUL_APART_KEYWORD]
+        .into_iter()
+        .filter_map(|k| nearest_marked(document, path, k).map(|(n, s)| (n, s, k)))
+        .max_by_key(|(n, ..)| *n)
+    else {
         return entry;
     };
     // The marked schema's own `type` keeps its entry (a union's members' types do not).
@@ -94,14 +99,14 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
     if own {
         return entry;
     }
-    if marked[NUL_APART_KEYWORD] == true
+    if keyword == NUL_APART_KEYWORD
         && entry.error_type == ErrorType::StringPatternMismatch
         && let Some(Value::String(s)) = entry.input.as_deref()
         && s.contains('\0')
     {
         return string_pattern_mismatch(entry.loc.clone(), NO_NUL_PATTERN, s);
     }
-    let text = marked[VALUE_ERROR_KEYWORD].as_str().unwrap_or_default();
+    let text = marked[keyword].as_str().unwrap_or_default();
     let mut input = body;
     for step in &path[..n] {
         input = match step {
