@@ -163,7 +163,7 @@ pub const REPO_PATH_PATTERN: &str = r"^(?:(?:[^./:]|(?:\.?:(?::|/:)*/?)*\.[^.:]|
 /// A marketplace entry as sent (reference §1.2 `MarketplaceRegistration`; the document's
 /// `MarketplaceRegistrationInput`, the answer's shape being `MarketplaceRegistration`). Other
 /// keys are ignored; `scope` is checked, then replaced by `org` (reference §1.4); `name` and
-/// `source` are trimmed, then judged ([`RequestBody::check`](crate::typed_body::RequestBody::check)).
+/// `source` are trimmed, then judged ([`RequestBody::check`]).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize, utoipa::ToSchema)]
 #[schema(
     title = "MarketplaceRegistration",

@@ -263,7 +263,7 @@ pub fn always<T>(_: &T) -> bool {
 
 /// As [`value_error_words`], except that a pattern refusing a string with a NUL (at or under
 /// the schema) keeps the entry API.md gives every NUL (NUL characters):
-/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`](crate::validation::NO_NUL_PATTERN)
+/// `string_pattern_mismatch` against [`NO_NUL_PATTERN`]
 /// at that string.
 pub fn value_error_words_nul_apart(text: &str) -> Extensions {
     ExtensionsBuilder::new()
