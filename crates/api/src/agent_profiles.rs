@@ -6,9 +6,8 @@
 
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde_json::Value;
-use switchboard_domain::agent_profiles::{
-    AgentProfileDetailResponse, AgentProfileListResponse, parse_agent_profile,
-};
+use switchboard_domain::agent_profile_body::{self, AgentProfile};
+use switchboard_domain::agent_profiles::{AgentProfileDetailResponse, AgentProfileListResponse};
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::user_settings::profiles::RenameProfileRequest;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -74,7 +73,7 @@ pub async fn get_agent_profile(
 #[utoipa::path(tag = "Agent Profiles",
     params(("name" = String, Path, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "Profile name"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`AgentProfile`", content_type = "application/json"),
+    request_body = AgentProfile,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, body = ProfileMutationResponse),
@@ -199,7 +198,7 @@ impl ProfileRoutes for AgentProfiles {
         name: &str,
         body: Option<&Value>,
     ) -> ApiResult<()> {
-        let input = parse_agent_profile(body.unwrap_or(&Value::Null))?;
+        let input = agent_profile_body::read(body.unwrap_or(&Value::Null))?;
         Ok(s.services.agent_profiles().save(ctx, name, input)?)
     }
 

@@ -10,7 +10,8 @@ use serde_json::Value;
 use switchboard_domain::OrgId;
 use switchboard_domain::identity::OrgContext;
 use switchboard_domain::org_profiles::{
-    OrgProfileDetail, ProfileListResponse, ProviderConnection, ProviderConnectionList,
+    CreateProviderConnectionRequest, OrgProfileDetail, ProfileListResponse, ProviderConnection,
+    ProviderConnectionList, UpdateProviderConnectionRequest,
 };
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -217,7 +218,7 @@ pub async fn list_connections(
 #[utoipa::path(tag = "Orgs",
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`CreateProviderConnectionRequest`", content_type = "application/json"),
+    request_body = CreateProviderConnectionRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 201, description = "The connection made (no key)", body = ProviderConnection),
@@ -255,7 +256,7 @@ pub async fn create_connection(
     params(("org_id" = uuid::Uuid, Path, description = "Organization (UUID)"),
            ("id" = String, Path, description = "Connection id"),
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
-    request_body(content = Object, description = "`UpdateProviderConnectionRequest`", content_type = "application/json"),
+    request_body = UpdateProviderConnectionRequest,
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
         (status = 200, description = "The connection (no key)", body = ProviderConnection),

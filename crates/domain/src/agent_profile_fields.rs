@@ -45,6 +45,10 @@ pub const ACP_SERVERS: [&str; 7] = [
 /// profiles and settings).
 pub const AGENT_CLASS: &str = "CodeActAgent";
 
+/// Why an `agent` other than [`AGENT_CLASS`] is refused (the module's text).
+pub const AGENT_REFUSED: &str = "agent must be 'CodeActAgent': the agent server builds one \
+    agent class, the SDK's Agent, whatever a profile names";
+
 /// Why `verification.critic_enabled: true` is refused (the module's text).
 pub const CRITIC_REFUSED: &str = "the critic is not started by this server: the SDK's \
     APIBasedCritic authenticates to its critic service with the agent's LLM key, and \
@@ -196,11 +200,7 @@ pub fn check_agent_class(name: &str, at: Vec<LocItem>) -> Result<(), ValidationE
     if name == AGENT_CLASS {
         return Ok(());
     }
-    Err(value_error(
-        at,
-        "agent must be 'CodeActAgent': the agent server builds one agent class, the SDK's Agent, whatever a profile names",
-        &json!(name),
-    ))
+    Err(value_error(at, AGENT_REFUSED, &json!(name)))
 }
 
 /// Checks `acp_server` (already text): one of [`ACP_SERVERS`].

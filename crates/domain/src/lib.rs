@@ -14,6 +14,7 @@
 //! [`DomainError`]s, mapped to HTTP by the API crate alone. The domain starts no thread and
 //! no task: background work is described as [`jobs::Job`]s, which the binary's supervisor runs.
 
+pub mod agent_profile_body;
 pub mod agent_profile_fields;
 pub mod agent_profiles;
 pub mod batch;

@@ -8,14 +8,17 @@
 //! optional base URL and a key (Agent Canvas's `ProviderConnection`).
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use switchboard_model::ValidationError;
 use uuid::Uuid;
 
+use utoipa::openapi::schema::Object;
+
+use crate::typed_body::{self, RequestBody, fields};
+use crate::user_settings::diffs::{BASE_URL_PATTERN, refuse_nul_in};
 use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::profiles::connection_id;
-use crate::user_settings::refuse_nul_deep;
-use crate::validation::{field, loc, missing, model_type, string_too_short, string_type};
+use crate::validation::{NO_NUL_PATTERN, loc};
 
 /// The most provider connections an organization keeps; one more is a 409.
 pub const MAX_CONNECTIONS: usize = 50;
@@ -105,60 +108,126 @@ impl std::fmt::Debug for ConnectionInput {
     }
 }
 
-/// Reads `CreateProviderConnectionRequest` (`create`: `display_name`, `provider` and
-/// `api_key` required) or `UpdateProviderConnectionRequest` (each field optional; `api_key`
-/// may not be null: a connection always keeps a key). Unknown fields are ignored.
-///
-/// # Errors
-/// A 422 entry at `["body", …]`: not an object, a required field missing, a field not a
-/// string (or empty), a base URL not `http(s)://`, a NUL.
-pub fn parse_connection(body: &Value, create: bool) -> Result<ConnectionInput, ValidationError> {
-    let root = loc(["body"]);
-    let name = if create {
-        "CreateProviderConnectionRequest"
-    } else {
-        "UpdateProviderConnectionRequest"
-    };
-    let Some(obj) = body.as_object() else {
-        return Err(model_type(root, name, body));
-    };
-    refuse_nul_deep(body, &root)?;
-    let text = |key: &str| -> Result<Option<String>, ValidationError> {
-        match obj.get(key) {
-            None if create => Err(missing(field(&root, key), body.clone())),
-            None => Ok(None),
-            Some(Value::String(s)) if s.is_empty() => {
-                Err(string_too_short(field(&root, key), 1, s))
+/// `POST /api/organizations/{org_id}/provider-connections`' body (Agent Canvas'
+/// `CreateProviderConnectionRequest`): `display_name`, `provider` and `api_key` required,
+/// each at least one character; `base_url` optional. Other keys are ignored; no NUL in any
+/// string or key.
+// No `Debug`: it holds a key.
+#[derive(Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+pub struct CreateProviderConnectionRequest {
+    /// Shown name.
+    #[schema(schema_with = fields::non_empty_text)]
+    display_name: String,
+    /// The provider (`openai`, `anthropic`, …).
+    #[schema(schema_with = fields::non_empty_text)]
+    provider: String,
+    /// The key ([`connection_key_schema`]).
+    #[schema(schema_with = connection_key_schema)]
+    api_key: String,
+    /// The base URL ([`connection_base_url_schema`]).
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = connection_base_url_schema)]
+    base_url: Option<Option<String>>,
+    /// Any other key: ignored.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+/// `PATCH /api/organizations/{org_id}/provider-connections/{id}`'s body (Agent Canvas'
+/// `UpdateProviderConnectionRequest`): each field optional, as
+/// [`CreateProviderConnectionRequest`]'s; `api_key` may not be `null` (a connection always
+/// keeps a key). Other keys are ignored; no NUL.
+// No `Debug`: it holds a key.
+#[derive(Clone, PartialEq, Deserialize, utoipa::ToSchema)]
+pub struct UpdateProviderConnectionRequest {
+    /// Shown name.
+    #[serde(default)]
+    #[schema(schema_with = fields::non_empty_text)]
+    display_name: Option<String>,
+    /// The provider.
+    #[serde(default)]
+    #[schema(schema_with = fields::non_empty_text)]
+    provider: Option<String>,
+    /// A new key ([`connection_key_schema`]).
+    #[serde(default)]
+    #[schema(schema_with = connection_key_schema)]
+    api_key: Option<String>,
+    /// The base URL ([`connection_base_url_schema`]).
+    #[serde(default, deserialize_with = "fields::present")]
+    #[schema(schema_with = connection_base_url_schema)]
+    base_url: Option<Option<String>>,
+    /// Any other key: ignored.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+impl RequestBody for CreateProviderConnectionRequest {
+    /// No NUL in the keys ignored.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        refuse_nul_in(&self.others, &loc(["body"])).map_err(|e| vec![e])
+    }
+}
+
+impl RequestBody for UpdateProviderConnectionRequest {
+    /// No NUL in the keys ignored.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        refuse_nul_in(&self.others, &loc(["body"])).map_err(|e| vec![e])
+    }
+}
+
+/// A connection's key: at least one character, no NUL, sealed and never answered
+/// (`writeOnly`: never echoed in a 422 either).
+fn connection_key_schema() -> Object {
+    fields::string()
+        .min_length(Some(1))
+        .pattern(Some(NO_NUL_PATTERN))
+        .write_only(Some(true))
+        .description(Some("Sealed; never answered (`api_key_set`)."))
+        .build()
+}
+
+/// A connection's base URL: `http://` or `https://` ([`BASE_URL_PATTERN`]), or `""` or
+/// `null` for none (the provider's public endpoint); another value is one `value_error`.
+fn connection_base_url_schema() -> Object {
+    fields::nullable_string()
+        .pattern(Some(BASE_URL_PATTERN))
+        .extensions(Some(fields::value_error_words_nul_apart(
+            "base_url must start with http:// or https://",
+        )))
+        .build()
+}
+
+impl ConnectionInput {
+    /// Reads a create body ([`CreateProviderConnectionRequest`], `create`) or an update body
+    /// ([`UpdateProviderConnectionRequest`]). A base URL sent as `""` reads as `null`.
+    ///
+    /// # Errors
+    /// The first 422 entry of [`typed_body::parse`], at `["body", …]`.
+    pub fn read(body: &Value, create: bool) -> Result<ConnectionInput, ValidationError> {
+        let mut read = if create {
+            let b = typed_body::parse_one::<CreateProviderConnectionRequest>(body)?;
+            ConnectionInput {
+                display_name: Some(b.display_name),
+                provider: Some(b.provider),
+                base_url: b.base_url,
+                api_key: Some(b.api_key),
             }
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(other) => Err(string_type(field(&root, key), other)),
-        }
-    };
-    let display_name = text("display_name")?;
-    let provider = text("provider")?;
-    let api_key = text("api_key")?;
-    let base_url = match obj.get("base_url") {
-        None => None,
-        Some(Value::Null) => Some(None),
-        Some(Value::String(s)) if s.is_empty() => Some(None),
-        Some(Value::String(s)) => {
-            if !(s.starts_with("http://") || s.starts_with("https://")) {
-                return Err(crate::validation::value_error(
-                    field(&root, "base_url"),
-                    "base_url must start with http:// or https://",
-                    &json!(s),
-                ));
+        } else {
+            let b = typed_body::parse_one::<UpdateProviderConnectionRequest>(body)?;
+            ConnectionInput {
+                display_name: b.display_name,
+                provider: b.provider,
+                base_url: b.base_url,
+                api_key: b.api_key,
             }
-            Some(Some(s.clone()))
+        };
+        if let Some(url) = &mut read.base_url {
+            *url = url.take().filter(|u| !u.is_empty());
         }
-        Some(other) => return Err(string_type(field(&root, "base_url"), other)),
-    };
-    Ok(ConnectionInput {
-        display_name,
-        provider,
-        base_url,
-        api_key,
-    })
+        Ok(read)
+    }
 }
 
 /// One LLM profile as a list answers it (the agent server's `ProfileInfo`), a member's or the
@@ -292,6 +361,7 @@ pub fn answered_llm(config: &Map<String, Value>) -> Map<String, Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn conn(key: Option<&str>) -> StoredConnection {
         StoredConnection {
@@ -384,7 +454,7 @@ mod tests {
 
     #[test]
     fn connection_bodies() {
-        let c = parse_connection(
+        let c = ConnectionInput::read(
             &json!({"display_name": "T", "provider": "openai", "api_key": "sk", "base_url": null}),
             true,
         )
@@ -392,7 +462,7 @@ mod tests {
         assert_eq!(c.base_url, Some(None));
         assert_eq!(c.api_key.as_deref(), Some("sk"));
         assert!(!format!("{c:?}").contains("sk\""));
-        let u = parse_connection(&json!({"display_name": "U"}), false).unwrap();
+        let u = ConnectionInput::read(&json!({"display_name": "U"}), false).unwrap();
         assert_eq!(u.api_key, None);
         for (bad, create) in [
             (json!({"display_name": "T", "provider": "openai"}), true),
@@ -402,7 +472,7 @@ mod tests {
             (json!({"provider": 3}), false),
             (json!({"display_name": ""}), false),
         ] {
-            assert!(parse_connection(&bad, create).is_err(), "{bad}");
+            assert!(ConnectionInput::read(&bad, create).is_err(), "{bad}");
         }
     }
 }

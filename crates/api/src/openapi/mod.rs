@@ -1,11 +1,10 @@
 //! The OpenAPI 3.1 document: the info, security schemes and schemas declared here, and the
 //! paths collected from the route table ([`crate::routes::configure`]), each generated from
 //! its handler's annotations (utoipa); then the request bodies and shared parameters with every
-//! rule JSON Schema can state ([`requests`], [`canvas_requests`]) and the events of the webhook batches ([`events`],
+//! rule JSON Schema can state ([`requests`]) and the events of the webhook batches ([`events`],
 //! the agent SDK's schema adjusted to this server). Its `info.version` is the API version
 //! `0.0.1` (spec §9), not the crates' version.
 
-pub mod canvas_requests;
 pub mod events;
 pub(crate) mod params;
 pub mod requests;

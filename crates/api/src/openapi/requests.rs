@@ -6,8 +6,6 @@
 use serde_json::{Map, Value, json};
 pub use switchboard_domain::validation::NO_NUL_PATTERN;
 
-use super::canvas_requests;
-
 pub use switchboard_domain::UUID_PATTERN;
 pub use switchboard_domain::time_input::DATE_TIME_PATTERN;
 
@@ -16,25 +14,9 @@ fn org_header_schema() -> Value {
     json!({"type": "string", "format": "uuid"})
 }
 
-/// Adds [`canvas_requests`]' request schemas to `doc`'s components, points the operations'
-/// bodies at them,
-/// gives every `X-Org-Id` parameter its UUID schema and every UUID in a path or a query its
+/// Gives every `X-Org-Id` parameter its UUID schema and every UUID in a path or a query its
 /// [`UUID_PATTERN`].
 pub fn apply(doc: &mut Value) {
-    let schemas = doc["components"]["schemas"]
-        .as_object_mut()
-        .expect("the document has schemas");
-    for (name, schema) in canvas_requests::schemas() {
-        schemas.insert(name.to_owned(), schema);
-    }
-    sort(schemas);
-    for (path, method, name, required) in canvas_requests::BODIES {
-        let op = &mut doc["paths"][path][method];
-        assert!(op.is_object(), "no operation {method} {path}");
-        op["requestBody"]["content"]["application/json"]["schema"] =
-            json!({ "$ref": format!("#/components/schemas/{name}") });
-        op["requestBody"]["required"] = Value::Bool(required);
-    }
     for item in doc["paths"]
         .as_object_mut()
         .into_iter()

@@ -26,7 +26,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::agent_profiles::{StoredAgentProfile, parse_agent_profile};
+use crate::agent_profile_body;
+use crate::agent_profiles::StoredAgentProfile;
 use crate::error::DomainError;
 use crate::sandboxes::agent_requests::{AgentContext, AgentSpec, CondenserSpec, LlmSpec, ToolSpec};
 
@@ -79,7 +80,7 @@ impl LaunchProfile {
     /// the save's words), an `acp` profile with `acp_server` `custom` and no `acp_command`
     /// (there is no default command to run).
     pub fn of(p: &StoredAgentProfile) -> Result<Self, DomainError> {
-        let parsed = parse_agent_profile(&p.document()).map_err(|e| {
+        let parsed = agent_profile_body::read(&p.document()).map_err(|e| {
             DomainError::BadRequest(format!(
                 "Agent profile '{}' cannot be launched: {e}; save it again with a valid value",
                 p.name
@@ -241,11 +242,11 @@ pub fn condenser_spec(settings: &Value, llm: &LlmSpec) -> Option<CondenserSpec> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent_profiles::parse_agent_profile;
+    use crate::agent_profile_body;
     use crate::sandboxes::agent_requests::ProfileParts;
 
     fn stored(body: Value) -> StoredAgentProfile {
-        let input = parse_agent_profile(&body).unwrap();
+        let input = agent_profile_body::read(&body).unwrap();
         StoredAgentProfile {
             id: uuid::Uuid::new_v4(),
             name: "p".into(),

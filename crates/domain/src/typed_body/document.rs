@@ -39,12 +39,17 @@ pub(super) fn as_judged(document: &Value) -> Value {
     }
 }
 
-/// `T`'s schema document: its schema, with `components.schemas` holding the schemas it uses.
+/// `T`'s schema document: its schema, with `components.schemas` holding the schemas it names
+/// and [`JsonValueWithoutNul`](super::fields::JsonValueWithoutNul), which the field builders
+/// name without the derive knowing (`schema_with`).
 ///
 /// # Panics
 /// A derived schema that does not serialize (a bug in the type's declaration).
 pub fn schema_document<T: ToSchema>() -> Value {
-    let mut named = Vec::new();
+    let mut named = vec![(
+        super::fields::JsonValueWithoutNul::NAME.to_owned(),
+        <super::fields::JsonValueWithoutNul as utoipa::PartialSchema>::schema(),
+    )];
     T::schemas(&mut named);
     let mut root = serde_json::to_value(T::schema()).expect("a derived schema serializes");
     let components: Map<String, Value> = named

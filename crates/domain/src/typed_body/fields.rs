@@ -30,6 +30,14 @@ pub fn text_matching(pattern: &str) -> Object {
     string().pattern(Some(pattern)).build()
 }
 
+/// Text without NUL, at least one character.
+pub fn non_empty_text() -> Object {
+    string()
+        .min_length(Some(1))
+        .pattern(Some(NO_NUL_PATTERN))
+        .build()
+}
+
 /// Text without NUL, or `null`.
 pub fn nullable_text() -> Object {
     nullable_string().pattern(Some(NO_NUL_PATTERN)).build()
@@ -96,12 +104,11 @@ pub fn null() -> ObjectBuilder {
 }
 
 /// An integer from `minimum` to `i64::MAX`, or `null`.
-pub fn nullable_integer_from(minimum: i64) -> Object {
+pub fn nullable_integer_from(minimum: i64) -> ObjectBuilder {
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::Integer, Type::Null]))
         .minimum(Some(minimum))
         .maximum(Some(i64::MAX))
-        .build()
 }
 
 /// One of `values` or `null`, as pydantic's `Optional[Literal[…]]`: any other value, of any

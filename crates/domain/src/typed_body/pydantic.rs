@@ -118,7 +118,9 @@ fn as_value_error(document: &Value, body: &Value, entry: ValidationError) -> Val
 }
 
 /// One entry per location, as pydantic stops at a value's first failure: a type entry where
-/// there is one (a value of the wrong type breaks its other keywords too), else the first.
+/// there is one (a value of the wrong type breaks its other keywords too), else a NUL's own
+/// entry where there is one (API.md, NUL characters: a NUL is reported as such whatever else
+/// the string breaks), else the first.
 /// Linear in the entries (a body of many unknown keys makes as many).
 fn one_per_location(entries: Vec<ValidationError>) -> Vec<ValidationError> {
     let mut out: Vec<ValidationError> = Vec::with_capacity(entries.len());
@@ -126,6 +128,9 @@ fn one_per_location(entries: Vec<ValidationError>) -> Vec<ValidationError> {
     for entry in entries {
         match at.get(&entry.loc) {
             Some(&i) if is_type(&entry) && !is_type(&out[i]) => out[i] = entry,
+            Some(&i) if is_nul(&entry) && !is_type(&out[i]) && !is_nul(&out[i]) => {
+                out[i] = entry;
+            }
             Some(_) => {}
             None => {
                 at.insert(entry.loc.clone(), out.len());
@@ -134,6 +139,16 @@ fn one_per_location(entries: Vec<ValidationError>) -> Vec<ValidationError> {
         }
     }
     out
+}
+
+/// A NUL's own entry: `string_pattern_mismatch` against [`NO_NUL_PATTERN`].
+fn is_nul(e: &ValidationError) -> bool {
+    e.error_type == ErrorType::StringPatternMismatch
+        && e.ctx
+            .as_ref()
+            .and_then(|c| c.get("pattern"))
+            .and_then(Value::as_str)
+            == Some(NO_NUL_PATTERN)
 }
 
 fn is_type(e: &ValidationError) -> bool {

@@ -76,7 +76,7 @@ pub struct ConversationSettingsDiff {
 }
 
 fn at_least_one() -> utoipa::openapi::schema::Object {
-    fields::nullable_integer_from(1)
+    fields::nullable_integer_from(1).build()
 }
 
 fn security_analyzer() -> utoipa::openapi::schema::Object {

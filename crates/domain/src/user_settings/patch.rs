@@ -289,7 +289,7 @@ fn legacy_conversation_settings() -> Object {
 
 /// An integer in `i64`'s range, or `null`.
 fn any_integer() -> Object {
-    fields::nullable_integer_from(i64::MIN)
+    fields::nullable_integer_from(i64::MIN).build()
 }
 
 /// `max_budget_per_task`: a finite number > 0, or `null`.

@@ -18,9 +18,9 @@ use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
 use crate::org_defaults::{OrgBinding, OrgDefaultsRecord};
 use crate::org_profiles::{
-    MAX_CONNECTIONS, OrgProfileDetail, ProfileListResponse, ProviderConnection,
-    ProviderConnectionList, StoredConnection, answered_llm, parse_connection, profile_item,
-    profile_list, through_connection,
+    ConnectionInput, MAX_CONNECTIONS, OrgProfileDetail, ProfileListResponse, ProviderConnection,
+    ProviderConnectionList, StoredConnection, answered_llm, profile_item, profile_list,
+    through_connection,
 };
 use crate::permissions::Permission;
 use crate::time_input::now_micros;
@@ -369,7 +369,7 @@ impl OrgDefaultsService {
         body: &Value,
     ) -> Result<ProviderConnection, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
-        let input = parse_connection(body, true)?;
+        let input = ConnectionInput::read(body, true)?;
         let key = match &input.api_key {
             Some(k) => Some(
                 self.sealer()?
@@ -414,7 +414,7 @@ impl OrgDefaultsService {
         body: &Value,
     ) -> Result<ProviderConnection, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
-        let input = parse_connection(body, false)?;
+        let input = ConnectionInput::read(body, false)?;
         let key = match &input.api_key {
             Some(k) => Some(
                 self.sealer()?
