@@ -2,8 +2,8 @@
 //! `GET` and `PATCH /api/organizations/{org_id}/settings`.
 
 use actix_web::{get, patch, web};
-use serde_json::Value;
 use switchboard_domain::OrgId;
+use switchboard_domain::org_defaults::OrgDefaultsSettingsResponse;
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -27,7 +27,7 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
            ("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`OrgDefaultsSettingsResponse`", body = Object),
+        (status = 200, body = OrgDefaultsSettingsResponse),
         (status = 404, description = "Not a member of that organization", body = ErrorDetail),
         ApiKeyErrors,
     ))]
@@ -36,7 +36,7 @@ pub async fn get_org_defaults(
     state: web::Data<AppState>,
     caller: Caller,
     org_id: web::Path<String>,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<OrgDefaultsSettingsResponse>> {
     let raw = org_id.into_inner();
     let answer = caller
         .run(state, move |s, ctx| {
@@ -57,7 +57,7 @@ pub async fn get_org_defaults(
     request_body(content = switchboard_domain::org_defaults::OrgDefaultsSettingsUpdate, description = "`OrgDefaultsSettingsUpdate`", content_type = "application/json"),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
     responses(
-        (status = 200, description = "`OrgDefaultsSettingsResponse`", body = Object),
+        (status = 200, body = OrgDefaultsSettingsResponse),
         (status = 404, description = "Not a member of that organization", body = ErrorDetail),
         (status = 503, description = "No installation key, or no room for the body", body = ErrorDetail),
         BodyErrors,
@@ -69,7 +69,7 @@ pub async fn patch_org_defaults(
     caller: Caller,
     org_id: web::Path<String>,
     body: RawBody,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<OrgDefaultsSettingsResponse>> {
     let ctx = caller.authenticate(&state).await?;
     let body = body.read().await?;
     let raw = org_id.into_inner();

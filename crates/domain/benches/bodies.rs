@@ -130,3 +130,33 @@ fn send_message_invalid(b: Bencher<'_, '_>) {
     let body = json!({"role": "agent", "content": [], "run": 1, "x": 0});
     b.bench(|| parse::<SendMessage>(black_box(&body)).is_err());
 }
+
+/// An Agent Canvas agent profile of the `openhands` kind.
+fn agent_profile_body() -> Value {
+    json!({
+        "agent_kind": "openhands", "llm_profile_ref": "fast", "tools": [{"name": "terminal"}, {"name": "file_editor"}],
+        "mcp_server_refs": ["github"], "condenser": {"max_size": 120}, "tool_concurrency_limit": 2,
+        "system_message_suffix": "Be brief.",
+    })
+}
+
+#[divan::bench]
+fn agent_profile(b: Bencher<'_, '_>) {
+    let body = agent_profile_body();
+    b.bench(|| switchboard_domain::agent_profile_body::read(black_box(&body)).is_ok());
+}
+
+#[divan::bench]
+fn agent_profile_invalid(b: Bencher<'_, '_>) {
+    let mut body = agent_profile_body();
+    body["tool_concurrency_limit"] = json!(0);
+    b.bench(|| switchboard_domain::agent_profile_body::read(black_box(&body)).is_err());
+}
+
+#[divan::bench]
+fn provider_connection(b: Bencher<'_, '_>) {
+    let body = json!({"display_name": "Team OpenAI", "provider": "openai", "api_key": "sk-conn-1", "base_url": "https://llm.example.com/v1"});
+    b.bench(|| {
+        switchboard_domain::org_profiles::ConnectionInput::read(black_box(&body), true).is_ok()
+    });
+}

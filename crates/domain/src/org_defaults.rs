@@ -8,7 +8,7 @@
 //! last fallback (`services::start_settings`). No answer holds a sealed value: the LLM key is
 //! answered as `llm_api_key_set`, the search key as a mask, the MCP configuration masked.
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use switchboard_model::ValidationError;
 use time::OffsetDateTime;
@@ -87,6 +87,23 @@ impl OrgBinding {
         };
         format!("org-defaults:{org}:{what}")
     }
+}
+
+/// `GET` and `PATCH /api/organizations/{org_id}/settings`' answer (OpenHands'
+/// `OrgDefaultsSettingsResponse`): no key is ever answered.
+#[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]
+pub struct OrgDefaultsSettingsResponse {
+    /// The agent settings: `llm.api_key` always `null`, the MCP configuration's credentials
+    /// masked (or `null`).
+    #[schema(schema_with = crate::user_settings::diffs::agent_settings_answer_schema)]
+    pub agent_settings: Map<String, Value>,
+    /// The conversation settings, defaults filled in.
+    #[schema(value_type = crate::user_settings::diffs::ConversationSettingsDiff)]
+    pub conversation_settings: Map<String, Value>,
+    /// Whether a default LLM key is stored.
+    pub llm_api_key_set: bool,
+    /// `**********` when a search key is stored, else `null`.
+    pub search_api_key: Option<String>,
 }
 
 /// The organization's defaults as a partial update: the diffs deep-merged (`null` unsets a

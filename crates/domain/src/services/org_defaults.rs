@@ -8,7 +8,7 @@ mod profiles;
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::error::DomainError;
 use crate::identity::OrgContext;
@@ -17,7 +17,8 @@ use crate::identity::redaction::MASK;
 use crate::identity::sealing::Sealer;
 use crate::ids::OrgId;
 use crate::org_defaults::{
-    OrgBinding, OrgDefaultsPatch, OrgDefaultsRecord, OrgDefaultsSettingsUpdate,
+    OrgBinding, OrgDefaultsPatch, OrgDefaultsRecord, OrgDefaultsSettingsResponse,
+    OrgDefaultsSettingsUpdate,
 };
 use crate::permissions::{Permission, Role};
 use crate::ports::{IdentityStore, OrgDefaultsStore};
@@ -123,7 +124,11 @@ impl OrgDefaultsService {
     /// # Errors
     /// 403 for a key bound to another organization, 404 when not a member; a value that does
     /// not open; storage.
-    pub fn view(&self, ctx: &OrgContext, org: OrgId) -> Result<Value, DomainError> {
+    pub fn view(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+    ) -> Result<OrgDefaultsSettingsResponse, DomainError> {
         self.require_in(ctx, org, Permission::ViewOrgSettings)?;
         let rec = self.store.org_defaults(org)?.unwrap_or_default();
         self.answer(&rec, org)
@@ -141,7 +146,12 @@ impl OrgDefaultsService {
     /// 403 for a key bound elsewhere or without the permission, 404 when not a member; 422
     /// for the body; 503 [`DomainError::SecretsUnavailable`] on a server without the
     /// installation key; storage.
-    pub fn update(&self, ctx: &OrgContext, org: OrgId, body: &Value) -> Result<Value, DomainError> {
+    pub fn update(
+        &self,
+        ctx: &OrgContext,
+        org: OrgId,
+        body: &Value,
+    ) -> Result<OrgDefaultsSettingsResponse, DomainError> {
         self.require_in(ctx, org, Permission::EditOrgSettings)?;
         let patch: OrgDefaultsPatch =
             crate::typed_body::parse_one::<OrgDefaultsSettingsUpdate>(body)?.into();
@@ -216,7 +226,11 @@ impl OrgDefaultsService {
             .seal(&value.to_string(), &OrgBinding::McpConfig.of(org)))
     }
 
-    fn answer(&self, rec: &OrgDefaultsRecord, org: OrgId) -> Result<Value, DomainError> {
+    fn answer(
+        &self,
+        rec: &OrgDefaultsRecord,
+        org: OrgId,
+    ) -> Result<OrgDefaultsSettingsResponse, DomainError> {
         let mut agent = rec.agent_settings.clone();
         let mut llm = agent
             .get("llm")
@@ -237,12 +251,12 @@ impl OrgDefaultsService {
         for (k, v) in &rec.conversation_settings {
             conv.insert(k.clone(), v.clone());
         }
-        Ok(json!({
-            "agent_settings": agent,
-            "conversation_settings": conv,
-            "llm_api_key_set": rec.llm_api_key_sealed.is_some(),
-            "search_api_key": rec.search_api_key_sealed.as_ref().map(|_| MASK),
-        }))
+        Ok(OrgDefaultsSettingsResponse {
+            agent_settings: agent,
+            conversation_settings: conv,
+            llm_api_key_set: rec.llm_api_key_sealed.is_some(),
+            search_api_key: rec.search_api_key_sealed.as_ref().map(|_| MASK.to_owned()),
+        })
     }
 
     /// Whether `org` has a default LLM key.

@@ -290,6 +290,35 @@ pub fn agent_settings_diff_schema() -> Schema {
     fields::documentation_only(AnyOfBuilder::new().item(diff).item(fields::null()))
 }
 
+/// The agent settings as answered (`OrgDefaultsSettingsResponse`'s `agent_settings`): `llm`
+/// with `model` and `base_url` (text or `null`) and `api_key` always `null`, `mcp_config` with
+/// its credentials masked or `null`, any other key as stored.
+pub fn agent_settings_answer_schema() -> Schema {
+    let llm = fields::free_form(
+        "The LLM: `api_key` is always `null` (`llm_api_key_set` says whether a key is stored).",
+    )
+    .title(Some("AnsweredLLM"))
+    .required("model")
+    .required("base_url")
+    .required("api_key")
+    .property("model", fields::nullable_text())
+    .property("base_url", fields::nullable_text())
+    .property("api_key", fields::null());
+    fields::free_form("The stored agent settings; no key is ever answered.")
+        .title(Some("AnsweredAgentSettings"))
+        .required("llm")
+        .property("llm", llm)
+        .property(
+            "mcp_config",
+            AnyOfBuilder::new()
+                .item(fields::free_form(
+                    "The MCP configuration, its credentials masked (`**********`).",
+                ))
+                .item(fields::null()),
+        )
+        .into()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
