@@ -16,12 +16,12 @@ use utoipa::openapi::schema::{
 };
 use utoipa::openapi::{Ref, RefOr};
 
-use crate::agent_profile_fields::{ACP_SERVERS, AGENT_CLASS, parse_condenser, parse_verification};
+use crate::agent_profile_fields::{
+    ACP_SERVERS, AGENT_CLASS, CondenserSettings, VerificationSettings,
+};
 use crate::agent_profiles::{AgentProfileInput, SCHEMA_VERSION};
 use crate::typed_body::fields::{self, JsonValueWithoutNul, Whole};
 use crate::typed_body::{self, RequestBody};
-use crate::user_settings::agent_fields::{condenser_schema, verification_schema};
-use crate::user_settings::refuse_nul_deep;
 use crate::validation::{NO_NUL_PATTERN, field, loc, model_type, not_one_of};
 
 /// The kinds `agent_kind` names.
@@ -82,14 +82,13 @@ pub struct OpenHandsAgentProfile {
     #[serde(default)]
     #[schema(schema_with = names)]
     disabled_skills: Option<Vec<String>>,
-    /// The condenser (`agent_profile_fields::parse_condenser`).
+    /// The condenser, or `null` (the default).
+    // Stored as `CondenserSettings::stored` makes it.
+    #[serde(default, serialize_with = "CondenserSettings::serialize_stored")]
+    condenser: Option<CondenserSettings>,
+    /// The critic's settings (the critic off), or `null` (the defaults).
     #[serde(default)]
-    #[schema(schema_with = condenser)]
-    condenser: Option<Value>,
-    /// The critic's settings (`agent_profile_fields::parse_verification`).
-    #[serde(default)]
-    #[schema(schema_with = verification)]
-    verification: Option<Value>,
+    verification: Option<VerificationSettings>,
     /// Whether the agent may start sub-agents (default false).
     #[serde(default)]
     #[schema(default = false)]
@@ -193,23 +192,17 @@ pub enum AgentProfile {
 }
 
 impl RequestBody for OpenHandsAgentProfile {
-    /// The condenser and the verification settings, read as the SDK reads them (no NUL in
-    /// them first); the first failure only.
+    /// No NUL in the keys the condenser and the verification settings ignore.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
         let root = loc(["body"]);
-        let first = || {
-            for (key, value) in [
-                ("condenser", &self.condenser),
-                ("verification", &self.verification),
-            ] {
-                if let Some(v) = value {
-                    refuse_nul_deep(v, &field(&root, key))?;
-                }
-            }
-            parse_condenser(self.condenser.as_ref(), &field(&root, "condenser"))?;
-            parse_verification(self.verification.as_ref(), &field(&root, "verification")).map(drop)
-        };
-        first().map_err(|e: ValidationError| vec![e])
+        let condenser = self.condenser.as_ref();
+        let verification = self.verification.as_ref();
+        condenser
+            .map_or(Ok(()), |c| c.refuse_nul_at(&field(&root, "condenser")))
+            .and_then(|()| {
+                verification.map_or(Ok(()), |v| v.refuse_nul_at(&field(&root, "verification")))
+            })
+            .map_err(|e| vec![e])
     }
 }
 
@@ -246,10 +239,8 @@ pub fn read(body: &Value) -> Result<AgentProfileInput, ValidationError> {
 }
 
 fn openhands(mut p: OpenHandsAgentProfile) -> AgentProfileInput {
-    let at = loc(["body"]);
-    // `check` read both already: these cannot fail.
-    p.condenser = parse_condenser(p.condenser.as_ref(), &field(&at, "condenser")).ok();
-    p.verification = parse_verification(p.verification.as_ref(), &field(&at, "verification")).ok();
+    p.condenser.get_or_insert_default();
+    p.verification.get_or_insert_default();
     p.disabled_skills.get_or_insert_default();
     p.schema_version = Some(Whole(SCHEMA_VERSION));
     stored("openhands", &p)
@@ -346,14 +337,6 @@ fn tools_schema() -> Schema {
         .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
         .items(tool)
         .into()
-}
-
-fn condenser() -> Schema {
-    fields::documentation_only(condenser_schema())
-}
-
-fn verification() -> Schema {
-    fields::documentation_only(verification_schema())
 }
 
 fn concurrency_schema() -> Object {

@@ -15,13 +15,16 @@
 //!   SDK's `Agent` (its settings' `create_agent` never reads `agent`), so another name would
 //!   be stored and not acted on.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use switchboard_model::{ErrorType, LocItem, ValidationError};
+use utoipa::ToSchema;
+use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
-use crate::validation::{
-    bool_type, field, float_type, greater_than, less_than_equal, model_type, not_one_of,
-    string_type, value_error,
-};
+use crate::typed_body::fields::{self, Whole};
+use crate::typed_body::{self, RequestBody};
+use crate::user_settings::diffs::refuse_nul_in;
+use crate::validation::{loc, not_one_of, value_error};
 
 /// The condenser kinds (the SDK's `CondenserKind`): `llm_summarizing` (the default) and `no_op`.
 pub const CONDENSER_KINDS: [&str; 2] = ["llm_summarizing", "no_op"];
@@ -55,141 +58,266 @@ pub const CRITIC_REFUSED: &str = "the critic is not started by this server: the 
     Switchboard sends an LLM key only to the base URL of whoever set it (a profile holds no \
     critic key of its own)";
 
-/// Reads `condenser` (absent or `null`: the SDK's default, an enabled LLM summarizing
-/// condenser): `condenser_kind` one of [`CONDENSER_KINDS`], `enabled` a boolean, `max_size` an
-/// integer ≥ 20 (events), `max_tokens` an integer ≥ 1 or null (tokens), `keep_first` an
-/// integer ≥ 0 (events), `minimum_progress` a number in (0, 1), `hard_context_reset_max_retries`
-/// an integer ≥ 1, `hard_context_reset_context_scaling` a number in (0, 1). Returns the
-/// settings with the defaults filled in (`no_op`: `condenser_kind` and `enabled` only; the
-/// other fields are still checked).
-///
-/// # Errors
-/// A 422 entry under `at`: not an object, a field of the wrong type or out of its bounds.
-pub fn parse_condenser(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let obj = &settings_object(v, at, "LLMSummarizingCondenserSettings")?;
-    let kind = match obj.get("condenser_kind") {
-        None => "llm_summarizing",
-        Some(Value::String(k)) if CONDENSER_KINDS.contains(&k.as_str()) => k.as_str(),
-        Some(other) => {
-            return Err(not_one_of(
-                ErrorType::LiteralError,
-                field(at, "condenser_kind"),
-                &CONDENSER_KINDS,
-                other,
-            ));
-        }
-    };
-    let enabled = boolean(obj, "enabled", at, true)?;
-    let mut out = Map::new();
-    out.insert("condenser_kind".into(), json!(kind));
-    out.insert("enabled".into(), json!(enabled));
-    let summarizing = [
-        ("max_size", integer(obj, "max_size", at, 20, 240)?),
-        (
-            "max_tokens",
-            match obj.get("max_tokens") {
-                None | Some(Value::Null) => Value::Null,
-                Some(_) => integer(obj, "max_tokens", at, 1, 1)?,
-            },
-        ),
-        ("keep_first", integer(obj, "keep_first", at, 0, 2)?),
-        (
-            "minimum_progress",
-            fraction(obj, "minimum_progress", at, 0.1)?,
-        ),
-        (
-            "hard_context_reset_max_retries",
-            integer(obj, "hard_context_reset_max_retries", at, 1, 5)?,
-        ),
-        (
-            "hard_context_reset_context_scaling",
-            fraction(obj, "hard_context_reset_context_scaling", at, 0.8)?,
-        ),
-    ];
-    if kind == "llm_summarizing" {
-        for (k, v) in summarizing {
-            out.insert(k.into(), v);
-        }
-    }
-    Ok(Value::Object(out))
+/// The SDK's `CondenserSettingsConfig`, as a profile or a member's settings give it:
+/// `condenser_kind` one of [`CONDENSER_KINDS`], `enabled`, `max_size` an integer ≥ 20
+/// (events), `max_tokens` an integer ≥ 1 or `null` (tokens), `keep_first` an integer ≥ 0
+/// (events), `minimum_progress` a number in (0, 1), `hard_context_reset_max_retries` an
+/// integer ≥ 1, `hard_context_reset_context_scaling` a number in (0, 1); the SDK's defaults for
+/// what is absent. Other keys are ignored (pydantic ignores them); no NUL in them.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, ToSchema)]
+#[schema(
+    as = CondenserSettings,
+    description = "How the agent condenses its history; absent or `null`: an enabled LLM summarizing condenser (240 events, the first 2 kept). `enabled: false`: none."
+)]
+pub struct CondenserSettings {
+    /// `llm_summarizing` (the default) or `no_op`.
+    #[serde(default = "llm_summarizing")]
+    #[schema(schema_with = condenser_kind_schema)]
+    condenser_kind: String,
+    /// Whether it runs (default true).
+    #[serde(default = "fields::yes")]
+    #[schema(default = true)]
+    enabled: bool,
+    /// Events kept before a summary (default 240).
+    #[serde(default = "whole::<240>")]
+    #[schema(schema_with = at_least::<20>)]
+    max_size: Whole,
+    /// Tokens kept before a summary, or `null` (none).
+    #[serde(default)]
+    #[schema(schema_with = max_tokens_schema)]
+    max_tokens: Option<Whole>,
+    /// Events always kept at the start (default 2).
+    #[serde(default = "whole::<2>")]
+    #[schema(schema_with = at_least::<0>)]
+    keep_first: Whole,
+    /// The least a summary must shrink by (default 0.1).
+    #[serde(default = "tenths::<1>")]
+    #[schema(schema_with = fraction)]
+    minimum_progress: f64,
+    /// Retries of a hard context reset (default 5).
+    #[serde(default = "whole::<5>")]
+    #[schema(schema_with = at_least::<1>)]
+    hard_context_reset_max_retries: Whole,
+    /// How much a hard context reset keeps (default 0.8).
+    #[serde(default = "tenths::<8>")]
+    #[schema(schema_with = fraction)]
+    hard_context_reset_context_scaling: f64,
+    /// Any other key: ignored.
+    #[serde(flatten, skip_serializing_if = "fields::always")]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
 }
 
-/// Reads `verification` (absent or `null`: the defaults, the critic off): `critic_enabled`
-/// `false`, `critic_mode` one of [`CRITIC_MODES`], `enable_iterative_refinement` a boolean,
+/// The SDK's `ProfileVerificationSettings` with the critic off: `critic_enabled` `false`
+/// ([`CRITIC_REFUSED`]), `critic_mode` one of [`CRITIC_MODES`], `enable_iterative_refinement`,
 /// `critic_threshold` a number from 0 to 1, `max_refinement_iterations` an integer ≥ 1,
-/// `critic_server_url` and `critic_model_name` text or null. Returns the settings with the
-/// defaults filled in.
-///
-/// # Errors
-/// A 422 entry under `at`: not an object, a field of the wrong type or out of its bounds,
-/// `critic_enabled: true` ([`CRITIC_REFUSED`]).
-pub fn parse_verification(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let obj = &settings_object(v, at, "ProfileVerificationSettings")?;
-    if boolean(obj, "critic_enabled", at, false)? {
-        return Err(value_error(
-            field(at, "critic_enabled"),
-            CRITIC_REFUSED,
-            &json!(true),
-        ));
-    }
-    let mode = match obj.get("critic_mode") {
-        None => CRITIC_MODES[0],
-        Some(Value::String(m)) if CRITIC_MODES.contains(&m.as_str()) => m.as_str(),
-        Some(other) => {
-            return Err(not_one_of(
-                ErrorType::LiteralError,
-                field(at, "critic_mode"),
-                &CRITIC_MODES,
-                other,
-            ));
-        }
-    };
-    let threshold = match obj.get("critic_threshold") {
-        None => 0.6,
-        Some(n) => match n.as_f64() {
-            Some(f) if f < 0.0 => return Err(at_least(field(at, "critic_threshold"), 0, n)),
-            Some(f) if f > 1.0 => return Err(less_than_equal(field(at, "critic_threshold"), 1, n)),
-            Some(f) => f,
-            None => return Err(float_type(field(at, "critic_threshold"), n)),
-        },
-    };
-    let mut out = Map::new();
-    out.insert("critic_enabled".into(), json!(false));
-    out.insert("critic_mode".into(), json!(mode));
-    out.insert(
-        "enable_iterative_refinement".into(),
-        json!(boolean(obj, "enable_iterative_refinement", at, false)?),
-    );
-    out.insert("critic_threshold".into(), json!(threshold));
-    out.insert(
-        "max_refinement_iterations".into(),
-        integer(obj, "max_refinement_iterations", at, 1, 3)?,
-    );
-    for key in ["critic_server_url", "critic_model_name"] {
-        let v = match obj.get(key) {
-            None | Some(Value::Null) => Value::Null,
-            Some(Value::String(s)) => json!(s),
-            Some(other) => return Err(string_type(field(at, key), other)),
-        };
-        out.insert(key.into(), v);
-    }
-    Ok(Value::Object(out))
+/// `critic_server_url` and `critic_model_name` text or `null`; the SDK's defaults for what is
+/// absent. Other keys are ignored; no NUL in them.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, ToSchema)]
+#[schema(
+    as = ProfileVerificationSettings,
+    description = "The critic's settings. `critic_enabled` must be false: Switchboard does not start the critic, which authenticates to its critic service with the agent's LLM key."
+)]
+pub struct VerificationSettings {
+    /// `false` only.
+    #[serde(default)]
+    #[schema(schema_with = critic_enabled_schema)]
+    critic_enabled: bool,
+    /// When the critic runs (default `finish_and_message`).
+    #[serde(default = "finish_and_message")]
+    #[schema(schema_with = critic_mode_schema)]
+    critic_mode: String,
+    /// Whether the agent refines its work on the critic's word (default false).
+    #[serde(default)]
+    #[schema(default = false)]
+    enable_iterative_refinement: bool,
+    /// The score under which the agent refines, 0 to 1 (default 0.6).
+    #[serde(default = "tenths::<6>")]
+    #[schema(schema_with = unit_interval)]
+    critic_threshold: f64,
+    /// Refinements at most (default 3).
+    #[serde(default = "whole::<3>")]
+    #[schema(schema_with = at_least::<1>)]
+    max_refinement_iterations: Whole,
+    /// The critic service's URL, or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    critic_server_url: Option<String>,
+    /// The critic's model, or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    critic_model_name: Option<String>,
+    /// Any other key: ignored.
+    #[serde(flatten, skip_serializing_if = "fields::always")]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
 }
 
-/// The settings object at `v` (absent or `null`: an empty one, the defaults).
+impl RequestBody for CondenserSettings {
+    /// No NUL in the keys ignored.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        self.refuse_nul_at(&loc(["body"])).map_err(|e| vec![e])
+    }
+}
+
+impl RequestBody for VerificationSettings {
+    /// No NUL in the keys ignored.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        self.refuse_nul_at(&loc(["body"])).map_err(|e| vec![e])
+    }
+}
+
+impl Default for CondenserSettings {
+    /// The SDK's default: an enabled LLM summarizing condenser.
+    fn default() -> Self {
+        serde_json::from_value(json!({})).expect("every field has a default")
+    }
+}
+
+impl Default for VerificationSettings {
+    /// The SDK's defaults, the critic off.
+    fn default() -> Self {
+        serde_json::from_value(json!({})).expect("every field has a default")
+    }
+}
+
+impl VerificationSettings {
+    /// No NUL in the keys ignored, the settings being at `at`.
+    ///
+    /// # Errors
+    /// `string_pattern_mismatch` at the NUL.
+    pub fn refuse_nul_at(&self, at: &[LocItem]) -> Result<(), ValidationError> {
+        refuse_nul_in(&self.others, at)
+    }
+}
+
+impl CondenserSettings {
+    /// No NUL in the keys ignored, the settings being at `at`.
+    ///
+    /// # Errors
+    /// `string_pattern_mismatch` at the NUL.
+    pub fn refuse_nul_at(&self, at: &[LocItem]) -> Result<(), ValidationError> {
+        refuse_nul_in(&self.others, at)
+    }
+
+    /// `#[serde(serialize_with = …)]` for a condenser stored as [`Self::stored`] (`None`: the
+    /// default's).
+    ///
+    /// # Errors
+    /// The serializer's.
+    pub fn serialize_stored<S: serde::Serializer>(
+        condenser: &Option<CondenserSettings>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        match condenser {
+            Some(c) => c.stored().serialize(s),
+            None => CondenserSettings::default().stored().serialize(s),
+        }
+    }
+
+    /// The settings as stored and applied: the known fields (`no_op`: `condenser_kind` and
+    /// `enabled` only).
+    pub fn stored(&self) -> Value {
+        let mut out = serde_json::to_value(self).unwrap_or(Value::Null);
+        if self.condenser_kind != "llm_summarizing"
+            && let Value::Object(m) = &mut out
+        {
+            m.retain(|k, _| k == "condenser_kind" || k == "enabled");
+        }
+        out
+    }
+}
+
+/// Reads `condenser` at `at` ([`CondenserSettings`]; absent or `null`: the SDK's default, an
+/// enabled LLM summarizing condenser) and answers it as stored ([`CondenserSettings::stored`]).
 ///
 /// # Errors
-/// `model_type` at `at` naming `title` for anything but an object or `null`.
-fn settings_object(
-    v: Option<&Value>,
-    at: &[LocItem],
-    title: &str,
-) -> Result<Map<String, Value>, ValidationError> {
-    match v {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(o)) => Ok(o.clone()),
-        Some(other) => Err(model_type(at.to_vec(), title, other)),
-    }
+/// The first 422 entry under `at`.
+pub fn parse_condenser(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
+    let empty = Value::Object(Map::new());
+    let v = v.filter(|v| !v.is_null()).unwrap_or(&empty);
+    let read: CondenserSettings = first(typed_body::parse_at(v, at))?;
+    Ok(read.stored())
+}
+
+/// Reads `verification` at `at` ([`VerificationSettings`]; absent or `null`: the defaults, the
+/// critic off) and answers it with the defaults filled in.
+///
+/// # Errors
+/// The first 422 entry under `at`; `critic_enabled: true` is a `value_error`
+/// ([`CRITIC_REFUSED`]).
+pub fn parse_verification(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
+    let empty = Value::Object(Map::new());
+    let v = v.filter(|v| !v.is_null()).unwrap_or(&empty);
+    let read: VerificationSettings = first(typed_body::parse_at(v, at))?;
+    Ok(serde_json::to_value(read).unwrap_or(Value::Null))
+}
+
+fn first<T>(read: Result<T, Vec<ValidationError>>) -> Result<T, ValidationError> {
+    read.map_err(|mut e| e.swap_remove(0))
+}
+
+fn llm_summarizing() -> String {
+    CONDENSER_KINDS[0].to_owned()
+}
+
+fn finish_and_message() -> String {
+    CRITIC_MODES[0].to_owned()
+}
+
+fn whole<const N: i64>() -> Whole {
+    Whole(N)
+}
+
+fn tenths<const N: u8>() -> f64 {
+    f64::from(N) / 10.0
+}
+
+fn condenser_kind_schema() -> Object {
+    fields::literal(&CONDENSER_KINDS, false)
+}
+
+fn critic_mode_schema() -> Object {
+    fields::literal(&CRITIC_MODES, false)
+}
+
+fn critic_enabled_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Boolean)
+        .enum_values(Some([false]))
+        .extensions(Some(fields::value_error_words(CRITIC_REFUSED)))
+        .build()
+}
+
+/// An integer from `N` to `i64::MAX`.
+fn at_least<const N: i64>() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Integer)
+        .minimum(Some(N))
+        .maximum(Some(i64::MAX))
+        .build()
+}
+
+fn max_tokens_schema() -> Object {
+    fields::nullable_integer_from(1).build()
+}
+
+/// A number strictly between 0 and 1.
+fn fraction() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .exclusive_minimum(Some(0))
+        .exclusive_maximum(Some(1))
+        .build()
+}
+
+/// A number from 0 to 1.
+fn unit_interval() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::Number)
+        .minimum(Some(0))
+        .maximum(Some(1))
+        .build()
 }
 
 /// Checks `agent` (already text): only [`AGENT_CLASS`].
@@ -219,86 +347,10 @@ pub fn check_acp_server(name: &str, at: Vec<LocItem>) -> Result<(), ValidationEr
     ))
 }
 
-/// `obj.<key>` as a boolean, `default` when absent.
-fn boolean(
-    obj: &Map<String, Value>,
-    key: &str,
-    at: &[LocItem],
-    default: bool,
-) -> Result<bool, ValidationError> {
-    match obj.get(key) {
-        None => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(bool_type(field(at, key), other)),
-    }
-}
-
-/// `obj.<key>` as an integer ≥ `min` (a number without a fraction taken as one, as pydantic's
-/// lax mode does), `default` when absent.
-fn integer(
-    obj: &Map<String, Value>,
-    key: &str,
-    at: &[LocItem],
-    min: i64,
-    default: i64,
-) -> Result<Value, ValidationError> {
-    let Some(v) = obj.get(key) else {
-        return Ok(json!(default));
-    };
-    let n = v.as_i64().or_else(|| {
-        v.as_f64()
-            .filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15)
-            .map(|f| f as i64)
-    });
-    match n {
-        Some(n) if n >= min => Ok(json!(n)),
-        Some(_) => Err(at_least(field(at, key), min, v)),
-        None => Err(ValidationError::new(
-            ErrorType::IntType,
-            field(at, key),
-            "Input should be a valid integer",
-        )
-        .with_input(v.clone())),
-    }
-}
-
-/// `obj.<key>` as a number strictly between 0 and 1, `default` when absent.
-fn fraction(
-    obj: &Map<String, Value>,
-    key: &str,
-    at: &[LocItem],
-    default: f64,
-) -> Result<Value, ValidationError> {
-    let Some(v) = obj.get(key) else {
-        return Ok(json!(default));
-    };
-    match v.as_f64() {
-        Some(f) if f <= 0.0 => Err(greater_than(field(at, key), 0, v)),
-        Some(f) if f >= 1.0 => Err(value_error(
-            field(at, key),
-            "Input should be less than 1",
-            v,
-        )),
-        Some(f) => Ok(json!(f)),
-        None => Err(float_type(field(at, key), v)),
-    }
-}
-
-/// `greater_than_equal`: a number below its lower bound `ge`.
-fn at_least(at: Vec<LocItem>, ge: i64, input: &Value) -> ValidationError {
-    ValidationError::new(
-        ErrorType::GreaterThanEqual,
-        at,
-        format!("Input should be greater than or equal to {ge}"),
-    )
-    .with_input(input.clone())
-    .with_ctx(json!({ "ge": ge }))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::validation::loc;
+    use crate::validation::{field, loc};
 
     #[test]
     fn condenser_defaults_and_bounds() {

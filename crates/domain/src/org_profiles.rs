@@ -166,15 +166,20 @@ pub struct UpdateProviderConnectionRequest {
 impl RequestBody for CreateProviderConnectionRequest {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        refuse_nul_in(&self.others, &loc(["body"])).map_err(|e| vec![e])
+        no_nul_in_others(&self.others)
     }
 }
 
 impl RequestBody for UpdateProviderConnectionRequest {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        refuse_nul_in(&self.others, &loc(["body"])).map_err(|e| vec![e])
+        no_nul_in_others(&self.others)
     }
+}
+
+/// A connection body's keys ignored, judged: no NUL in a key or a string under it.
+fn no_nul_in_others(others: &Map<String, Value>) -> Result<(), Vec<ValidationError>> {
+    refuse_nul_in(others, &loc(["body"])).map_err(|e| vec![e])
 }
 
 /// A connection's key: at least one character, no NUL, sealed and never answered

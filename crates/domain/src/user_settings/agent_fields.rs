@@ -23,7 +23,7 @@ use utoipa::openapi::schema::{
 };
 
 use crate::agent_profile_fields::{
-    AGENT_CLASS, CONDENSER_KINDS, CRITIC_MODES, check_agent_class, parse_condenser,
+    AGENT_CLASS, CondenserSettings, VerificationSettings, check_agent_class, parse_condenser,
     parse_verification,
 };
 use crate::typed_body::fields::{self, JsonValueWithoutNul};
@@ -153,8 +153,8 @@ pub fn member_agent_properties() -> Vec<(&'static str, Schema)> {
         .property("name", fields::text_matching(NO_NUL_PATTERN))
         .property("params", Ref::from_schema_name(JsonValueWithoutNul::NAME));
     vec![
-        ("condenser", condenser_schema()),
-        ("verification", verification_schema()),
+        ("condenser", settings_object::<CondenserSettings>()),
+        ("verification", settings_object::<VerificationSettings>()),
         (
             "agent",
             nullable_enum(
@@ -186,92 +186,13 @@ pub fn member_agent_properties() -> Vec<(&'static str, Schema)> {
     ]
 }
 
-/// A settings object of the SDK titled `title` (its known `properties`, any other key of any
-/// value without NUL), or `null` (the defaults).
-fn settings_object(title: &str, description: &str, properties: ObjectBuilder) -> Schema {
+/// A settings object of the SDK (`T`'s schema, inline), or `null` (the defaults).
+fn settings_object<T: utoipa::PartialSchema>() -> Schema {
     AnyOfBuilder::new()
-        .item(properties.title(Some(title)).description(Some(description)))
+        .item(T::schema())
         .item(fields::null())
         .build()
         .into()
-}
-
-/// The SDK's `CondenserSettingsConfig` with its bounds ([`parse_condenser`]: every field
-/// checked whatever the kind), for the documents.
-pub fn condenser_schema() -> Schema {
-    let integer = |minimum: i64| {
-        ObjectBuilder::new()
-            .schema_type(Type::Integer)
-            .minimum(Some(minimum))
-            .maximum(Some(i64::MAX))
-    };
-    let fraction = || {
-        ObjectBuilder::new()
-            .schema_type(Type::Number)
-            .exclusive_minimum(Some(0))
-            .exclusive_maximum(Some(1))
-    };
-    settings_object(
-        "CondenserSettings",
-        "How the agent condenses its history; absent or `null`: an enabled LLM summarizing condenser (240 events, the first 2 kept). `enabled: false`: none.",
-        fields::free_form_object()
-            .property(
-                "condenser_kind",
-                ObjectBuilder::new()
-                    .schema_type(SchemaType::AnyValue)
-                    .enum_values(Some(CONDENSER_KINDS)),
-            )
-            .property("enabled", ObjectBuilder::new().schema_type(Type::Boolean))
-            .property("max_size", integer(20))
-            .property("max_tokens", fields::nullable_integer_from(1))
-            .property("keep_first", integer(0))
-            .property("minimum_progress", fraction())
-            .property("hard_context_reset_max_retries", integer(1))
-            .property("hard_context_reset_context_scaling", fraction()),
-    )
-}
-
-/// The SDK's `ProfileVerificationSettings` with the critic off ([`parse_verification`]:
-/// `critic_enabled: true` is refused, the critic would take the agent's LLM key to its critic
-/// service), for the documents.
-pub fn verification_schema() -> Schema {
-    settings_object(
-        "ProfileVerificationSettings",
-        "The critic's settings. `critic_enabled` must be false: Switchboard does not start the critic, which authenticates to its critic service with the agent's LLM key.",
-        fields::free_form_object()
-            .property(
-                "critic_enabled",
-                ObjectBuilder::new()
-                    .schema_type(SchemaType::AnyValue)
-                    .enum_values(Some([false])),
-            )
-            .property(
-                "critic_mode",
-                ObjectBuilder::new()
-                    .schema_type(SchemaType::AnyValue)
-                    .enum_values(Some(CRITIC_MODES)),
-            )
-            .property(
-                "enable_iterative_refinement",
-                ObjectBuilder::new().schema_type(Type::Boolean),
-            )
-            .property(
-                "critic_threshold",
-                ObjectBuilder::new()
-                    .schema_type(Type::Number)
-                    .minimum(Some(0))
-                    .maximum(Some(1)),
-            )
-            .property(
-                "max_refinement_iterations",
-                ObjectBuilder::new()
-                    .schema_type(Type::Integer)
-                    .minimum(Some(1))
-                    .maximum(Some(i64::MAX)),
-            )
-            .property("critic_server_url", fields::nullable_text())
-            .property("critic_model_name", fields::nullable_text()),
-    )
 }
 
 /// An empty diff's agent: OpenHands' defaults (for tests and documentation).
