@@ -4,20 +4,20 @@
 //!
 //! `conversation_settings_diff` is a typed body ([`ConversationSettingsDiff`]). The agent diff
 //! and the LLM object are free-form JSON objects kept as sent but for the fields below, their
-//! rules stated in the document by [`agent_settings_diff_schema`] and [`llm_schema`] and judged
+//! rules stated in the document by [`agent_settings_diff_schema`] and [`LlmInput`] and judged
 //! by [`AgentDiff::check`] and [`check_llm`] (the bodies' `RequestBody::check`), which word
 //! each failure as the API always has: the first one, a NUL anywhere first.
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
-use utoipa::openapi::schema::{AnyOfBuilder, ObjectBuilder, Schema};
+use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
 use super::agent_fields::{check_agent_diff, member_agent_properties};
 use super::refuse_nul_deep;
 use crate::typed_body::fields::{self, Whole};
-use crate::validation::{field, model_type, string_type, value_error};
+use crate::validation::{field, model_type};
 
 /// `conversation_settings.security_analyzer` values (or `null`).
 pub const SECURITY_ANALYZERS: [&str; 2] = ["llm", "none"];
@@ -197,32 +197,62 @@ impl std::fmt::Debug for AgentDiff {
     }
 }
 
-/// Checks an LLM object (`agent_settings_diff.llm`, a profile save's `llm`) at `at`:
-/// `api_key`, `model`, `base_url` and `provider_connection_id` text or `null`, a non-empty
-/// base URL `http://` or `https://` ([`BASE_URL_PATTERN`]); other keys kept as sent. A NUL is
-/// judged before (the whole body's rule).
+/// An LLM object (`agent_settings_diff.llm`, a profile save's `llm`; OpenHands' `LLM`):
+/// `api_key`, `model`, `base_url` and `provider_connection_id` text or `null`, a non-empty base
+/// URL `http://` or `https://` ([`BASE_URL_PATTERN`]); other keys kept as sent; no NUL.
+#[derive(Clone, PartialEq, Deserialize, ToSchema)]
+#[schema(
+    as = LLM,
+    description = "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`; `provider_connection_id` names one of the organization's provider connections, whose base URL and key the LLM then uses (a profile naming one stores no key or base URL of its own)."
+)]
+pub struct LlmInput {
+    /// The key (sealed), or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    api_key: Option<String>,
+    /// The model, or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    model: Option<String>,
+    /// The base URL ([`BASE_URL_PATTERN`]), or `null`.
+    #[serde(default)]
+    #[schema(schema_with = base_url_schema)]
+    base_url: Option<String>,
+    /// The provider connection whose base URL and key the LLM takes (issue 25), or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::nullable_text)]
+    provider_connection_id: Option<String>,
+    /// Any other key: kept as sent.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+impl crate::typed_body::RequestBody for LlmInput {
+    /// No NUL in the other keys.
+    fn check(&self) -> Result<(), Vec<ValidationError>> {
+        refuse_nul_in(&self.others, &crate::validation::loc(["body"])).map_err(|e| vec![e])
+    }
+}
+
+/// An LLM's base URL: [`BASE_URL_PATTERN`] or `null`, anything else one `value_error`.
+fn base_url_schema() -> utoipa::openapi::schema::Object {
+    fields::nullable_string()
+        .pattern(Some(BASE_URL_PATTERN))
+        .extensions(Some(fields::value_error_words_nul_apart(
+            "base_url must be an http:// or https:// URL",
+        )))
+        .build()
+}
+
+/// Checks an LLM object at `at` ([`LlmInput`]).
 ///
 /// # Errors
-/// `string_type` or `value_error` at the field.
+/// The first 422 entry under `at`: `string_type` or `value_error` at the field, a NUL's own.
 pub fn check_llm(m: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    // The provider connection whose base URL and key the LLM takes (issue 25) is the last.
-    for key in ["api_key", "model", "base_url", "provider_connection_id"] {
-        match m.get(key) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) => {
-                let url = s.starts_with("http://") || s.starts_with("https://");
-                if key == "base_url" && !s.is_empty() && !url {
-                    return Err(value_error(
-                        field(at, key),
-                        "base_url must be an http:// or https:// URL",
-                        &json!(s),
-                    ));
-                }
-            }
-            Some(other) => return Err(string_type(field(at, key), other)),
-        }
-    }
-    Ok(())
+    crate::typed_body::parse_at::<LlmInput>(&Value::Object(m.clone()), at)
+        .map(drop)
+        .map_err(|mut e| e.swap_remove(0))
 }
 
 /// An LLM object [`check_llm`] passed, as stored: without `api_key`, answered apart (`None`
@@ -246,19 +276,16 @@ pub fn secret_change(sent: Option<Option<String>>) -> SecretChange {
     sent.map(|k| k.filter(|s| !s.is_empty()))
 }
 
-/// The schema of an LLM object ([`check_llm`]), titled `title` (what a 422 names it).
-pub fn llm_schema(title: &str) -> ObjectBuilder {
-    fields::free_form(
-        "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`; `provider_connection_id` names one of the organization's provider connections, whose base URL and key the LLM then uses (a profile naming one stores no key or base URL of its own).",
-    )
-    .title(Some(title))
-    .property("api_key", fields::nullable_text())
-    .property("model", fields::nullable_text())
-    .property(
-        "base_url",
-        fields::nullable_string().pattern(Some(BASE_URL_PATTERN)),
-    )
-    .property("provider_connection_id", fields::nullable_text())
+/// The schema of an LLM object ([`LlmInput`], inline), titled `title` (what a 422 names it).
+pub fn llm_schema(title: &str) -> Schema {
+    let mut schema = match <LlmInput as utoipa::PartialSchema>::schema() {
+        utoipa::openapi::RefOr::T(s) => s,
+        utoipa::openapi::RefOr::Ref(_) => unreachable!("LlmInput's schema is inline"),
+    };
+    if let Schema::AllOf(all) = &mut schema {
+        all.title = Some(title.to_owned());
+    }
+    schema
 }
 
 /// `agent_settings_diff`'s schema ([`AgentDiff::check`] judges it): an object or `null`,
@@ -323,6 +350,7 @@ pub fn agent_settings_answer_schema() -> Schema {
 mod tests {
     use super::*;
     use crate::validation::loc;
+    use serde_json::json;
 
     /// The document's base URL pattern takes exactly what [`check_llm`] takes.
     #[test]
