@@ -23,7 +23,7 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use crate::typed_body::fields::{self, Whole};
 use crate::typed_body::{self, RequestBody};
-use crate::user_settings::diffs::refuse_nul_in;
+use crate::user_settings::refuse_nul_in;
 use crate::validation::{loc, not_one_of, value_error};
 
 /// The condenser kinds (the SDK's `CondenserKind`): `llm_summarizing` (the default) and `no_op`.

@@ -15,9 +15,10 @@ use uuid::Uuid;
 use utoipa::openapi::schema::Object;
 
 use crate::typed_body::{self, RequestBody, fields};
-use crate::user_settings::diffs::{BASE_URL_PATTERN, refuse_nul_in};
+use crate::user_settings::diffs::BASE_URL_PATTERN;
 use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::profiles::connection_id;
+use crate::user_settings::refuse_nul_in;
 use crate::validation::{NO_NUL_PATTERN, loc};
 
 /// The most provider connections an organization keeps; one more is a 409.

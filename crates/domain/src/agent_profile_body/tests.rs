@@ -68,6 +68,7 @@ fn an_acp_body_is_migrated_and_kept_apart() {
     );
 }
 
+// One row per rule a body can break (over 100 lines: a table, read row by row).
 #[test]
 fn bad_bodies_name_their_field() {
     for (bad, at, kind) in [

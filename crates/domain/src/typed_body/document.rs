@@ -40,16 +40,17 @@ pub(super) fn as_judged(document: &Value) -> Value {
 }
 
 /// `T`'s schema document: its schema, with `components.schemas` holding the schemas it names
-/// and [`JsonValueWithoutNul`](super::fields::JsonValueWithoutNul), which the field builders
-/// name without the derive knowing (`schema_with`).
+/// and `extra`, schemas named where the derive does not see them (`schema_with`).
 ///
 /// # Panics
 /// A derived schema that does not serialize (a bug in the type's declaration).
-pub fn schema_document<T: ToSchema>() -> Value {
-    let mut named = vec![(
-        super::fields::JsonValueWithoutNul::NAME.to_owned(),
-        <super::fields::JsonValueWithoutNul as utoipa::PartialSchema>::schema(),
-    )];
+pub fn schema_document<T: ToSchema>(
+    extra: Vec<(
+        String,
+        utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    )>,
+) -> Value {
+    let mut named = extra;
     T::schemas(&mut named);
     let mut root = serde_json::to_value(T::schema()).expect("a derived schema serializes");
     let components: Map<String, Value> = named

@@ -66,7 +66,11 @@ fn compiled<T: RequestBody>() -> &'static Compiled {
     if let Some(c) = COMPILED.read().expect("schema cache poisoned").get(&id) {
         return c;
     }
-    let document = schema_document::<T>();
+    // The field builders name `JsonValueWithoutNul` where the derive does not see it.
+    let document = schema_document::<T>(vec![(
+        fields::JsonValueWithoutNul::NAME.to_owned(),
+        <fields::JsonValueWithoutNul as utoipa::PartialSchema>::schema(),
+    )]);
     let validator = jsonschema::validator_for(&document::as_judged(&document))
         .unwrap_or_else(|e| panic!("the derived schema of {} does not compile: {e}", T::name()));
     let made: &'static Compiled = Box::leak(Box::new(Compiled {

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
 use super::agent_fields::{check_agent_diff, member_agent_properties};
-use super::refuse_nul_deep;
+use super::{refuse_nul_deep, refuse_nul_in};
 use crate::typed_body::fields::{self, Whole};
 use crate::validation::{field, model_type};
 
@@ -100,18 +100,6 @@ impl ConversationSettingsDiff {
             _ => unreachable!("a struct of JSON values serializes as an object"),
         }
     }
-}
-
-/// Refuses a NUL in `others`' keys and values (the keys of an object at `at`).
-///
-/// # Errors
-/// `string_pattern_mismatch` at the first NUL.
-pub fn refuse_nul_in(others: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    others.iter().try_for_each(|(k, v)| {
-        let l = field(at, k);
-        crate::validation::refuse_nul(|| l.clone(), k)?;
-        refuse_nul_deep(v, &l)
-    })
 }
 
 /// A checked `agent_settings_diff`, split for storage.

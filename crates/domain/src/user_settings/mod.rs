@@ -101,6 +101,18 @@ impl Binding {
     }
 }
 
+/// Refuses a NUL in `others`' keys and values (the keys of an object at `at`).
+///
+/// # Errors
+/// `string_pattern_mismatch` at the first NUL.
+pub fn refuse_nul_in(others: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
+    others.iter().try_for_each(|(k, v)| {
+        let l = field(at, k);
+        validation::refuse_nul(|| l.clone(), k)?;
+        refuse_nul_deep(v, &l)
+    })
+}
+
 /// Refuses a NUL anywhere in `value` (keys and strings, at any depth): PostgreSQL's text and
 /// JSON cannot hold it (API.md, NUL characters). A 422 `string_pattern_mismatch` at the
 /// string's location.

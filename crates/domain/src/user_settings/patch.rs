@@ -14,10 +14,10 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaType, Type};
 
 use super::diffs::{
-    AgentDiff, ConversationSettingsDiff, SecretChange, agent_settings_diff_schema, refuse_nul_in,
-    secret_change,
+    AgentDiff, ConversationSettingsDiff, SecretChange, agent_settings_diff_schema, secret_change,
 };
 use super::refuse_nul_deep;
+use super::refuse_nul_in;
 use crate::settings::parse_marketplace;
 use crate::typed_body::RequestBody;
 use crate::typed_body::fields::{self, JsonValueWithoutNul, Whole};

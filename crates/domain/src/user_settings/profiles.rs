@@ -8,8 +8,9 @@ use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
-use super::diffs::{check_llm, llm_schema, refuse_nul_in, split_llm};
+use super::diffs::{check_llm, llm_schema, split_llm};
 use super::refuse_nul_deep;
+use super::refuse_nul_in;
 use crate::named_profiles::{Collection, Named};
 use crate::typed_body::{self, RequestBody, fields};
 use crate::validation::{field, loc, model_type, string_pattern_mismatch};
