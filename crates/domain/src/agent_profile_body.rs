@@ -186,9 +186,9 @@ enum Command {
 )]
 pub enum AgentProfile {
     /// `agent_kind` `openhands` or none.
-    OpenHands(OpenHandsAgentProfile),
+    OpenHands(Box<OpenHandsAgentProfile>),
     /// `agent_kind` `acp`.
-    Acp(AcpAgentProfile),
+    Acp(Box<AcpAgentProfile>),
 }
 
 impl RequestBody for OpenHandsAgentProfile {
