@@ -22,7 +22,7 @@ use crate::agent_profile_fields::{
 use crate::agent_profiles::{AgentProfileInput, SCHEMA_VERSION};
 use crate::typed_body::fields::{self, JsonValueWithoutNul, Whole};
 use crate::typed_body::{self, RequestBody};
-use crate::validation::{NO_NUL_PATTERN, field, loc, model_type, not_one_of};
+use crate::validation::{NO_NUL_PATTERN, field, loc, model_type, not_one_of, refuse_nul};
 
 /// The kinds `agent_kind` names.
 pub const AGENT_KINDS: [&str; 2] = ["openhands", "acp"];
@@ -221,21 +221,20 @@ pub fn read(body: &Value) -> Result<AgentProfileInput, ValidationError> {
     let Some(obj) = body.as_object() else {
         return Err(model_type(root, "AgentProfile", body));
     };
-    let stored = match obj.get("agent_kind") {
-        None => openhands(typed_body::parse_one(body)?),
-        Some(Value::String(k)) if k == "openhands" => openhands(typed_body::parse_one(body)?),
-        Some(Value::String(k)) if k == "acp" => acp(typed_body::parse_one(body)?),
-        Some(other) => {
-            let at = field(&root, "agent_kind");
-            return Err(match other.as_str() {
-                Some(text) if text.contains('\0') => {
-                    crate::validation::string_pattern_mismatch(at, NO_NUL_PATTERN, text)
-                }
-                _ => not_one_of(ErrorType::LiteralError, at, &AGENT_KINDS, other),
-            });
-        }
+    let Some(kind) = obj.get("agent_kind") else {
+        return Ok(openhands(typed_body::parse_one(body)?));
     };
-    Ok(stored)
+    match kind.as_str() {
+        Some("openhands") => Ok(openhands(typed_body::parse_one(body)?)),
+        Some("acp") => Ok(acp(typed_body::parse_one(body)?)),
+        text => {
+            let at = field(&root, "agent_kind");
+            if let Some(text) = text {
+                refuse_nul(|| at.clone(), text)?;
+            }
+            Err(not_one_of(ErrorType::LiteralError, at, &AGENT_KINDS, kind))
+        }
+    }
 }
 
 fn openhands(mut p: OpenHandsAgentProfile) -> AgentProfileInput {

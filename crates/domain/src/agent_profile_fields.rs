@@ -23,8 +23,8 @@ use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use crate::typed_body::fields::{self, Whole};
 use crate::typed_body::{self, RequestBody};
-use crate::user_settings::refuse_nul_in;
-use crate::validation::{loc, not_one_of, value_error};
+use crate::validation::refuse_nul_in;
+use crate::validation::{not_one_of, value_error};
 
 /// The condenser kinds (the SDK's `CondenserKind`): `llm_summarizing` (the default) and `no_op`.
 pub const CONDENSER_KINDS: [&str; 2] = ["llm_summarizing", "no_op"];
@@ -156,14 +156,14 @@ pub struct VerificationSettings {
 impl RequestBody for CondenserSettings {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        self.refuse_nul_at(&loc(["body"])).map_err(|e| vec![e])
+        fields::check_others(&self.others)
     }
 }
 
 impl RequestBody for VerificationSettings {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        self.refuse_nul_at(&loc(["body"])).map_err(|e| vec![e])
+        fields::check_others(&self.others)
     }
 }
 

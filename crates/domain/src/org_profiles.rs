@@ -18,8 +18,7 @@ use crate::typed_body::{self, RequestBody, fields};
 use crate::user_settings::diffs::BASE_URL_PATTERN;
 use crate::user_settings::own_llm::OwnLlm;
 use crate::user_settings::profiles::connection_id;
-use crate::user_settings::refuse_nul_in;
-use crate::validation::{NO_NUL_PATTERN, loc};
+use crate::validation::NO_NUL_PATTERN;
 
 /// The most provider connections an organization keeps; one more is a 409.
 pub const MAX_CONNECTIONS: usize = 50;
@@ -167,20 +166,15 @@ pub struct UpdateProviderConnectionRequest {
 impl RequestBody for CreateProviderConnectionRequest {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        no_nul_in_others(&self.others)
+        fields::check_others(&self.others)
     }
 }
 
 impl RequestBody for UpdateProviderConnectionRequest {
     /// No NUL in the keys ignored.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        no_nul_in_others(&self.others)
+        fields::check_others(&self.others)
     }
-}
-
-/// A connection body's keys ignored, judged: no NUL in a key or a string under it.
-fn no_nul_in_others(others: &Map<String, Value>) -> Result<(), Vec<ValidationError>> {
-    refuse_nul_in(others, &loc(["body"])).map_err(|e| vec![e])
 }
 
 /// A connection's key: at least one character, no NUL, sealed and never answered

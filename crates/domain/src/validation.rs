@@ -190,6 +190,42 @@ pub fn refuse_nul(loc: impl FnOnce() -> Vec<LocItem>, value: &str) -> Result<(),
     }
 }
 
+/// Refuses a NUL in `map`'s keys and values at any depth, `map` being the object at `at` (e.g.
+/// the keys a body does not declare). A 422 `string_pattern_mismatch` at the first NUL's
+/// location (API.md, NUL characters).
+///
+/// # Errors
+/// That entry, for the first NUL found.
+pub fn refuse_nul_in(
+    map: &serde_json::Map<String, Value>,
+    at: &[LocItem],
+) -> Result<(), ValidationError> {
+    map.iter().try_for_each(|(k, v)| {
+        let l = field(at, k);
+        refuse_nul(|| l.clone(), k)?;
+        refuse_nul_deep(v, &l)
+    })
+}
+
+/// Refuses a NUL anywhere in `value` (keys and strings, at any depth): PostgreSQL's text and
+/// JSON cannot hold it (API.md, NUL characters). A 422 `string_pattern_mismatch` at the
+/// string's location.
+///
+/// # Errors
+/// That entry, for the first NUL found.
+pub fn refuse_nul_deep(value: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
+    match value {
+        Value::String(s) => refuse_nul(|| at.to_vec(), s),
+        Value::Array(items) => items.iter().enumerate().try_for_each(|(i, item)| {
+            let mut l = at.to_vec();
+            l.push(LocItem::Index(i));
+            refuse_nul_deep(item, &l)
+        }),
+        Value::Object(map) => refuse_nul_in(map, at),
+        _ => Ok(()),
+    }
+}
+
 /// `value` for a text column that only mirrors a JSON document kept whole beside it (e.g. a
 /// conversation's title next to its metadata): each NUL replaced by U+FFFD, the original
 /// staying in the JSON (API.md, NUL characters).
@@ -255,5 +291,13 @@ mod tests {
             less_than_equal(loc(["query", "limit"]), 100, &json!("101")).msg,
             "Input should be less than or equal to 100"
         );
+    }
+
+    #[test]
+    fn nul_is_refused_at_any_depth() {
+        let v = json!({"a": [{"b": "x\u{0}"}]});
+        let e = refuse_nul_deep(&v, &[LocItem::from("body")]).unwrap_err();
+        assert!(format!("{e:?}").contains("StringPatternMismatch"));
+        assert!(refuse_nul_deep(&json!({"a": [1, "ok"]}), &[]).is_ok());
     }
 }

@@ -157,6 +157,17 @@ pub fn others_without_nul() -> Schema {
     )
 }
 
+/// The check of the keys [`others_without_nul`] documents (a body's `#[serde(flatten)]` map),
+/// for the body's `RequestBody::check`: no NUL in a key or a string under them.
+///
+/// # Errors
+/// `string_pattern_mismatch` at `["body", key, …]`, the first NUL found.
+pub fn check_others(
+    others: &serde_json::Map<String, serde_json::Value>,
+) -> Result<(), Vec<switchboard_model::ValidationError>> {
+    crate::validation::refuse_nul_in(others, &crate::validation::loc(["body"])).map_err(|e| vec![e])
+}
+
 /// `schema` marked `x-documentation-only`: the document states it, the validator takes any
 /// value there (`typed_body::parse`), and the body's deserialization and `RequestBody::check`
 /// judge the value, its type included. For a free-form part whose rules (and whose type's)

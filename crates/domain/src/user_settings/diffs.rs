@@ -15,9 +15,9 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
 use super::agent_fields::{check_agent_diff, member_agent_properties};
-use super::{refuse_nul_deep, refuse_nul_in};
 use crate::typed_body::fields::{self, Whole};
 use crate::validation::{field, model_type};
+use crate::validation::{refuse_nul_deep, refuse_nul_in};
 
 /// `conversation_settings.security_analyzer` values (or `null`).
 pub const SECURITY_ANALYZERS: [&str; 2] = ["llm", "none"];
@@ -140,7 +140,7 @@ impl AgentDiff {
         }
         match diff.get("llm") {
             None | Some(Value::Null) => {}
-            Some(Value::Object(m)) => check_llm(m, &field(at, "llm"))?,
+            Some(llm @ Value::Object(_)) => check_llm(llm, &field(at, "llm"))?,
             Some(other) => return Err(model_type(field(at, "llm"), "LLM", other)),
         }
         check_agent_diff(diff, at)
@@ -219,7 +219,7 @@ pub struct LlmInput {
 impl crate::typed_body::RequestBody for LlmInput {
     /// No NUL in the other keys.
     fn check(&self) -> Result<(), Vec<ValidationError>> {
-        refuse_nul_in(&self.others, &crate::validation::loc(["body"])).map_err(|e| vec![e])
+        fields::check_others(&self.others)
     }
 }
 
@@ -233,12 +233,12 @@ fn base_url_schema() -> utoipa::openapi::schema::Object {
         .build()
 }
 
-/// Checks an LLM object at `at` ([`LlmInput`]).
+/// Checks an LLM object (`llm`, a JSON object) at `at` ([`LlmInput`]).
 ///
 /// # Errors
 /// The first 422 entry under `at`: `string_type` or `value_error` at the field, a NUL's own.
-pub fn check_llm(m: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    crate::typed_body::parse_at::<LlmInput>(&Value::Object(m.clone()), at)
+pub fn check_llm(llm: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
+    crate::typed_body::parse_at::<LlmInput>(llm, at)
         .map(drop)
         .map_err(|mut e| e.swap_remove(0))
 }
@@ -350,7 +350,7 @@ mod tests {
             let llm = json!({ "base_url": url });
             assert_eq!(
                 pattern.is_match(url),
-                check_llm(llm.as_object().unwrap(), &loc(["body"])).is_ok(),
+                check_llm(&llm, &loc(["body"])).is_ok(),
                 "{url:?}"
             );
         }

@@ -16,11 +16,9 @@ pub mod schema;
 pub mod view;
 
 use serde_json::{Map, Value};
-use switchboard_model::{LocItem, ValidationError};
 use time::OffsetDateTime;
 
 use crate::ids::{OrgId, UserId};
-use crate::validation::{self, field};
 
 pub use profiles::StoredProfile;
 
@@ -101,47 +99,6 @@ impl Binding {
     }
 }
 
-/// Refuses a NUL in `others`' keys and values (the keys of an object at `at`).
-///
-/// # Errors
-/// `string_pattern_mismatch` at the first NUL.
-pub fn refuse_nul_in(others: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    others.iter().try_for_each(|(k, v)| {
-        let l = field(at, k);
-        validation::refuse_nul(|| l.clone(), k)?;
-        refuse_nul_deep(v, &l)
-    })
-}
-
-/// Refuses a NUL anywhere in `value` (keys and strings, at any depth): PostgreSQL's text and
-/// JSON cannot hold it (API.md, NUL characters). A 422 `string_pattern_mismatch` at the
-/// string's location.
-///
-/// # Errors
-/// That entry, for the first NUL found.
-pub fn refuse_nul_deep(value: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
-    match value {
-        Value::String(s) => validation::refuse_nul(|| at.to_vec(), s),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                let mut l = at.to_vec();
-                l.push(LocItem::Index(i));
-                refuse_nul_deep(item, &l)?;
-            }
-            Ok(())
-        }
-        Value::Object(map) => {
-            for (k, v) in map {
-                let l = field(at, k);
-                validation::refuse_nul(|| l.clone(), k)?;
-                refuse_nul_deep(v, &l)?;
-            }
-            Ok(())
-        }
-        _ => Ok(()),
-    }
-}
-
 /// Merges `diff` into `target` as OpenHands' `*_diff` payloads are merged: objects merge key
 /// by key at any depth, a `null` removes the key, anything else replaces it.
 pub fn deep_merge(target: &mut Map<String, Value>, diff: &Map<String, Value>) {
@@ -213,13 +170,5 @@ mod tests {
             Binding::LlmApiKey.of(o, u),
             Binding::LlmApiKey.of(OrgId(uuid::Uuid::max()), u)
         );
-    }
-
-    #[test]
-    fn nul_is_refused_at_any_depth() {
-        let v = json!({"a": [{"b": "x\u{0}"}]});
-        let e = refuse_nul_deep(&v, &[LocItem::from("body")]).unwrap_err();
-        assert!(format!("{e:?}").contains("StringPatternMismatch"));
-        assert!(refuse_nul_deep(&json!({"a": [1, "ok"]}), &[]).is_ok());
     }
 }

@@ -16,12 +16,11 @@ use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, SchemaType, T
 use super::diffs::{
     AgentDiff, ConversationSettingsDiff, SecretChange, agent_settings_diff_schema, secret_change,
 };
-use super::refuse_nul_deep;
-use super::refuse_nul_in;
 use crate::settings::parse_marketplace;
 use crate::typed_body::RequestBody;
 use crate::typed_body::fields::{self, JsonValueWithoutNul, Whole};
 use crate::validation::{NO_NUL_PATTERN, field, loc};
+use crate::validation::{refuse_nul_deep, refuse_nul_in};
 
 /// OpenHands' `SandboxGroupingStrategy`.
 pub const SANDBOX_GROUPING_STRATEGIES: [&str; 5] = [

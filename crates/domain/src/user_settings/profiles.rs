@@ -9,11 +9,10 @@ use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
 use super::diffs::{check_llm, llm_schema, split_llm};
-use super::refuse_nul_deep;
-use super::refuse_nul_in;
 use crate::named_profiles::{Collection, Named};
 use crate::typed_body::{self, RequestBody, fields};
 use crate::validation::{field, loc, model_type, string_pattern_mismatch};
+use crate::validation::{refuse_nul_deep, refuse_nul_in};
 
 /// The most profiles a user keeps in one organization; one more is a 409 (OpenHands'
 /// `MAX_PROFILES_PER_USER`).
@@ -256,7 +255,7 @@ impl RequestBody for SaveProfileRequest {
                 Some(llm) => {
                     refuse_nul_deep(llm, &at)?;
                     match llm {
-                        Value::Object(m) => check_llm(m, &at),
+                        Value::Object(_) => check_llm(llm, &at),
                         other => Err(model_type(at.clone(), "StrictLLM", other)),
                     }
                 }
