@@ -1,7 +1,7 @@
 //! The SDK's `OpenHandsCloudWorkspace` (openhands-workspace 1.58.2, unchanged) against `serve`
 //! started as the README's quick start (no host pattern, no DNS, no URL flag): it opens the
-//! workspace on the port form's URL, runs a command and a conversation (the script passes the
-//! sandbox's own directory as `working_dir`), and every event the agent server kept reaches
+//! workspace on the port form's URL, runs a command and a conversation (in the SDK's default
+//! `working_dir`, `/workspace/project`), and every event the agent server kept reaches
 //! Switchboard. Needs the real agent server and the SDK's venv (`scripts/e2e.sh prepare`);
 //! without them the test says so and passes.
 
