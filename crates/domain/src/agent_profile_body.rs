@@ -66,7 +66,7 @@ pub struct OpenHandsAgentProfile {
     /// The LLM profile of the member's it runs on.
     #[schema(schema_with = fields::non_empty_text)]
     llm_profile_ref: String,
-    /// The agent class: [`AGENT_CLASS`] only (`agent_profile_fields::check_agent_class`).
+    /// The agent class: [`AGENT_CLASS`] only (another is one `value_error`, [`crate::agent_profile_fields::AGENT_REFUSED`]).
     #[serde(default = "agent_class")]
     #[schema(schema_with = agent_schema)]
     agent: String,

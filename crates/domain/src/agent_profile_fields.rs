@@ -17,14 +17,13 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use switchboard_model::{ErrorType, LocItem, ValidationError};
+use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{Object, ObjectBuilder, Type};
 
 use crate::typed_body::fields::{self, Whole};
 use crate::typed_body::{self, RequestBody};
 use crate::validation::refuse_nul_in;
-use crate::validation::{not_one_of, value_error};
 
 /// The condenser kinds (the SDK's `CondenserKind`): `llm_summarizing` (the default) and `no_op`.
 pub const CONDENSER_KINDS: [&str; 2] = ["llm_summarizing", "no_op"];
@@ -240,19 +239,6 @@ pub fn parse_condenser(v: Option<&Value>, at: &[LocItem]) -> Result<Value, Valid
     Ok(read.stored())
 }
 
-/// Reads `verification` at `at` ([`VerificationSettings`]; absent or `null`: the defaults, the
-/// critic off) and answers it with the defaults filled in.
-///
-/// # Errors
-/// The first 422 entry under `at`; `critic_enabled: true` is a `value_error`
-/// ([`CRITIC_REFUSED`]).
-pub fn parse_verification(v: Option<&Value>, at: &[LocItem]) -> Result<Value, ValidationError> {
-    let empty = Value::Object(Map::new());
-    let v = v.filter(|v| !v.is_null()).unwrap_or(&empty);
-    let read: VerificationSettings = first(typed_body::parse_at(v, at))?;
-    Ok(serde_json::to_value(read).unwrap_or(Value::Null))
-}
-
 fn first<T>(read: Result<T, Vec<ValidationError>>) -> Result<T, ValidationError> {
     read.map_err(|mut e| e.swap_remove(0))
 }
@@ -320,33 +306,6 @@ fn unit_interval() -> Object {
         .build()
 }
 
-/// Checks `agent` (already text): only [`AGENT_CLASS`].
-///
-/// # Errors
-/// A `value_error` at `at` saying the agent server builds `CodeActAgent` only.
-pub fn check_agent_class(name: &str, at: Vec<LocItem>) -> Result<(), ValidationError> {
-    if name == AGENT_CLASS {
-        return Ok(());
-    }
-    Err(value_error(at, AGENT_REFUSED, &json!(name)))
-}
-
-/// Checks `acp_server` (already text): one of [`ACP_SERVERS`].
-///
-/// # Errors
-/// A `literal_error` at `at`.
-pub fn check_acp_server(name: &str, at: Vec<LocItem>) -> Result<(), ValidationError> {
-    if ACP_SERVERS.contains(&name) {
-        return Ok(());
-    }
-    Err(not_one_of(
-        ErrorType::LiteralError,
-        at,
-        &ACP_SERVERS,
-        &json!(name),
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -394,12 +353,17 @@ mod tests {
     #[test]
     fn verification_refuses_the_critic() {
         let at = loc(["body", "verification"]);
-        let v = parse_verification(None, &at).unwrap();
+        let read = |v: &Value| {
+            crate::typed_body::parse_at::<VerificationSettings>(v, &at)
+                .map(|s| serde_json::to_value(s).unwrap())
+                .map_err(|mut e| e.swap_remove(0))
+        };
+        let v = read(&json!({})).unwrap();
         assert_eq!(v["critic_enabled"], false);
         assert_eq!(v["critic_mode"], "finish_and_message");
         assert_eq!(v["max_refinement_iterations"], 3);
-        let e = parse_verification(Some(&json!({"critic_enabled": true})), &at).unwrap_err();
-        assert_eq!(e.error_type, ErrorType::ValueError);
+        let e = read(&json!({"critic_enabled": true})).unwrap_err();
+        assert_eq!(e.error_type, switchboard_model::ErrorType::ValueError);
         assert!(e.msg.contains("LLM key"), "{}", e.msg);
         for bad in [
             json!({"critic_threshold": 1.5}),
@@ -408,16 +372,7 @@ mod tests {
             json!({"max_refinement_iterations": 0}),
             json!({"critic_server_url": 3}),
         ] {
-            assert!(parse_verification(Some(&bad), &at).is_err(), "{bad}");
+            assert!(read(&bad).is_err(), "{bad}");
         }
-    }
-
-    #[test]
-    fn agent_and_acp_server_names() {
-        assert!(check_agent_class("CodeActAgent", loc(["body", "agent"])).is_ok());
-        let e = check_agent_class("PlannerAgent", loc(["body", "agent"])).unwrap_err();
-        assert_eq!(e.error_type, ErrorType::ValueError);
-        assert!(check_acp_server("custom", loc(["body", "acp_server"])).is_ok());
-        assert!(check_acp_server("claude", loc(["body", "acp_server"])).is_err());
     }
 }

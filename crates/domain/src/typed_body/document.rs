@@ -66,16 +66,19 @@ pub fn schema_document<T: ToSchema>(
     root
 }
 
-/// A schema reached by [`node_at`]: the schema itself, and the component name it was reached
-/// through when the last step was a `$ref`.
+/// A schema reached by [`node_at`]: the schema itself, the component name it was reached
+/// through when the last step was a `$ref`, and the schemas of that step it was reached
+/// through (a `$ref`, an `Optional`'s `anyOf`), outermost first.
 pub(super) struct Node<'a> {
     pub schema: &'a Value,
     pub component: Option<&'a str>,
+    pub via: Vec<&'a Value>,
 }
 
 /// Follows `$ref`s, and of an `anyOf`/`oneOf` of `null` and one schema takes that schema.
 fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
     let mut component = None;
+    let mut via = Vec::new();
     for _ in 0..16 {
         if let Some(name) = schema
             .get("$ref")
@@ -84,6 +87,7 @@ fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
         {
             match document["components"]["schemas"].get(name) {
                 Some(s) => {
+                    via.push(schema);
                     schema = s;
                     component = Some(name);
                     continue;
@@ -101,11 +105,18 @@ fn resolve<'a>(document: &'a Value, mut schema: &'a Value) -> Node<'a> {
             .flatten()
             .filter(|s| s["type"] != "null");
         match (not_null.next(), not_null.next()) {
-            (Some(s), None) => schema = s,
+            (Some(s), None) => {
+                via.push(schema);
+                schema = s;
+            }
             _ => break,
         }
     }
-    Node { schema, component }
+    Node {
+        schema,
+        component,
+        via,
+    }
 }
 
 /// `schema` and the members of its `allOf` (a struct with a flattened field is the `allOf` of
@@ -138,6 +149,7 @@ pub(super) fn node_at<'a>(document: &'a Value, path: &[LocItem]) -> Node<'a> {
             return Node {
                 schema: &Value::Null,
                 component: None,
+                via: Vec::new(),
             };
         };
         node = resolve(document, next);
@@ -146,15 +158,19 @@ pub(super) fn node_at<'a>(document: &'a Value, path: &[LocItem]) -> Node<'a> {
 }
 
 /// The schema marked with `keyword` nearest to the value at `path`, on its way from the root
-/// (the value's own schema first): how long the marked part of the path is, and the schema.
+/// (the value's own schema first, then the `Optional` or `$ref` it was reached through, inner
+/// first): how long the marked part of the path is, and the schema.
 pub(super) fn nearest_marked<'a>(
     document: &'a Value,
     path: &[LocItem],
     keyword: &str,
 ) -> Option<(usize, &'a Value)> {
     (1..=path.len()).rev().find_map(|n| {
-        let schema = node_at(document, &path[..n]).schema;
-        schema.get(keyword).is_some().then_some((n, schema))
+        let node = node_at(document, &path[..n]);
+        std::iter::once(node.schema)
+            .chain(node.via.into_iter().rev())
+            .find(|s| s.get(keyword).is_some())
+            .map(|s| (n, s))
     })
 }
 

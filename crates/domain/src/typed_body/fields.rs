@@ -337,3 +337,29 @@ where
 {
     Option::<T>::deserialize(d).map(Some)
 }
+
+/// `T`'s schema inline (not a reference to its component), titled `title` when given: the
+/// title names the pydantic model of a `model_type` entry there (e.g. `LLM`, `StrictLLM`).
+pub fn inline<T: utoipa::PartialSchema>(title: Option<&str>) -> Schema {
+    let mut schema = match T::schema() {
+        RefOr::T(s) => s,
+        RefOr::Ref(_) => unreachable!("a derived schema is inline"),
+    };
+    if let Some(title) = title {
+        match &mut schema {
+            Schema::AllOf(s) => s.title = Some(title.to_owned()),
+            Schema::Object(s) => s.title = Some(title.to_owned()),
+            _ => unreachable!("a derived struct's schema is an object or an allOf"),
+        }
+    }
+    schema
+}
+
+/// `T`'s schema inline, titled with its name, or `null`: a nested settings object of a body
+/// (`null` for its defaults).
+pub fn inline_or_null<T: utoipa::PartialSchema + utoipa::ToSchema>() -> Schema {
+    AnyOfBuilder::new()
+        .item(inline::<T>(Some(&T::name())))
+        .item(null())
+        .into()
+}

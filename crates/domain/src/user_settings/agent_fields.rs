@@ -12,22 +12,22 @@
 //! - refused (422): `verification` with the critic on (the profiles' reason), an `agent` other
 //!   than `CodeActAgent`, `agent_kind: "acp"` (an ACP agent starts from an agent profile).
 //!
-//! A diff is checked by itself (each field it sets); what is stored is then its merge into
-//! the stored settings, read again at a start by the same rules.
+//! A diff is judged by its declaration (`diffs::AgentSettingsDiff`, whose schemas of these
+//! fields are here); what is stored is then its merge into the stored settings, read again
+//! at a start by the same rules.
 
 use serde_json::{Map, Value, json};
-use switchboard_model::{LocItem, ValidationError};
 use utoipa::openapi::Ref;
 use utoipa::openapi::schema::{
-    AnyOfBuilder, ArrayBuilder, ObjectBuilder, Schema, SchemaType, Type,
+    AnyOfBuilder, ArrayBuilder, Object, ObjectBuilder, Schema, SchemaType, Type,
 };
 
-use crate::agent_profile_fields::{
-    AGENT_CLASS, CondenserSettings, VerificationSettings, check_agent_class, parse_condenser,
-    parse_verification,
-};
+use crate::agent_profile_fields::{AGENT_CLASS, AGENT_REFUSED, parse_condenser};
 use crate::typed_body::fields::{self, JsonValueWithoutNul};
-use crate::validation::{NO_NUL_PATTERN, field, list_type, string_type, value_error};
+
+/// The words of an `agent_kind` other than `openhands` in a member's settings.
+pub const ACP_REFUSED: &str = "agent_kind must be 'openhands' in a member's settings: an ACP \
+    agent starts from an agent profile (POST /api/agent-profiles/{name})";
 
 /// The member's agent as a start makes it: the parts their settings set.
 #[derive(Debug, Clone, PartialEq)]
@@ -40,65 +40,6 @@ pub struct MemberAgent {
     pub condenser: Value,
     /// `tool_concurrency_limit` (≥ 1).
     pub tool_concurrency_limit: u64,
-}
-
-/// Checks the fields of an `agent_settings_diff` that a start acts on or refuses (the module's
-/// list), at `at`.
-///
-/// # Errors
-/// A 422 entry at the field.
-pub fn check_agent_diff(diff: &Map<String, Value>, at: &[LocItem]) -> Result<(), ValidationError> {
-    if let Some(v) = diff.get("condenser").filter(|v| !v.is_null()) {
-        parse_condenser(Some(v), &field(at, "condenser"))?;
-    }
-    if let Some(v) = diff.get("verification").filter(|v| !v.is_null()) {
-        parse_verification(Some(v), &field(at, "verification"))?;
-    }
-    match diff.get("agent") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(name)) => check_agent_class(name, field(at, "agent"))?,
-        Some(other) => return Err(string_type(field(at, "agent"), other)),
-    }
-    match diff.get("agent_kind") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(k)) if k == "openhands" => {}
-        Some(other) => {
-            return Err(value_error(
-                field(at, "agent_kind"),
-                "agent_kind must be 'openhands' in a member's settings: an ACP agent starts from an agent profile (POST /api/agent-profiles/{name})",
-                other,
-            ));
-        }
-    }
-    match diff.get("tool_concurrency_limit") {
-        None | Some(Value::Null) => {}
-        Some(v) if v.as_u64().is_some_and(|n| n >= 1) => {}
-        Some(other) => {
-            return Err(value_error(
-                field(at, "tool_concurrency_limit"),
-                "tool_concurrency_limit must be an integer of at least 1",
-                other,
-            ));
-        }
-    }
-    match diff.get("tools") {
-        None | Some(Value::Null) => {}
-        Some(Value::Array(items)) => {
-            for (i, t) in items.iter().enumerate() {
-                let mut l = field(at, "tools");
-                l.push(LocItem::Index(i));
-                if !t.get("name").is_some_and(Value::is_string) {
-                    return Err(value_error(
-                        l,
-                        "a tool is an object with a name (and optional params)",
-                        t,
-                    ));
-                }
-            }
-        }
-        Some(other) => return Err(list_type(field(at, "tools"), other)),
-    }
-    Ok(())
 }
 
 /// The agent a start makes of the member's stored `agent_settings` (the module's list). A
@@ -138,60 +79,60 @@ impl Default for MemberAgent {
     }
 }
 
-/// The schemas of the fields [`check_agent_diff`] judges, by name, for the document
-/// (`agent_settings_diff`'s properties beside `llm` and `mcp_config`).
-pub fn member_agent_properties() -> Vec<(&'static str, Schema)> {
-    let nullable_enum = |values: [Value; 2], description: &str| {
-        ObjectBuilder::new()
-            .schema_type(SchemaType::AnyValue)
-            .enum_values(Some(values))
-            .description(Some(description))
-            .build()
-    };
-    let tool = fields::free_form_object()
-        .required("name")
-        .property("name", fields::text_matching(NO_NUL_PATTERN))
-        .property("params", Ref::from_schema_name(JsonValueWithoutNul::NAME));
-    vec![
-        ("condenser", settings_object::<CondenserSettings>()),
-        ("verification", settings_object::<VerificationSettings>()),
-        (
-            "agent",
-            nullable_enum(
-                [json!(AGENT_CLASS), Value::Null],
-                "The one agent class the agent server builds.",
-            )
-            .into(),
-        ),
-        (
-            "agent_kind",
-            nullable_enum(
-                [json!("openhands"), Value::Null],
-                "An ACP agent starts from an agent profile.",
-            )
-            .into(),
-        ),
-        (
-            "tool_concurrency_limit",
-            fields::nullable_integer_from(1).into(),
-        ),
-        (
-            "tools",
-            ArrayBuilder::new()
-                .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
-                .items(tool)
-                .build()
-                .into(),
-        ),
-    ]
+/// `agent`'s schema in a diff: [`AGENT_CLASS`] or `null`; another string is one
+/// `value_error` ([`AGENT_REFUSED`]).
+pub(super) fn agent_schema() -> Object {
+    fields::nullable_string()
+        .enum_values(Some([json!(AGENT_CLASS), Value::Null]))
+        .description(Some("The one agent class the agent server builds."))
+        .extensions(Some(fields::value_error_words(AGENT_REFUSED)))
+        .build()
 }
 
-/// A settings object of the SDK (`T`'s schema, inline), or `null` (the defaults).
-fn settings_object<T: utoipa::PartialSchema>() -> Schema {
+/// `agent_kind`'s schema in a diff: `openhands` or `null`; any other value one `value_error`
+/// ([`ACP_REFUSED`]).
+pub(super) fn agent_kind_schema() -> Schema {
     AnyOfBuilder::new()
-        .item(T::schema())
+        .item(fields::only("openhands"))
         .item(fields::null())
-        .build()
+        .description(Some("An ACP agent starts from an agent profile."))
+        .extensions(Some(fields::value_error_words(ACP_REFUSED)))
+        .into()
+}
+
+/// `tool_concurrency_limit`'s schema in a diff: an integer ≥ 1 or `null`; any other value one
+/// `value_error`.
+pub(super) fn concurrency_schema() -> Schema {
+    AnyOfBuilder::new()
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .maximum(Some(i64::MAX)),
+        )
+        .item(fields::null())
+        .extensions(Some(fields::value_error_words(
+            "tool_concurrency_limit must be an integer of at least 1",
+        )))
+        .into()
+}
+
+/// `tools`' schema in a diff: a list or `null`; each item an object with a string `name` (and
+/// optional `params`), any other item one `value_error` at it.
+pub(super) fn tools_schema() -> Schema {
+    let tool = fields::free_form_object()
+        .title(Some("Tool"))
+        .required("name")
+        .property("name", fields::string())
+        .property("params", Ref::from_schema_name(JsonValueWithoutNul::NAME));
+    let item = AnyOfBuilder::new()
+        .item(tool)
+        .extensions(Some(fields::value_error_words(
+            "a tool is an object with a name (and optional params)",
+        )));
+    ArrayBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::Array, Type::Null]))
+        .items(item)
         .into()
 }
 
@@ -203,13 +144,12 @@ pub fn default_condenser() -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::user_settings::diffs::AgentDiff;
     use crate::validation::loc;
+    use switchboard_model::ValidationError;
 
     fn check(diff: Value) -> Result<(), ValidationError> {
-        check_agent_diff(
-            diff.as_object().unwrap(),
-            &loc(["body", "agent_settings_diff"]),
-        )
+        AgentDiff::check(&diff, &loc(["body", "agent_settings_diff"]))
     }
 
     fn at(e: &ValidationError) -> Value {
@@ -271,6 +211,115 @@ mod tests {
                 "{diff}: {got}"
             );
         }
+    }
+
+    /// Each refusal is the entry the hand-written checks gave: the type, the place, the words
+    /// (a NUL anywhere first, then the fields in their order).
+    #[test]
+    fn each_refusal_keeps_its_entry() {
+        let kind = ACP_REFUSED;
+        let limit = "tool_concurrency_limit must be an integer of at least 1";
+        let tool = "a tool is an object with a name (and optional params)";
+        let cases = [
+            (json!(3), "model_type", json!([]), "AgentSettings"),
+            (
+                json!({"condenser": 3}),
+                "model_type",
+                json!(["condenser"]),
+                "CondenserSettings",
+            ),
+            (
+                json!({"agent": 3}),
+                "string_type",
+                json!(["agent"]),
+                "string",
+            ),
+            (
+                json!({"agent": "PlannerAgent"}),
+                "value_error",
+                json!(["agent"]),
+                AGENT_REFUSED,
+            ),
+            (
+                json!({"agent_kind": "acp"}),
+                "value_error",
+                json!(["agent_kind"]),
+                kind,
+            ),
+            (
+                json!({"agent_kind": 3}),
+                "value_error",
+                json!(["agent_kind"]),
+                kind,
+            ),
+            (
+                json!({"tool_concurrency_limit": "x"}),
+                "value_error",
+                json!(["tool_concurrency_limit"]),
+                limit,
+            ),
+            (
+                json!({"tool_concurrency_limit": 1.5}),
+                "value_error",
+                json!(["tool_concurrency_limit"]),
+                limit,
+            ),
+            (
+                json!({"tools": "terminal"}),
+                "list_type",
+                json!(["tools"]),
+                "list",
+            ),
+            (
+                json!({"tools": ["x"]}),
+                "value_error",
+                json!(["tools", 0]),
+                tool,
+            ),
+            (
+                json!({"tools": [{"name": 3}]}),
+                "value_error",
+                json!(["tools", 0]),
+                tool,
+            ),
+            (json!({"llm": 3}), "model_type", json!(["llm"]), "LLM"),
+            (
+                json!({"mcp_config": 3}),
+                "model_type",
+                json!(["mcp_config"]),
+                "MCPConfig",
+            ),
+            (
+                json!({"tools": "x", "mcp_config": 3}),
+                "model_type",
+                json!(["mcp_config"]),
+                "MCPConfig",
+            ),
+            (
+                json!({"tools": "x", "mcp_config": 3, "agent": "\u{0}"}),
+                "string_pattern_mismatch",
+                json!(["agent"]),
+                "pattern",
+            ),
+        ];
+        for (diff, kind, under, words) in cases {
+            let e =
+                serde_json::to_value(check(diff.clone()).expect_err(&diff.to_string())).unwrap();
+            let mut want = json!(["body", "agent_settings_diff"]);
+            want.as_array_mut()
+                .unwrap()
+                .extend(under.as_array().unwrap().iter().cloned());
+            assert_eq!((&e["type"], &e["loc"]), (&json!(kind), &want), "{diff}");
+            assert!(e["msg"].as_str().unwrap().contains(words), "{diff}: {e}");
+        }
+        // A whole number sent as a float is taken and stored as the integer (pydantic's lax
+        // mode).
+        let two = json!({"tool_concurrency_limit": 2.0});
+        assert!(check(two.clone()).is_ok());
+        assert_eq!(
+            AgentDiff::split(two).unwrap().diff["tool_concurrency_limit"],
+            json!(2)
+        );
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! /api/organizations/{org_id}/settings` share (issue 21): `agent_settings_diff`,
 //! `conversation_settings_diff`, and the LLM object a diff and a profile save carry.
 //!
-//! `conversation_settings_diff` is a typed body ([`ConversationSettingsDiff`]). The agent diff
-//! and the LLM object are free-form JSON objects kept as sent but for the fields below, their
-//! rules stated in the document by [`agent_settings_diff_schema`] and [`LlmInput`] and judged
-//! by [`AgentDiff::check`] and [`check_llm`] (the bodies' `RequestBody::check`), which word
-//! each failure as the API always has: the first one, a NUL anywhere first.
+//! Each is a typed body: [`ConversationSettingsDiff`], [`AgentSettingsDiff`], [`LlmInput`].
+//! The agent diff and the LLM object are judged by [`AgentDiff::check`] and [`check_llm`] (the
+//! bodies' `RequestBody::check`), which word each failure as the API always has: the first
+//! one, a NUL anywhere first; the agent diff is then stored as sent but for
+//! [`AgentDiff::split`]'s changes.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -14,9 +14,9 @@ use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
-use super::agent_fields::{check_agent_diff, member_agent_properties};
+use super::agent_fields;
+use crate::agent_profile_fields::{CondenserSettings, VerificationSettings};
 use crate::typed_body::fields::{self, Whole};
-use crate::validation::{field, model_type};
 use crate::validation::{refuse_nul_deep, refuse_nul_in};
 
 /// `conversation_settings.security_analyzer` values (or `null`).
@@ -102,11 +102,83 @@ impl ConversationSettingsDiff {
     }
 }
 
+/// `agent_settings_diff` (OpenHands' `AgentSettings`, as a diff), declared: deep-merged into
+/// the stored agent settings, `null` removing a key; `mcp_config` an object or `null`; `llm`
+/// an [`LlmInput`] or `null`; the fields a start acts on or refuses
+/// ([`super::agent_fields`]' list: `condenser`, `verification`, `agent`, `agent_kind`,
+/// `tool_concurrency_limit`, `tools`); any other key kept as sent; no NUL. Judged by
+/// [`AgentDiff::check`]; what is stored is the diff as sent but for [`AgentDiff::split`]'s
+/// changes, so a key keeps the place it was sent at.
+#[derive(Clone, Deserialize, ToSchema)]
+#[allow(
+    dead_code,
+    reason = "a judge: its fields are read by parsing, the diff is stored as sent"
+)]
+#[schema(
+    as = AgentSettings,
+    description = "Deep-merged into the stored agent settings (`null` removes a key)."
+)]
+pub struct AgentSettingsDiff {
+    /// The MCP configuration (sealed), or `null`.
+    #[serde(default)]
+    #[schema(schema_with = mcp_config_schema)]
+    mcp_config: Option<Map<String, Value>>,
+    /// The LLM, or `null` (unsets it).
+    #[serde(default)]
+    #[schema(schema_with = nullable_llm)]
+    llm: Option<LlmInput>,
+    /// The condenser, or `null` (the default).
+    #[serde(default)]
+    #[schema(schema_with = fields::inline_or_null::<CondenserSettings>)]
+    condenser: Option<CondenserSettings>,
+    /// The critic's settings (the critic off), or `null`.
+    #[serde(default)]
+    #[schema(schema_with = fields::inline_or_null::<VerificationSettings>)]
+    verification: Option<VerificationSettings>,
+    /// [`AGENT_CLASS`](crate::agent_profile_fields::AGENT_CLASS) or `null`.
+    #[serde(default)]
+    #[schema(schema_with = agent_fields::agent_schema)]
+    agent: Option<String>,
+    /// `openhands` or `null`.
+    #[serde(default)]
+    #[schema(schema_with = agent_fields::agent_kind_schema)]
+    agent_kind: Option<String>,
+    /// An integer ≥ 1, or `null`.
+    #[serde(default)]
+    #[schema(schema_with = agent_fields::concurrency_schema)]
+    tool_concurrency_limit: Option<Whole>,
+    /// `{name, params}` objects replacing the standard tools, or `null`.
+    #[serde(default)]
+    #[schema(schema_with = agent_fields::tools_schema)]
+    tools: Option<Vec<Map<String, Value>>>,
+    /// Any other key: kept as sent.
+    #[serde(flatten)]
+    #[schema(schema_with = fields::others_without_nul)]
+    others: Map<String, Value>,
+}
+
+impl crate::typed_body::RequestBody for AgentSettingsDiff {}
+
+fn mcp_config_schema() -> Schema {
+    AnyOfBuilder::new()
+        .item(fields::free_form("The MCP configuration (sealed).").title(Some("MCPConfig")))
+        .item(fields::null())
+        .into()
+}
+
+fn nullable_llm() -> Schema {
+    AnyOfBuilder::new()
+        .item(llm_schema("LLM"))
+        .item(fields::null())
+        .description(Some("`null` unsets the key."))
+        .into()
+}
+
 /// A checked `agent_settings_diff`, split for storage.
 #[derive(Clone, Default, PartialEq)]
 pub struct AgentDiff {
-    /// The diff without `llm.api_key` and `mcp_config`, `llm.model` and `llm.base_url` sent as
-    /// `""` unset (`null`).
+    /// The diff without `llm.api_key` and `mcp_config`, `llm` as [`LlmInput::split`] stores
+    /// it, `tool_concurrency_limit` an integer.
     pub diff: Map<String, Value>,
     /// Whether the diff touches `llm` (a profile stops being the active one).
     pub touches_llm: bool,
@@ -117,33 +189,20 @@ pub struct AgentDiff {
 }
 
 impl AgentDiff {
-    /// Judges `agent_settings_diff` at `at` (the rules [`agent_settings_diff_schema`]
-    /// states): `null` or an object, without NUL in a key or a string; `mcp_config` an object
-    /// or `null`; `llm` an object ([`check_llm`]) or `null`; the member's agent fields
-    /// ([`check_agent_diff`]).
+    /// Judges `agent_settings_diff` at `at`: no NUL in a key or a string (reported first,
+    /// wherever it is), then `null` or an [`AgentSettingsDiff`].
     ///
     /// # Errors
     /// The first failure's 422 entry: `string_pattern_mismatch` at a NUL, `model_type`
     /// (`AgentSettings`, `MCPConfig`, `LLM`), or the field's own.
     pub fn check(v: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
         refuse_nul_deep(v, at)?;
-        let diff = match v {
-            Value::Null => return Ok(()),
-            Value::Object(m) => m,
-            other => return Err(model_type(at.to_vec(), "AgentSettings", other)),
-        };
-        match diff.get("mcp_config") {
-            None | Some(Value::Null | Value::Object(_)) => {}
-            Some(other) => {
-                return Err(model_type(field(at, "mcp_config"), "MCPConfig", other));
-            }
+        if v.is_null() {
+            return Ok(());
         }
-        match diff.get("llm") {
-            None | Some(Value::Null) => {}
-            Some(llm @ Value::Object(_)) => check_llm(llm, &field(at, "llm"))?,
-            Some(other) => return Err(model_type(field(at, "llm"), "LLM", other)),
-        }
-        check_agent_diff(diff, at)
+        crate::typed_body::parse_at::<AgentSettingsDiff>(v, at)
+            .map(drop)
+            .map_err(|mut e| e.swap_remove(0))
     }
 
     /// The parts of a diff [`Self::check`] passed; `None` for `null`.
@@ -162,12 +221,18 @@ impl AgentDiff {
             out.touches_llm = true;
             out.llm_api_key = match llm {
                 Value::Object(m) => {
-                    let (config, key) = split_llm(std::mem::take(m));
+                    let (config, key) = LlmInput::checked(std::mem::take(m)).split();
                     *m = config;
                     key
                 }
                 _ => Some(None),
             };
+        }
+        // A whole number sent as `3.0` is stored as `3`, as pydantic's lax mode takes it.
+        if let Some(limit) = diff.get_mut("tool_concurrency_limit")
+            && let Ok(Whole(n)) = Whole::deserialize(&*limit)
+        {
+            *limit = Value::from(n);
         }
         out.diff = diff;
         Some(out)
@@ -188,32 +253,83 @@ impl std::fmt::Debug for AgentDiff {
 /// An LLM object (`agent_settings_diff.llm`, a profile save's `llm`; OpenHands' `LLM`):
 /// `api_key`, `model`, `base_url` and `provider_connection_id` text or `null`, a non-empty base
 /// URL `http://` or `https://` ([`BASE_URL_PATTERN`]); other keys kept as sent; no NUL.
-#[derive(Clone, PartialEq, Deserialize, ToSchema)]
+/// Serialized, it is the LLM as stored ([`LlmInput::split`]): no `api_key`, `model` and
+/// `base_url` sent as `""` unset (`null`), what was not sent left out.
+#[derive(Clone, PartialEq, Deserialize, Serialize, ToSchema)]
 #[schema(
     as = LLM,
     description = "An LLM configuration: `api_key` is sealed (`\"\"` or `null`: none); `model` and `base_url` are text or `null` (`\"\"` unsets); a base URL is `http://` or `https://`; `provider_connection_id` names one of the organization's provider connections, whose base URL and key the LLM then uses (a profile naming one stores no key or base URL of its own)."
 )]
 pub struct LlmInput {
     /// The key (sealed), or `null`.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "fields::always"
+    )]
     #[schema(schema_with = fields::nullable_text)]
-    api_key: Option<String>,
+    api_key: Option<Option<String>>,
     /// The model, or `null`.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "text_or_unset"
+    )]
     #[schema(schema_with = fields::nullable_text)]
-    model: Option<String>,
+    model: Option<Option<String>>,
     /// The base URL ([`BASE_URL_PATTERN`]), or `null`.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "text_or_unset"
+    )]
     #[schema(schema_with = base_url_schema)]
-    base_url: Option<String>,
+    base_url: Option<Option<String>>,
     /// The provider connection whose base URL and key the LLM takes (issue 25), or `null`.
-    #[serde(default)]
+    #[serde(
+        default,
+        deserialize_with = "fields::present",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[schema(schema_with = fields::nullable_text)]
-    provider_connection_id: Option<String>,
+    provider_connection_id: Option<Option<String>>,
     /// Any other key: kept as sent.
     #[serde(flatten)]
     #[schema(schema_with = fields::others_without_nul)]
     others: Map<String, Value>,
+}
+
+/// `#[serde(serialize_with = …)]` for text that `""` unsets: `""` is written `null`.
+fn text_or_unset<S: serde::Serializer>(
+    v: &Option<Option<String>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    v.as_ref()
+        .and_then(Option::as_deref)
+        .filter(|t| !t.is_empty())
+        .serialize(s)
+}
+
+impl LlmInput {
+    /// The LLM as stored (this type serialized) and its key apart: `None` when not sent,
+    /// `Some(None)` for `""` or `null`.
+    pub fn split(mut self) -> (Map<String, Value>, SecretChange) {
+        let key = secret_change(self.api_key.take());
+        match serde_json::to_value(self) {
+            Ok(Value::Object(m)) => (m, key),
+            _ => unreachable!("a struct of JSON values serializes as an object"),
+        }
+    }
+
+    /// Reads an LLM object [`check_llm`] passed.
+    ///
+    /// # Panics
+    /// When `llm` is not one (a caller's bug: it is checked first).
+    pub fn checked(llm: Map<String, Value>) -> LlmInput {
+        serde_json::from_value(Value::Object(llm)).expect("the LLM object was checked")
+    }
 }
 
 impl crate::typed_body::RequestBody for LlmInput {
@@ -243,22 +359,6 @@ pub fn check_llm(llm: &Value, at: &[LocItem]) -> Result<(), ValidationError> {
         .map_err(|mut e| e.swap_remove(0))
 }
 
-/// An LLM object [`check_llm`] passed, as stored: without `api_key`, answered apart (`None`
-/// when not sent, `Some(None)` for `""` or `null`), and `model` and `base_url` sent as `""`
-/// unset (`null`).
-pub fn split_llm(mut m: Map<String, Value>) -> (Map<String, Value>, SecretChange) {
-    let key = m.remove("api_key").map(|k| match k {
-        Value::String(s) if !s.is_empty() => Some(s),
-        _ => None,
-    });
-    for k in ["model", "base_url"] {
-        if let Some(v) = m.get_mut(k).filter(|v| v.as_str() == Some("")) {
-            *v = Value::Null;
-        }
-    }
-    (m, key)
-}
-
 /// A key sent as text or `null` (`""` is none, as `null`).
 pub fn secret_change(sent: Option<Option<String>>) -> SecretChange {
     sent.map(|k| k.filter(|s| !s.is_empty()))
@@ -266,43 +366,17 @@ pub fn secret_change(sent: Option<Option<String>>) -> SecretChange {
 
 /// The schema of an LLM object ([`LlmInput`], inline), titled `title` (what a 422 names it).
 pub fn llm_schema(title: &str) -> Schema {
-    let mut schema = match <LlmInput as utoipa::PartialSchema>::schema() {
-        utoipa::openapi::RefOr::T(s) => s,
-        utoipa::openapi::RefOr::Ref(_) => unreachable!("LlmInput's schema is inline"),
-    };
-    if let Schema::AllOf(all) = &mut schema {
-        all.title = Some(title.to_owned());
-    }
-    schema
+    fields::inline::<LlmInput>(Some(title))
 }
 
-/// `agent_settings_diff`'s schema ([`AgentDiff::check`] judges it): an object or `null`,
-/// `llm` ([`llm_schema`]), `mcp_config`, the member's agent fields
-/// ([`member_agent_properties`]), any other key kept as sent, no NUL.
+/// `agent_settings_diff`'s schema: an [`AgentSettingsDiff`] or `null`, documented only (the
+/// bodies' `RequestBody::check` judges it by [`AgentDiff::check`], which words a NUL first).
 pub fn agent_settings_diff_schema() -> Schema {
-    let mut diff =
-        fields::free_form("Deep-merged into the stored agent settings (`null` removes a key).")
-            .title(Some("AgentSettings"))
-            .property(
-                "llm",
-                AnyOfBuilder::new()
-                    .item(llm_schema("LLM"))
-                    .item(fields::null())
-                    .description(Some("`null` unsets the key.")),
-            )
-            .property(
-                "mcp_config",
-                AnyOfBuilder::new()
-                    .item(
-                        fields::free_form("The MCP configuration (sealed).")
-                            .title(Some("MCPConfig")),
-                    )
-                    .item(fields::null()),
-            );
-    for (name, schema) in member_agent_properties() {
-        diff = diff.property(name, schema);
-    }
-    fields::documentation_only(AnyOfBuilder::new().item(diff).item(fields::null()))
+    fields::documentation_only(
+        AnyOfBuilder::new()
+            .item(fields::inline::<AgentSettingsDiff>(None))
+            .item(fields::null()),
+    )
 }
 
 /// The agent settings as answered (`OrgDefaultsSettingsResponse`'s `agent_settings`): `llm`
@@ -359,15 +433,16 @@ mod tests {
     #[test]
     fn an_llm_is_stored_without_its_key_and_empty_text_unsets() {
         let sent = json!({"model": "", "base_url": "http://x", "api_key": "", "extra": 1});
-        let (config, key) = split_llm(sent.as_object().cloned().unwrap());
+        let split = |v: Value| LlmInput::checked(v.as_object().cloned().unwrap()).split();
+        let (config, key) = split(sent);
         assert_eq!(key, Some(None));
         assert_eq!(
             serde_json::to_string(&config).unwrap(),
             r#"{"model":null,"base_url":"http://x","extra":1}"#
         );
-        let (_, key) = split_llm(json!({"api_key": "k"}).as_object().cloned().unwrap());
+        let (_, key) = split(json!({"api_key": "k"}));
         assert_eq!(key, Some(Some("k".into())));
-        assert_eq!(split_llm(Map::new()).1, None);
+        assert_eq!(split(json!({})).1, None);
     }
 
     /// The agent diff is kept in the order sent (it is stored and answered so).

@@ -8,7 +8,7 @@ use switchboard_model::{LocItem, ValidationError};
 use utoipa::ToSchema;
 use utoipa::openapi::schema::{AnyOfBuilder, Schema};
 
-use super::diffs::{check_llm, llm_schema, split_llm};
+use super::diffs::{LlmInput, check_llm, llm_schema};
 use crate::named_profiles::{Collection, Named};
 use crate::typed_body::{self, RequestBody, fields};
 use crate::validation::{field, loc, model_type, string_pattern_mismatch};
@@ -269,7 +269,7 @@ impl From<SaveProfileRequest> for SaveProfile {
     fn from(body: SaveProfileRequest) -> Self {
         let (llm, api_key) = match body.llm {
             Some(Value::Object(m)) => {
-                let (config, key) = split_llm(m);
+                let (config, key) = LlmInput::checked(m).split();
                 (Some(config), key.flatten())
             }
             _ => (None, None),
