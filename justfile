@@ -30,6 +30,11 @@ bench:
 bench-members:
     cargo bench -p switchboard-storage --bench members
 
+# Named profiles: the member's settings read and saves with 50 LLM and 50 agent profiles, on
+# both backends (docs/benchmarks.md, "Named profiles").
+bench-profiles:
+    cargo bench -p switchboard-storage --bench profiles
+
 # Backup and restore: a 1,000,000-event database on SQLite and PostgreSQL backed up while a
 # server runs and a writer keeps writing (its worst insert during the copy), then restored into
 # a new database (docs/benchmarks.md, "Backup and restore"); release build.

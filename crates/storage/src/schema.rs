@@ -330,10 +330,6 @@ diesel::table! {
         search_api_key_sealed -> Nullable<Text>,
         /// The MCP configuration (JSON), sealed.
         mcp_config_sealed -> Nullable<Text>,
-        /// JSON array of LLM profiles, each key sealed.
-        profiles -> Text,
-        /// The active profile's name.
-        active_profile -> Nullable<Text>,
         /// Last change, UTC.
         updated_at -> Timestamp,
     }
@@ -394,10 +390,6 @@ diesel::table! {
         mcp_config_sealed -> Nullable<Text>,
         /// Last change, UTC.
         updated_at -> Timestamp,
-        /// JSON array of LLM profiles, each key sealed (issue 25).
-        profiles -> Text,
-        /// The active profile's name.
-        active_profile -> Nullable<Text>,
         /// JSON array of LLM provider connections, each key sealed (issue 25).
         provider_connections -> Text,
     }
@@ -422,23 +414,30 @@ diesel::table! {
 }
 
 diesel::table! {
-    /// Each member's agent profiles in an organization (issue 25); no secret.
-    agent_profiles (org_id, user_id, id) {
+    /// Named profiles (issues 21, 25, 37): a member's LLM profiles, an organization's LLM
+    /// profiles and members' agent profiles, one row each; a collection is (`org_id`,
+    /// `owner`, `collection`).
+    named_profiles (org_id, owner, collection, name) {
         /// Organization UUID.
         org_id -> Text,
-        /// User UUID.
-        user_id -> Text,
-        /// The profile's stable id (UUID).
-        id -> Text,
-        /// Its name, unique per member.
+        /// The member's user UUID, or `''` for the organization's own.
+        owner -> Text,
+        /// `llm` or `agent`.
+        collection -> Text,
+        /// Its name, unique in its collection.
         name -> Text,
-        /// Bumped by each save.
+        /// An agent profile's stable id (UUID); `NULL` for an LLM profile.
+        id -> Nullable<Text>,
+        /// Bumped by each save of an agent profile; 0 for an LLM profile.
         revision -> BigInt,
-        /// `openhands` or `acp`.
-        agent_kind -> Text,
-        /// JSON object: the profile's fields but `id`, `name`, `revision`.
-        profile -> Text,
-        /// Whether it is the member's active profile.
+        /// An agent profile's `agent_kind`; `NULL` for an LLM profile.
+        kind -> Nullable<Text>,
+        /// JSON object: an LLM profile's configuration without its key, an agent profile's
+        /// fields but `id`, `name`, `revision`.
+        body -> Text,
+        /// An LLM profile's key, sealed.
+        secret_sealed -> Nullable<Text>,
+        /// Whether it is its collection's active profile.
         active -> Bool,
         /// Created, UTC.
         created_at -> Timestamp,
@@ -590,7 +589,7 @@ diesel::allow_tables_to_appear_in_same_query!(
     user_secrets,
     git_provider_tokens,
     pending_messages,
-    agent_profiles,
+    named_profiles,
     audit_log,
     user_identities,
     sign_in_states,

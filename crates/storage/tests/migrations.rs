@@ -5,11 +5,11 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Bool, Date, Double, Integer, Nullable, Text, Timestamp};
 use switchboard_storage::schema::llm_relay::{llm_routes, llm_usage};
 use switchboard_storage::schema::{
-    agent_profiles, api_keys, audit_log, conversation_counts, conversation_moves,
-    conversation_tombstones, conversations, device_grants, events, git_provider_tokens,
-    installation, org_defaults, org_event_usage, org_members, orgs, pending_messages, sandboxes,
-    sign_in_states, start_task_counts, start_tasks, user_identities, user_secrets, user_settings,
-    users, web_sessions,
+    api_keys, audit_log, conversation_counts, conversation_moves, conversation_tombstones,
+    conversations, device_grants, events, git_provider_tokens, installation, named_profiles,
+    org_defaults, org_event_usage, org_members, orgs, pending_messages, sandboxes, sign_in_states,
+    start_task_counts, start_tasks, user_identities, user_secrets, user_settings, users,
+    web_sessions,
 };
 use switchboard_storage::{
     DatabaseUrl, DbConnection, has_pending_migrations, revert_all_migrations, run_migrations,
@@ -76,12 +76,12 @@ fn expected() -> Vec<(&'static str, Vec<Col>)> {
         columns!(conversation_moves: conversation_id, org_id, old_updated_at, new_updated_at),
         columns!(conversation_tombstones: id, deleted_at),
         columns!(org_event_usage: org_id, event_count, event_bytes),
-        columns!(user_settings: org_id, user_id, agent_settings, conversation_settings, preferences, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, profiles, active_profile, updated_at),
+        columns!(user_settings: org_id, user_id, agent_settings, conversation_settings, preferences, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at),
         columns!(user_secrets: org_id, user_id, name, description, value_sealed, created_at, updated_at),
         columns!(git_provider_tokens: org_id, user_id, provider, host, token_sealed, updated_at),
-        columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at, profiles, active_profile, provider_connections),
+        columns!(org_defaults: org_id, agent_settings, conversation_settings, llm_api_key_sealed, search_api_key_sealed, mcp_config_sealed, updated_at, provider_connections),
         columns!(pending_messages: id, conversation_id, org_id, created_by_user_id, body, created_at),
-        columns!(agent_profiles: org_id, user_id, id, name, revision, agent_kind, profile, active, created_at, updated_at),
+        columns!(named_profiles: org_id, owner, collection, name, id, revision, kind, body, secret_sealed, active, created_at, updated_at),
         columns!(user_identities: issuer, subject, user_id, email, created_at, last_sign_in_at),
         columns!(sign_in_states: state_hash, nonce, pkce_verifier, return_to, expires_at),
         columns!(web_sessions: id_hash, user_id, csrf_token, remote_addr, created_at, expires_at),
@@ -435,4 +435,156 @@ fn pairs(conn: &mut DbConnection, sql: &str) -> Vec<(String, i64)> {
         .into_iter()
         .map(|r| (r.id, r.n))
         .collect()
+}
+
+/// The named profiles migration moves every profile into `named_profiles`: a member's LLM
+/// profiles and the organization's (their keys and the active one kept) out of the JSON
+/// arrays, and the agent profiles out of their table; down moves them back.
+fn check_named_profiles_migration(backend: Backend) {
+    use diesel::connection::SimpleConnection;
+    use diesel_migrations::MigrationHarness;
+    use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
+    let db = TestDatabase::new(backend);
+    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
+    let before = "20261209000002";
+    loop {
+        let version = match &mut conn {
+            DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
+            DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
+        }
+        .unwrap()
+        .to_string();
+        if version.replace('-', "").starts_with(before) {
+            break;
+        }
+    }
+    let t = "'2026-01-01 00:00:00'";
+    conn.batch_execute(&format!(
+        "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \
+           VALUES ('o1', 'A', TRUE, '[]', {t}, {t}); \
+         INSERT INTO users (id, email, created_at) VALUES ('u1', 'a@x', {t}); \
+         INSERT INTO user_settings (org_id, user_id, profiles, active_profile, updated_at) VALUES ('o1', 'u1', \
+           '[{{\"name\":\"b\",\"config\":{{\"model\":\"m-b\",\"base_url\":null}}}},{{\"name\":\"a\",\"config\":{{\"model\":\"m-a\"}},\"api_key_sealed\":\"sealed-a\"}}]', \
+           'b', {t}); \
+         INSERT INTO org_defaults (org_id, profiles, active_profile, updated_at) VALUES ('o1', \
+           '[{{\"name\":\"team\",\"config\":{{\"model\":\"m-t\"}},\"api_key_sealed\":\"sealed-t\"}}]', NULL, {t}); \
+         INSERT INTO agent_profiles (org_id, user_id, id, name, revision, agent_kind, profile, active, created_at, updated_at) \
+           VALUES ('o1', 'u1', '00000000-0000-0000-0000-000000000001', 'dev', 2, 'acp', '{{\"acp_server\":\"codex\"}}', TRUE, {t}, {t});"
+    ))
+    .unwrap();
+    run_migrations(&mut conn).unwrap();
+    #[derive(QueryableByName, Debug, PartialEq)]
+    struct Row {
+        #[diesel(sql_type = Text)]
+        owner: String,
+        #[diesel(sql_type = Text)]
+        collection: String,
+        #[diesel(sql_type = Text)]
+        name: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        id: Option<String>,
+        #[diesel(sql_type = BigInt)]
+        revision: i64,
+        #[diesel(sql_type = Nullable<Text>)]
+        kind: Option<String>,
+        #[diesel(sql_type = Text)]
+        body: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        secret_sealed: Option<String>,
+        #[diesel(sql_type = Bool)]
+        active: bool,
+    }
+    let rows: Vec<Row> = diesel::sql_query(
+        "SELECT owner, collection, name, id, revision, kind, body, secret_sealed, active \
+         FROM named_profiles ORDER BY collection, owner, name",
+    )
+    .load(&mut conn)
+    .unwrap();
+    let json = |s: &str| serde_json::from_str::<serde_json::Value>(s).unwrap();
+    let got: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            (
+                (r.owner.as_str(), r.collection.as_str(), r.name.as_str()),
+                (r.id.as_deref(), r.revision, r.kind.as_deref()),
+                (json(&r.body), r.secret_sealed.as_deref(), r.active),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            (
+                ("u1", "agent", "dev"),
+                (Some("00000000-0000-0000-0000-000000000001"), 2, Some("acp")),
+                (serde_json::json!({"acp_server": "codex"}), None, true)
+            ),
+            (
+                ("", "llm", "team"),
+                (None, 0, None),
+                (serde_json::json!({"model": "m-t"}), Some("sealed-t"), false)
+            ),
+            (
+                ("u1", "llm", "a"),
+                (None, 0, None),
+                (serde_json::json!({"model": "m-a"}), Some("sealed-a"), false)
+            ),
+            (
+                ("u1", "llm", "b"),
+                (None, 0, None),
+                (
+                    serde_json::json!({"model": "m-b", "base_url": null}),
+                    None,
+                    true
+                )
+            ),
+        ],
+        "{backend}"
+    );
+    // Down: the arrays (in name order) and the agent profiles' table again.
+    match &mut conn {
+        DbConnection::Sqlite(c) => c.revert_last_migration(SQLITE_MIGRATIONS),
+        DbConnection::Postgres(c) => c.revert_last_migration(POSTGRES_MIGRATIONS),
+    }
+    .unwrap();
+    #[derive(QueryableByName)]
+    struct Back {
+        #[diesel(sql_type = Text)]
+        profiles: String,
+        #[diesel(sql_type = Nullable<Text>)]
+        active_profile: Option<String>,
+    }
+    let back: Back = diesel::sql_query("SELECT profiles, active_profile FROM user_settings")
+        .get_result(&mut conn)
+        .unwrap();
+    assert_eq!(
+        json(&back.profiles),
+        serde_json::json!([
+            {"name": "a", "config": {"model": "m-a"}, "api_key_sealed": "sealed-a"},
+            {"name": "b", "config": {"model": "m-b", "base_url": null}, "api_key_sealed": null}
+        ]),
+        "{backend}"
+    );
+    assert_eq!(back.active_profile.as_deref(), Some("b"), "{backend}");
+    let agents: Vec<Back> = diesel::sql_query(
+        "SELECT profile AS profiles, name AS active_profile FROM agent_profiles WHERE active",
+    )
+    .load(&mut conn)
+    .unwrap();
+    assert_eq!(agents.len(), 1, "{backend}");
+    assert_eq!(
+        agents[0].active_profile.as_deref(),
+        Some("dev"),
+        "{backend}"
+    );
+}
+
+#[test]
+fn sqlite_named_profiles_migration_moves_every_profile() {
+    check_named_profiles_migration(Backend::Sqlite);
+}
+
+#[test]
+fn postgres_named_profiles_migration_moves_every_profile() {
+    check_named_profiles_migration(Backend::Postgres);
 }

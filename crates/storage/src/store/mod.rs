@@ -28,6 +28,7 @@ mod installation;
 mod key_cache;
 mod llm_relay;
 mod members;
+mod named_profiles;
 mod org_defaults;
 mod org_settings;
 mod read_cache;

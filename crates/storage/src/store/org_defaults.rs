@@ -1,6 +1,8 @@
 //! An organization's defaults for its members ([`OrgDefaultsStore`], issue 21): one
 //! `org_defaults` row per organization; the JSON columns hold the agent and conversation
-//! settings, the keys are sealed by the domain.
+//! settings and the provider connections, the keys are sealed by the domain. The
+//! organization's LLM profiles are the collection [`Place::org_llm`] of `named_profiles`
+//! ([`super::named_profiles`]), read and written with the row.
 
 use diesel::prelude::*;
 use serde_json::{Map, Value};
@@ -10,6 +12,7 @@ use switchboard_domain::{DomainError, OrgId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
+use super::named_profiles::{self, Place, ProfileRow};
 use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
 use crate::connection::DbConnection;
 use crate::schema::org_defaults;
@@ -24,8 +27,6 @@ struct OrgDefaultsRow {
     search_api_key_sealed: Option<String>,
     mcp_config_sealed: Option<String>,
     updated_at: PrimitiveDateTime,
-    profiles: String,
-    active_profile: Option<String>,
     provider_connections: String,
 }
 
@@ -40,17 +41,16 @@ fn object(text: &str, what: &str) -> Result<Map<String, Value>, StorageError> {
 
 impl OrgDefaultsRow {
     /// The one conversion into the domain's record.
-    fn record(self) -> Result<OrgDefaultsRecord, StorageError> {
+    fn record(self, profiles: &[ProfileRow]) -> Result<OrgDefaultsRecord, StorageError> {
+        let (profiles, active_profile) = named_profiles::items(profiles)?;
         Ok(OrgDefaultsRecord {
             agent_settings: object(&self.agent_settings, "agent settings")?,
             conversation_settings: object(&self.conversation_settings, "conversation settings")?,
             llm_api_key_sealed: self.llm_api_key_sealed,
             search_api_key_sealed: self.search_api_key_sealed,
             mcp_config_sealed: self.mcp_config_sealed,
-            profiles: serde_json::from_str(&self.profiles).map_err(|e| {
-                StorageError::Other(format!("stored organization profiles: {e}").into())
-            })?,
-            active_profile: self.active_profile,
+            profiles,
+            active_profile,
             provider_connections: serde_json::from_str(&self.provider_connections).map_err(
                 |e| StorageError::Other(format!("stored provider connections: {e}").into()),
             )?,
@@ -68,27 +68,37 @@ impl OrgDefaultsRow {
             search_api_key_sealed: rec.search_api_key_sealed.clone(),
             mcp_config_sealed: rec.mcp_config_sealed.clone(),
             updated_at: to_db(now),
-            profiles: json(serde_json::to_string(&rec.profiles))?,
-            active_profile: rec.active_profile.clone(),
             provider_connections: json(serde_json::to_string(&rec.provider_connections))?,
         })
     }
 }
 
-fn load(conn: &mut DbConnection, org: &str) -> Result<Option<OrgDefaultsRecord>, StorageError> {
-    optional_row(
+/// The organization's defaults row and its profiles' rows.
+fn load(
+    conn: &mut DbConnection,
+    org: OrgId,
+) -> Result<Option<(OrgDefaultsRow, Vec<ProfileRow>)>, StorageError> {
+    let o = org.to_string();
+    let Some(row) = optional_row(
         native!(conn, |c| org_defaults::table
-            .filter(org_defaults::org_id.eq(org))
+            .filter(org_defaults::org_id.eq(&o))
             .select(OrgDefaultsRow::as_select())
             .first(c)),
-        OrgDefaultsRow::record,
-    )
+        Ok,
+    )?
+    else {
+        return Ok(None);
+    };
+    let profiles = named_profiles::load(conn, &Place::org_llm(org))?;
+    Ok(Some((row, profiles)))
 }
 
 impl OrgDefaultsStore for DieselStore {
     fn org_defaults(&self, org: OrgId) -> Result<Option<OrgDefaultsRecord>, StorageError> {
         let mut conn = self.conn()?;
-        load(&mut conn, &org.to_string())
+        load(&mut conn, org)?
+            .map(|(row, profiles)| row.record(&profiles))
+            .transpose()
     }
 
     /// One write transaction: an empty row inserted if none exists (`ON CONFLICT DO
@@ -111,9 +121,10 @@ impl OrgDefaultsStore for DieselStore {
                 .execute(c))
             .map_err(db_err)?;
             lock_row(conn, kind, "org_defaults", &format!("org_id = '{o}'"))?;
-            let mut rec = load(conn, &o)?.ok_or_else(|| {
+            let (row, before) = load(conn, org)?.ok_or_else(|| {
                 StorageError::Other("the organization's defaults row vanished".into())
             })?;
+            let mut rec = row.record(&before)?;
             match edit(&mut rec) {
                 Err(e) => {
                     refused = Some(e);
@@ -126,6 +137,14 @@ impl OrgDefaultsStore for DieselStore {
                         .set(&row)
                         .execute(conn)
                         .map_err(db_err)?;
+                    named_profiles::write_back(
+                        conn,
+                        &Place::org_llm(org),
+                        &before,
+                        &rec.profiles,
+                        rec.active_profile.as_deref(),
+                        now,
+                    )?;
                     rec.updated_at = Some(now);
                     Ok(rec)
                 }

@@ -8,14 +8,15 @@ use switchboard_domain::identity::installation::Installation;
 use switchboard_domain::org_defaults::OrgBinding;
 use switchboard_domain::org_profiles::StoredConnection;
 use switchboard_domain::ports::{Reseal, SealedRef, SealedStore};
-use switchboard_domain::user_settings::{Binding, StoredProfile};
+use switchboard_domain::user_settings::Binding;
 use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
 
 use super::DieselStore;
 use super::rows::{db_err, parse_id};
 use crate::connection::DbConnection;
 use crate::schema::{
-    git_provider_tokens, org_defaults, sandboxes, start_tasks, user_secrets, user_settings,
+    git_provider_tokens, named_profiles, org_defaults, sandboxes, start_tasks, user_secrets,
+    user_settings,
 };
 
 /// The walk: `reseal` over every value; its first error is kept in `refused`.
@@ -116,7 +117,6 @@ impl Walk<'_, '_> {
             Option<String>,
             Option<String>,
             Option<String>,
-            String,
         );
         let rows: Vec<Row> = user_settings::table
             .select((
@@ -125,26 +125,15 @@ impl Walk<'_, '_> {
                 user_settings::llm_api_key_sealed,
                 user_settings::search_api_key_sealed,
                 user_settings::mcp_config_sealed,
-                user_settings::profiles,
             ))
             .load(conn)
             .map_err(db_err)?;
-        for (o, u, llm, search, mcp, profiles) in rows {
+        for (o, u, llm, search, mcp) in rows {
             let (org, user): (OrgId, UserId) = (parse_id(&o, "org")?, parse_id(&u, "user")?);
             let user_ref = |b| SealedRef::User(b, org, user);
             let llm = self.opt(user_ref(Binding::LlmApiKey), llm.as_deref())?;
             let search = self.opt(user_ref(Binding::SearchApiKey), search.as_deref())?;
             let mcp = self.opt(user_ref(Binding::McpConfig), mcp.as_deref())?;
-            let mut profiles: Vec<StoredProfile> = serde_json::from_str(&profiles)
-                .map_err(|e| StorageError::Other(format!("stored profiles: {e}").into()))?;
-            for p in &mut profiles {
-                p.api_key_sealed = self.opt(
-                    user_ref(Binding::ProfileApiKey),
-                    p.api_key_sealed.as_deref(),
-                )?;
-            }
-            let profiles =
-                serde_json::to_string(&profiles).map_err(|e| StorageError::Other(Box::new(e)))?;
             diesel::update(
                 user_settings::table
                     .filter(user_settings::org_id.eq(&o))
@@ -154,8 +143,44 @@ impl Walk<'_, '_> {
                 user_settings::llm_api_key_sealed.eq(llm),
                 user_settings::search_api_key_sealed.eq(search),
                 user_settings::mcp_config_sealed.eq(mcp),
-                user_settings::profiles.eq(profiles),
             ))
+            .execute(conn)
+            .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// The keys of LLM profiles, a member's (`owner` their id) and an organization's
+    /// (`owner` `''`), each bound as the domain seals it.
+    fn profile_keys(&mut self, conn: &mut DbConnection) -> Result<(), StorageError> {
+        type Row = (String, String, String, String, String);
+        let rows: Vec<Row> = named_profiles::table
+            .filter(named_profiles::secret_sealed.is_not_null())
+            .select((
+                named_profiles::org_id,
+                named_profiles::owner,
+                named_profiles::collection,
+                named_profiles::name,
+                named_profiles::secret_sealed.assume_not_null(),
+            ))
+            .load(conn)
+            .map_err(db_err)?;
+        for (o, owner, collection, name, sealed) in rows {
+            let org: OrgId = parse_id(&o, "org")?;
+            let what = if owner.is_empty() {
+                SealedRef::Org(OrgBinding::ProfileApiKey, org)
+            } else {
+                SealedRef::User(Binding::ProfileApiKey, org, parse_id(&owner, "user")?)
+            };
+            let v = self.one(what, &sealed)?;
+            diesel::update(
+                named_profiles::table
+                    .filter(named_profiles::org_id.eq(&o))
+                    .filter(named_profiles::owner.eq(&owner))
+                    .filter(named_profiles::collection.eq(&collection))
+                    .filter(named_profiles::name.eq(&name)),
+            )
+            .set(named_profiles::secret_sealed.eq(v))
             .execute(conn)
             .map_err(db_err)?;
         }
@@ -230,7 +255,6 @@ impl Walk<'_, '_> {
             Option<String>,
             Option<String>,
             String,
-            String,
         );
         let rows: Vec<Row> = org_defaults::table
             .select((
@@ -238,12 +262,11 @@ impl Walk<'_, '_> {
                 org_defaults::llm_api_key_sealed,
                 org_defaults::search_api_key_sealed,
                 org_defaults::mcp_config_sealed,
-                org_defaults::profiles,
                 org_defaults::provider_connections,
             ))
             .load(conn)
             .map_err(db_err)?;
-        for (o, llm, search, mcp, profiles, connections) in rows {
+        for (o, llm, search, mcp, connections) in rows {
             let org: OrgId = parse_id(&o, "org")?;
             let llm = self.opt(SealedRef::Org(OrgBinding::LlmApiKey, org), llm.as_deref())?;
             let search = self.opt(
@@ -252,13 +275,6 @@ impl Walk<'_, '_> {
             )?;
             let mcp = self.opt(SealedRef::Org(OrgBinding::McpConfig, org), mcp.as_deref())?;
             let bad = |e: serde_json::Error| StorageError::Other(Box::new(e));
-            let mut profiles: Vec<StoredProfile> = serde_json::from_str(&profiles).map_err(bad)?;
-            for p in &mut profiles {
-                p.api_key_sealed = self.opt(
-                    SealedRef::Org(OrgBinding::ProfileApiKey, org),
-                    p.api_key_sealed.as_deref(),
-                )?;
-            }
             let mut connections: Vec<StoredConnection> =
                 serde_json::from_str(&connections).map_err(bad)?;
             for c in &mut connections {
@@ -272,7 +288,6 @@ impl Walk<'_, '_> {
                     org_defaults::llm_api_key_sealed.eq(llm),
                     org_defaults::search_api_key_sealed.eq(search),
                     org_defaults::mcp_config_sealed.eq(mcp),
-                    org_defaults::profiles.eq(serde_json::to_string(&profiles).map_err(bad)?),
                     org_defaults::provider_connections
                         .eq(serde_json::to_string(&connections).map_err(bad)?),
                 ))
@@ -284,7 +299,7 @@ impl Walk<'_, '_> {
 }
 
 impl SealedStore for DieselStore {
-    /// One write transaction ([`DieselStore::write`]) over the seven tables holding sealed
+    /// One write transaction ([`DieselStore::write`]) over the eight tables holding sealed
     /// values; a refusal of `reseal` rolls it back and is returned.
     fn reseal_all(
         &self,
@@ -301,6 +316,7 @@ impl SealedStore for DieselStore {
             walk.sandboxes(conn)?;
             walk.start_tasks(conn)?;
             walk.user_settings(conn)?;
+            walk.profile_keys(conn)?;
             walk.user_secrets(conn)?;
             walk.provider_tokens(conn)?;
             walk.org_defaults(conn)?;

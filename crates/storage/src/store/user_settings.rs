@@ -1,6 +1,8 @@
 //! Each user's own settings in an organization ([`UserSettingsStore`], issue 21): one
 //! `user_settings` row per user and organization; the JSON columns hold the agent and
-//! conversation settings, the preferences and the profiles (keys sealed by the domain).
+//! conversation settings and the preferences (keys sealed by the domain). The member's LLM
+//! profiles are the collection [`Place::member_llm`] of `named_profiles`
+//! ([`super::named_profiles`]), read and written with the row.
 
 use diesel::prelude::*;
 use serde_json::{Map, Value};
@@ -10,6 +12,7 @@ use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
+use super::named_profiles::{self, Place, ProfileRow};
 use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
 use crate::connection::DbConnection;
 use crate::schema::user_settings;
@@ -25,8 +28,6 @@ struct UserSettingsRow {
     llm_api_key_sealed: Option<String>,
     search_api_key_sealed: Option<String>,
     mcp_config_sealed: Option<String>,
-    profiles: String,
-    active_profile: Option<String>,
     updated_at: PrimitiveDateTime,
 }
 
@@ -40,8 +41,6 @@ struct UserSettingsChange {
     llm_api_key_sealed: Option<String>,
     search_api_key_sealed: Option<String>,
     mcp_config_sealed: Option<String>,
-    profiles: String,
-    active_profile: Option<String>,
     updated_at: PrimitiveDateTime,
 }
 
@@ -69,17 +68,10 @@ impl ToJson for Map<String, Value> {
     }
 }
 
-impl ToJson for Vec<StoredProfile> {
-    fn to_json(&self) -> serde_json::Result<String> {
-        serde_json::to_string(self)
-    }
-}
-
 impl UserSettingsRow {
     /// The one conversion into the domain's record.
-    fn record(self) -> Result<UserSettingsRecord, StorageError> {
-        let profiles: Vec<StoredProfile> = serde_json::from_str(&self.profiles)
-            .map_err(|e| StorageError::Other(format!("stored profiles: {e}").into()))?;
+    fn record(self, profiles: &[ProfileRow]) -> Result<UserSettingsRecord, StorageError> {
+        let (profiles, active_profile) = named_profiles::items::<StoredProfile>(profiles)?;
         Ok(UserSettingsRecord {
             agent_settings: object(&self.agent_settings, "agent settings")?,
             conversation_settings: object(&self.conversation_settings, "conversation settings")?,
@@ -88,7 +80,7 @@ impl UserSettingsRow {
             search_api_key_sealed: self.search_api_key_sealed,
             mcp_config_sealed: self.mcp_config_sealed,
             profiles,
-            active_profile: self.active_profile,
+            active_profile,
             updated_at: Some(from_db(self.updated_at)),
         })
     }
@@ -103,27 +95,31 @@ impl UserSettingsChange {
             llm_api_key_sealed: rec.llm_api_key_sealed.clone(),
             search_api_key_sealed: rec.search_api_key_sealed.clone(),
             mcp_config_sealed: rec.mcp_config_sealed.clone(),
-            profiles: json_text(&rec.profiles)?,
-            active_profile: rec.active_profile.clone(),
             updated_at: to_db(now),
         })
     }
 }
 
+/// The member's settings row and their profiles' rows.
 fn load(
     conn: &mut DbConnection,
     org: OrgId,
     user: UserId,
-) -> Result<Option<UserSettingsRecord>, StorageError> {
+) -> Result<Option<(UserSettingsRow, Vec<ProfileRow>)>, StorageError> {
     let (o, u) = (org.to_string(), user.to_string());
-    optional_row(
+    let Some(row) = optional_row(
         native!(conn, |c| user_settings::table
             .filter(user_settings::org_id.eq(&o))
             .filter(user_settings::user_id.eq(&u))
             .select(UserSettingsRow::as_select())
             .first(c)),
-        UserSettingsRow::record,
-    )
+        Ok,
+    )?
+    else {
+        return Ok(None);
+    };
+    let profiles = named_profiles::load(conn, &Place::member_llm(org, user))?;
+    Ok(Some((row, profiles)))
 }
 
 impl UserSettingsStore for DieselStore {
@@ -133,7 +129,9 @@ impl UserSettingsStore for DieselStore {
         user: UserId,
     ) -> Result<Option<UserSettingsRecord>, StorageError> {
         let mut conn = self.conn()?;
-        load(&mut conn, org, user)
+        load(&mut conn, org, user)?
+            .map(|(row, profiles)| row.record(&profiles))
+            .transpose()
     }
 
     /// One write transaction: a default row inserted if none exists (`ON CONFLICT DO
@@ -159,8 +157,6 @@ impl UserSettingsStore for DieselStore {
                 llm_api_key_sealed: None,
                 search_api_key_sealed: None,
                 mcp_config_sealed: None,
-                profiles: "[]".into(),
-                active_profile: None,
                 updated_at: to_db(now),
             };
             native!(conn, |c| diesel::insert_into(user_settings::table)
@@ -174,8 +170,9 @@ impl UserSettingsStore for DieselStore {
                 "user_settings",
                 &format!("org_id = '{o}' AND user_id = '{u}'"),
             )?;
-            let mut rec = load(conn, org, user)?
+            let (row, before) = load(conn, org, user)?
                 .ok_or_else(|| StorageError::Other("the user's settings row vanished".into()))?;
+            let mut rec = row.record(&before)?;
             match edit(&mut rec) {
                 Err(e) => {
                     refused = Some(e);
@@ -192,6 +189,14 @@ impl UserSettingsStore for DieselStore {
                     .set(&change)
                     .execute(conn)
                     .map_err(db_err)?;
+                    named_profiles::write_back(
+                        conn,
+                        &Place::member_llm(org, user),
+                        &before,
+                        &rec.profiles,
+                        rec.active_profile.as_deref(),
+                        now,
+                    )?;
                     rec.updated_at = Some(now);
                     Ok(rec)
                 }

@@ -1,8 +1,9 @@
 //! An organization's LLM profiles and LLM provider connections (issue 25; the routes Agent
 //! Canvas uses under `/api/organizations/{org_id}/profiles…` and `/provider-connections…`):
 //! every member reads them (`view_org_settings`), owners and admins change them
-//! (`edit_org_settings`), as OpenHands' `org_profiles.py` gates them. Stored on the
-//! organization's defaults row, keys sealed ([`OrgBinding::ProfileApiKey`],
+//! (`edit_org_settings`), as OpenHands' `org_profiles.py` gates them. Part of the
+//! organization's defaults record (the storage keeps the profiles as rows of their own,
+//! written with it), keys sealed ([`OrgBinding::ProfileApiKey`],
 //! [`OrgBinding::ConnectionApiKey`]) and never answered.
 //!
 //! Activating a profile makes its LLM (and key) the organization's default LLM, which a
