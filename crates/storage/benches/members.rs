@@ -20,7 +20,7 @@ use switchboard_testkit::{Backend, TestDatabase};
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, execute, time_it};
+use common::{env_num, execute, print_table, time_it};
 
 /// Bulk-inserts `n` users, each a member of `org` (multi-row INSERTs of 1,000).
 fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
@@ -183,14 +183,11 @@ fn run(backend: Backend, n: u64, iters: u64) {
                 .unwrap();
         }),
     ));
-    println!(
-        "\n{backend}: {n} members (loaded in {:.1} s), {iters} calls each",
+    let title = format!(
+        "{backend}: {n} members (loaded in {:.1} s), {iters} calls each",
         load.as_secs_f64()
     );
-    println!("| operation | p50 ms | p99 ms |\n| --- | --- | --- |");
-    for (name, (p50, p99)) in rows {
-        println!("| {name} | {p50:.3} | {p99:.3} |");
-    }
+    print_table(&title, &rows);
 }
 
 fn main() {

@@ -21,7 +21,7 @@ use time::OffsetDateTime;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, time_it};
+use common::{env_num, print_table, time_it};
 
 fn config(model: &str) -> Map<String, serde_json::Value> {
     json!({"model": model, "base_url": "https://llm.example/v1", "temperature": 0.2})
@@ -142,11 +142,8 @@ fn run(backend: Backend, n: u64, iters: u64) {
                 .unwrap();
         }),
     ));
-    println!("\n{backend}: {n} LLM profiles and {n} agent profiles, {iters} calls each");
-    println!("| operation | p50 ms | p99 ms |\n| --- | --- | --- |");
-    for (name, (p50, p99)) in rows {
-        println!("| {name} | {p50:.3} | {p99:.3} |");
-    }
+    let title = format!("{backend}: {n} LLM profiles and {n} agent profiles, {iters} calls each");
+    print_table(&title, &rows);
 }
 
 fn main() {

@@ -229,29 +229,32 @@ fn every_migration_folder_has_both_backends() {
     }
 }
 
-/// The sandboxes migration keeps every registered sandbox (now `external`, `RUNNING`) and
-/// every conversation's `sandbox_id`: on SQLite the table is rebuilt with foreign keys off,
-/// so the implicit DELETE of dropping it does not set them to NULL.
-fn check_sandboxes_migration_keeps_data(backend: Backend) {
+/// Runs the migrations up to and including `version` (`YYYY-MM-DD-NNNNNN`).
+fn migrate_through(conn: &mut DbConnection, version: &str) {
     use diesel_migrations::MigrationHarness;
     use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
-    let db = TestDatabase::new(backend);
-    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
-    let before = "2026-11-21-000002";
+    let want = version.replace('-', "");
     loop {
-        let version = match &mut conn {
+        let ran = match conn {
             DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
             DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
         }
         .unwrap()
         .to_string();
-        if version
-            .replace('-', "")
-            .starts_with(&before.replace('-', ""))
-        {
-            break;
+        if ran.replace('-', "").starts_with(&want) {
+            return;
         }
     }
+}
+
+/// The sandboxes migration keeps every registered sandbox (now `external`, `RUNNING`) and
+/// every conversation's `sandbox_id`: on SQLite the table is rebuilt with foreign keys off,
+/// so the implicit DELETE of dropping it does not set them to NULL.
+fn check_sandboxes_migration_keeps_data(backend: Backend) {
+    let db = TestDatabase::new(backend);
+    let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
+    let before = "2026-11-21-000002";
+    migrate_through(&mut conn, before);
     use diesel::connection::SimpleConnection;
     conn.batch_execute(
         "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \
@@ -317,21 +320,9 @@ fn postgres_sandboxes_migration_keeps_data() {
 /// order and sets each conversation's event count.
 fn check_positions_backfill(backend: Backend) {
     use diesel::connection::SimpleConnection;
-    use diesel_migrations::MigrationHarness;
-    use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
     let db = TestDatabase::new(backend);
     let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
-    loop {
-        let version = match &mut conn {
-            DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
-            DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
-        }
-        .unwrap()
-        .to_string();
-        if version.replace('-', "").starts_with("20261123000002") {
-            break;
-        }
-    }
+    migrate_through(&mut conn, "2026-11-23-000002");
     let mut sql = String::from(
         "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \
            VALUES ('o1', 'A', TRUE, '[]', '2026-01-01 00:00:00', '2026-01-01 00:00:00'); \
@@ -446,18 +437,8 @@ fn check_named_profiles_migration(backend: Backend) {
     use switchboard_storage::migrations::{POSTGRES_MIGRATIONS, SQLITE_MIGRATIONS};
     let db = TestDatabase::new(backend);
     let mut conn = DatabaseUrl::parse(db.url()).unwrap().connect().unwrap();
-    let before = "20261209000002";
-    loop {
-        let version = match &mut conn {
-            DbConnection::Sqlite(c) => c.run_next_migration(SQLITE_MIGRATIONS),
-            DbConnection::Postgres(c) => c.run_next_migration(POSTGRES_MIGRATIONS),
-        }
-        .unwrap()
-        .to_string();
-        if version.replace('-', "").starts_with(before) {
-            break;
-        }
-    }
+    let before = "2026-12-09-000002";
+    migrate_through(&mut conn, before);
     let t = "'2026-01-01 00:00:00'";
     conn.batch_execute(&format!(
         "INSERT INTO orgs (id, name, enable_proactive_conversation_starters, registered_marketplaces, created_at, updated_at) \

@@ -1,6 +1,8 @@
 //! What the storage benchmarks share: knobs from the environment, percentiles of timed
 //! calls, and bulk SQL run in the store's write transaction.
 
+#![allow(dead_code, reason = "each benchmark uses some of these")]
+
 use std::time::{Duration, Instant};
 
 /// The number in environment variable `name`, else `default`.
@@ -50,4 +52,14 @@ pub fn execute(store: &switchboard_storage::DieselStore, sql: &str) {
                 .map_err(|e| switchboard_domain::StorageError::Other(Box::new(e)))
         })
         .unwrap();
+}
+
+/// Prints `rows` (an operation's name, its p50 and p99 in milliseconds) as a Markdown table
+/// under `title`.
+pub fn print_table(title: &str, rows: &[(&str, (f64, f64))]) {
+    println!("\n{title}");
+    println!("| operation | p50 ms | p99 ms |\n| --- | --- | --- |");
+    for (name, (p50, p99)) in rows {
+        println!("| {name} | {p50:.3} | {p99:.3} |");
+    }
 }
