@@ -6,6 +6,7 @@ use serde_json::Value;
 use switchboard_domain::typed_body;
 use switchboard_domain::user_settings::patch::{SettingsPatch, SettingsRequest};
 use switchboard_domain::user_settings::schema::{agent_schema, conversation_schema};
+use switchboard_domain::user_settings::view::SettingsResponse;
 use switchboard_domain::validation::loc;
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -34,12 +35,12 @@ pub fn configure(cfg: &mut ServiceConfig<'_>) {
 #[utoipa::path(tag = "Settings",
     params(("X-Org-Id" = Option<String>, Header, description = "Organization (UUID)")),
     security(("APIKeyHeader" = []), ("BearerAuth" = [])),
-    responses((status = 200, description = "`GETSettingsModel`", body = Object), ApiKeyErrors))]
+    responses((status = 200, body = SettingsResponse), ApiKeyErrors))]
 #[get("/api/v1/settings")]
 pub async fn load_settings(
     state: web::Data<AppState>,
     caller: Caller,
-) -> ApiResult<web::Json<Value>> {
+) -> ApiResult<web::Json<SettingsResponse>> {
     let settings = caller
         .run(state, |s, ctx| Ok(s.services.member_settings(&ctx)?))
         .await?;

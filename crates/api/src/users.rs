@@ -47,7 +47,8 @@ pub async fn users_me(
         .run(state, move |s, ctx| {
             let expose = query.flag("expose_secrets")?.unwrap_or(false);
             let me = s.services.users().me(&ctx)?;
-            let mut info = s.services.member_settings(&ctx)?;
+            let mut info = serde_json::to_value(s.services.member_settings(&ctx)?)
+                .map_err(|e| crate::error::ApiError::Internal(e.to_string()))?;
             if expose {
                 let sandbox = s
                     .services

@@ -22,22 +22,20 @@ pub struct EffectiveLlm {
 }
 
 impl EffectiveLlm {
-    /// Shows this LLM in a `GETSettingsModel` (or `UserInfo`) `view`: `agent_settings.llm`'s
-    /// `model` and `base_url` (its other fields kept), `llm_api_key_set`, and the additive
-    /// `llm_source` (`user`, `organization`, `operator` or null).
-    pub fn show_in(&self, view: &mut Value) {
+    /// Shows this LLM in a `GETSettingsModel` `view`: `agent_settings.llm`'s `model` and
+    /// `base_url` (its other fields kept), `llm_api_key_set`, and the additive `llm_source`
+    /// (`user`, `organization`, `operator` or null).
+    pub fn show_in(&self, view: &mut crate::user_settings::view::SettingsResponse) {
         if let Some(llm) = view
-            .get_mut("agent_settings")
-            .and_then(|a| a.get_mut("llm"))
+            .agent_settings
+            .get_mut("llm")
             .and_then(Value::as_object_mut)
         {
             llm.insert("model".into(), json!(self.model));
             llm.insert("base_url".into(), json!(self.base_url));
         }
-        if let Some(obj) = view.as_object_mut() {
-            obj.insert("llm_api_key_set".into(), json!(self.api_key_set));
-            obj.insert("llm_source".into(), json!(self.source));
-        }
+        view.llm_api_key_set = self.api_key_set;
+        view.llm_source = self.source.map(str::to_owned);
     }
 
     /// What [`choose_llm`] picks from `levels`, and whose key (else base URL, else model) it is.

@@ -315,7 +315,7 @@ impl Switchboard {
     pub fn member_settings(
         &self,
         ctx: &crate::identity::OrgContext,
-    ) -> Result<serde_json::Value, crate::error::DomainError> {
+    ) -> Result<crate::user_settings::view::SettingsResponse, crate::error::DomainError> {
         let mut view = self.user_settings.settings(ctx)?;
         self.conversation_start
             .effective_llm(ctx.org.id, ctx.principal.user_id)?

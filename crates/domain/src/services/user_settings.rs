@@ -24,7 +24,9 @@ use crate::user_settings::patch::SettingsPatch;
 use crate::user_settings::profiles::{
     SaveProfile, StoredProfile, delete_in, profile_not_found, rename_in, save_into,
 };
-use crate::user_settings::view::{ProfileDetailResponse, ViewParts, profile_detail, settings_view};
+use crate::user_settings::view::{
+    ProfileDetailResponse, SettingsResponse, ViewParts, profile_detail, settings_view,
+};
 use crate::user_settings::{Binding, UserSettingsRecord, deep_merge};
 
 /// Users' settings and profiles.
@@ -122,7 +124,7 @@ impl UserSettingsService {
     ///
     /// # Errors
     /// [`DomainError::UserNotFound`], a value that does not open, storage.
-    pub fn settings(&self, ctx: &OrgContext) -> Result<Value, DomainError> {
+    pub fn settings(&self, ctx: &OrgContext) -> Result<SettingsResponse, DomainError> {
         let (org, user) = (ctx.org.id, ctx.principal.user_id);
         let rec = self.record(org, user)?;
         let who = self.identity.user(user)?.ok_or(DomainError::UserNotFound)?;
