@@ -213,6 +213,7 @@ mod tests {
         }
     }
 
+    // One table of cases, one per refusal: long because rustfmt gives each case its lines.
     /// Each refusal is the entry the hand-written checks gave: the type, the place, the words
     /// (a NUL anywhere first, then the fields in their order).
     #[test]
