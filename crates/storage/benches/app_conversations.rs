@@ -15,18 +15,17 @@
 //! the page size (default 100; clients open on 20), and the deep page is at
 //! `SB_BENCH_DEPTH` (default 50,000, or the middle of smaller lists).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use switchboard_domain::conversations::app::{AppConversationFilter, OrderedCursor, SortOrder};
 use switchboard_domain::services::AppConversationService;
-use switchboard_domain::{OrgContext, Role, SandboxId, Switchboard};
+use switchboard_domain::{OrgContext, Role, SandboxId};
 use switchboard_storage::DieselStore;
-use switchboard_testkit::{Backend, TestDatabase};
+use switchboard_testkit::Backend;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, execute, time_it};
+use common::{World, env_num, execute, time_it, world};
 
 /// 2026-11-01T00:00:00Z in Unix seconds.
 const BASE_SECS: i64 = 1_793_491_200;
@@ -94,14 +93,12 @@ fn seed(
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let db = TestDatabase::new(backend);
-    let (store, _) = DieselStore::open(db.url(), None).unwrap();
-    let store = Arc::new(store);
-    let services = Switchboard::new(store.clone());
-    let boot = services
-        .operator()
-        .bootstrap("Bench", "owner@bench.example")
-        .unwrap();
+    let World {
+        db: _db,
+        store,
+        services,
+        boot,
+    } = world(backend);
     let member = services
         .operator()
         .create_user("member@bench.example", None)

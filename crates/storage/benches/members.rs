@@ -9,18 +9,17 @@
 //! key caches' invalidation), a session check, a device code started and polled, and an API
 //! key check that misses the per-replica cache (the hot path, with the disabled-user check).
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use switchboard_domain::identity::sign_in::ProviderIdentity;
 use switchboard_domain::ports::{MemberPosition, MemberStore};
-use switchboard_domain::{OrgContext, Role, Switchboard};
+use switchboard_domain::{OrgContext, Role};
 use switchboard_storage::DieselStore;
-use switchboard_testkit::{Backend, TestDatabase};
+use switchboard_testkit::Backend;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, execute, print_table, time_it};
+use common::{World, env_num, execute, print_table, time_it, world};
 
 /// Bulk-inserts `n` users, each a member of `org` (multi-row INSERTs of 1,000).
 fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
@@ -54,14 +53,12 @@ fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let db = TestDatabase::new(backend);
-    let (store, _) = DieselStore::open(db.url(), None).unwrap();
-    let store = Arc::new(store);
-    let services = Switchboard::new(store.clone());
-    let boot = services
-        .operator()
-        .bootstrap("Bench", "owner@bench.example")
-        .unwrap();
+    let World {
+        db: _db,
+        store,
+        services,
+        boot,
+    } = world(backend);
     let load = Instant::now();
     seed(&store, boot.org_id, n);
     let load = load.elapsed();

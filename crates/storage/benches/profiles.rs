@@ -8,20 +8,17 @@
 //! save that changes no profile, a save of one LLM profile, a rename of one, the agent
 //! profiles read, and a save of one agent profile.
 
-use std::sync::Arc;
-
 use serde_json::{Map, json};
+use switchboard_domain::OrgContext;
 use switchboard_domain::agent_profiles::StoredAgentProfile;
 use switchboard_domain::ports::{AgentProfileStore, UserSettingsStore};
 use switchboard_domain::user_settings::StoredProfile;
-use switchboard_domain::{OrgContext, Switchboard};
-use switchboard_storage::DieselStore;
-use switchboard_testkit::{Backend, TestDatabase};
+use switchboard_testkit::Backend;
 use time::OffsetDateTime;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{env_num, print_table, time_it};
+use common::{World, env_num, print_table, time_it, world};
 
 fn config(model: &str) -> Map<String, serde_json::Value> {
     json!({"model": model, "base_url": "https://llm.example/v1", "temperature": 0.2})
@@ -31,14 +28,12 @@ fn config(model: &str) -> Map<String, serde_json::Value> {
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let db = TestDatabase::new(backend);
-    let (store, _) = DieselStore::open(db.url(), None).unwrap();
-    let store = Arc::new(store);
-    let services = Switchboard::new(store.clone());
-    let boot = services
-        .operator()
-        .bootstrap("Bench", "owner@bench.example")
-        .unwrap();
+    let World {
+        db: _db,
+        store,
+        services,
+        boot,
+    } = world(backend);
     let ctx: OrgContext = services
         .auth()
         .authenticate_in(&boot.api_key, Some(boot.org_id))
