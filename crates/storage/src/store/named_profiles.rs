@@ -55,23 +55,37 @@ impl Place {
     }
 }
 
-/// A stored profile.
-#[derive(Debug, Clone, PartialEq, Queryable, Selectable, Insertable, AsChangeset)]
-#[diesel(
-    table_name = named_profiles,
-    primary_key(org_id, owner, collection, name),
-    treat_none_as_null = true
-)]
+/// A stored profile, as a collection's [`load`] reads it (its place is the collection's).
+#[derive(Debug, Clone, PartialEq, Queryable, Selectable)]
+#[diesel(table_name = named_profiles)]
 pub(super) struct ProfileRow {
-    org_id: String,
-    owner: String,
-    collection: String,
     name: String,
     id: Option<String>,
     revision: i64,
     kind: Option<String>,
     body: String,
     secret_sealed: Option<String>,
+    active: bool,
+    created_at: PrimitiveDateTime,
+}
+
+/// A profile written: its place, its row, its times.
+#[derive(Insertable, AsChangeset)]
+#[diesel(
+    table_name = named_profiles,
+    primary_key(org_id, owner, collection, name),
+    treat_none_as_null = true
+)]
+struct Written<'a> {
+    org_id: &'a str,
+    owner: &'a str,
+    collection: &'a str,
+    name: &'a str,
+    id: Option<&'a str>,
+    revision: i64,
+    kind: Option<&'a str>,
+    body: &'a str,
+    secret_sealed: Option<&'a str>,
     active: bool,
     created_at: PrimitiveDateTime,
     updated_at: PrimitiveDateTime,
@@ -237,9 +251,6 @@ pub(super) fn write_back<T: Item>(
             .or_else(|| before.iter().find(|r| c.id.is_some() && r.id == c.id))
             .map_or(now, |r| r.created_at);
         let row = ProfileRow {
-            org_id: place.org.clone(),
-            owner: place.owner.clone(),
-            collection: place.collection.to_owned(),
             active: active == Some(c.name.as_str()),
             body: Value::Object(c.body).to_string(),
             name: c.name,
@@ -248,23 +259,32 @@ pub(super) fn write_back<T: Item>(
             kind: c.kind,
             secret_sealed: c.secret_sealed,
             created_at,
+        };
+        let written = Written {
+            org_id: &place.org,
+            owner: &place.owner,
+            collection: place.collection,
+            name: &row.name,
+            id: row.id.as_deref(),
+            revision: row.revision,
+            kind: row.kind.as_deref(),
+            body: &row.body,
+            secret_sealed: row.secret_sealed.as_deref(),
+            active: row.active,
+            created_at,
             updated_at: now,
         };
         match old {
-            Some(old)
-                if ProfileRow {
-                    updated_at: now,
-                    ..old.clone()
-                } == row => {}
+            Some(old) if *old == row => {}
             Some(_) => {
                 diesel::update(mine.clone().filter(named_profiles::name.eq(&row.name)))
-                    .set(&row)
+                    .set(&written)
                     .execute(conn)
                     .map_err(db_err)?;
             }
             None => {
                 diesel::insert_into(named_profiles::table)
-                    .values(&row)
+                    .values(&written)
                     .execute(conn)
                     .map_err(db_err)?;
             }
