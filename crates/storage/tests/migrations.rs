@@ -522,6 +522,32 @@ fn check_named_profiles_migration(backend: Backend) {
         ],
         "{backend}"
     );
+    // An agent profile has its id and kind; an LLM profile needs neither.
+    let row = |collection: &str, name: &str, id: &str, kind: &str| {
+        format!(
+            "INSERT INTO named_profiles (org_id, owner, collection, name, id, kind, body, created_at, updated_at) \
+             VALUES ('o1', 'u1', '{collection}', '{name}', {id}, {kind}, '{{}}', {t}, {t})"
+        )
+    };
+    assert!(
+        conn.batch_execute(&row("agent", "x", "'i'", "NULL"))
+            .is_err(),
+        "{backend}"
+    );
+    assert!(
+        conn.batch_execute(&row("agent", "x", "NULL", "'acp'"))
+            .is_err(),
+        "{backend}"
+    );
+    assert!(
+        conn.batch_execute(&row("agent", "x", "'i'", "'other'"))
+            .is_err(),
+        "{backend}"
+    );
+    conn.batch_execute(&row("llm", "c", "NULL", "NULL"))
+        .unwrap();
+    conn.batch_execute("DELETE FROM named_profiles WHERE name = 'c'")
+        .unwrap();
     // Down: the arrays (in name order) and the agent profiles' table again.
     match &mut conn {
         DbConnection::Sqlite(c) => c.revert_last_migration(SQLITE_MIGRATIONS),

@@ -5,8 +5,8 @@
 -- organization's own; `collection` is `llm` or `agent`. `body` holds the profile as JSON (an
 -- LLM profile's configuration without its key, an agent profile's fields); `secret_sealed` an
 -- LLM profile's key (sealed with the installation key, bound as before); `id`, `revision`
--- and `kind` an agent profile's UUID, revision and agent kind; `active` marks the one
--- activated.
+-- and `kind` an agent profile's UUID, revision and agent kind (both required of one);
+-- `active` marks the one activated.
 CREATE TABLE named_profiles (
     org_id TEXT NOT NULL REFERENCES orgs (id) ON DELETE CASCADE,
     owner TEXT NOT NULL,
@@ -20,7 +20,8 @@ CREATE TABLE named_profiles (
     active BOOLEAN NOT NULL DEFAULT FALSE,
     created_at TIMESTAMP NOT NULL,
     updated_at TIMESTAMP NOT NULL,
-    PRIMARY KEY (org_id, owner, collection, name)
+    PRIMARY KEY (org_id, owner, collection, name),
+    CHECK (collection = 'llm' OR (id IS NOT NULL AND kind IS NOT NULL AND kind IN ('openhands', 'acp')))
 );
 CREATE UNIQUE INDEX named_profiles_id ON named_profiles (org_id, owner, collection, id);
 

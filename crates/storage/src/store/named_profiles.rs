@@ -151,11 +151,17 @@ impl Item for StoredAgentProfile {
             c.id.as_deref()
                 .and_then(|i| i.parse().ok())
                 .ok_or_else(|| other(format!("stored agent profile id {:?}", c.id)))?;
+        let Some(agent_kind) = c.kind else {
+            return Err(other(format!(
+                "stored agent profile {:?} has no kind",
+                c.name
+            )));
+        };
         Ok(StoredAgentProfile {
             id,
             name: c.name,
             revision: c.revision,
-            agent_kind: c.kind.unwrap_or_default(),
+            agent_kind,
             body: c.body,
         })
     }
