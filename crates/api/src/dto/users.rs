@@ -33,10 +33,11 @@ pub struct MeResponse {
     /// OpenHands' `UserInfo.id`: the user id.
     pub id: String,
     /// OpenHands' `UserInfo` fields: the user's settings as `GET /api/v1/settings` answers
-    /// them, `mcp_config` (credentials masked), and with `expose_secrets=true` `llm_model`,
-    /// `llm_api_key`, `llm_base_url`, `llm_profiles` (with keys), `mcp_config` unmasked.
+    /// them (`GETSettingsModel`), `mcp_config` (credentials masked), and with
+    /// `expose_secrets=true` `llm_model`, `llm_api_key`, `llm_base_url`, `llm_profiles` (with
+    /// keys), `mcp_config` unmasked.
     #[serde(flatten)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = switchboard_domain::user_settings::view::SettingsResponse)]
     pub info: Map<String, Value>,
 }
 
