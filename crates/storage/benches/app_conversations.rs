@@ -25,7 +25,7 @@ use switchboard_testkit::Backend;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{World, env_num, execute, time_it, world};
+use common::{env_num, execute, time_it, world};
 
 /// 2026-11-01T00:00:00Z in Unix seconds.
 const BASE_SECS: i64 = 1_793_491_200;
@@ -93,12 +93,7 @@ fn seed(
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let World {
-        db: _db,
-        store,
-        services,
-        boot,
-    } = world(backend);
+    let (_db, store, services, boot) = world(backend);
     let member = services
         .operator()
         .create_user("member@bench.example", None)

@@ -19,7 +19,7 @@ use switchboard_testkit::Backend;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{World, env_num, execute, print_table, time_it, world};
+use common::{env_num, execute, print_table, time_it, world};
 
 /// Bulk-inserts `n` users, each a member of `org` (multi-row INSERTs of 1,000).
 fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
@@ -53,12 +53,7 @@ fn seed(store: &DieselStore, org: switchboard_domain::OrgId, n: u64) {
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let World {
-        db: _db,
-        store,
-        services,
-        boot,
-    } = world(backend);
+    let (_db, store, services, boot) = world(backend);
     let load = Instant::now();
     seed(&store, boot.org_id, n);
     let load = load.elapsed();

@@ -18,7 +18,7 @@ use time::OffsetDateTime;
 
 #[path = "common/mod.rs"]
 mod common;
-use common::{World, env_num, print_table, time_it, world};
+use common::{env_num, print_table, time_it, world};
 
 fn config(model: &str) -> Map<String, serde_json::Value> {
     json!({"model": model, "base_url": "https://llm.example/v1", "temperature": 0.2})
@@ -28,12 +28,7 @@ fn config(model: &str) -> Map<String, serde_json::Value> {
 }
 
 fn run(backend: Backend, n: u64, iters: u64) {
-    let World {
-        db: _db,
-        store,
-        services,
-        boot,
-    } = world(backend);
+    let (_db, store, services, boot) = world(backend);
     let ctx: OrgContext = services
         .auth()
         .authenticate_in(&boot.api_key, Some(boot.org_id))

@@ -64,25 +64,20 @@ pub fn print_table(title: &str, rows: &[(&str, (f64, f64))]) {
     }
 }
 
-/// A benchmark's world: a fresh database of one backend (kept while the benchmark runs), the
+/// A benchmark's world: a fresh database of `backend` (keep it while the benchmark runs), the
 /// store over it, the services, and one organization bootstrapped (`Bench`, its owner
 /// `owner@bench.example`).
-pub struct World {
-    /// The database (dropped last).
-    pub db: switchboard_testkit::TestDatabase,
-    /// The store.
-    pub store: std::sync::Arc<switchboard_storage::DieselStore>,
-    /// The services over it.
-    pub services: switchboard_domain::Switchboard,
-    /// The organization, its owner and the owner's key.
-    pub boot: switchboard_domain::services::Bootstrapped,
-}
-
-/// A fresh [`World`] on `backend`.
 ///
 /// # Panics
 /// When the database cannot be made or opened.
-pub fn world(backend: switchboard_testkit::Backend) -> World {
+pub fn world(
+    backend: switchboard_testkit::Backend,
+) -> (
+    switchboard_testkit::TestDatabase,
+    std::sync::Arc<switchboard_storage::DieselStore>,
+    switchboard_domain::Switchboard,
+    switchboard_domain::services::Bootstrapped,
+) {
     let db = switchboard_testkit::TestDatabase::new(backend);
     let (store, _) = switchboard_storage::DieselStore::open(db.url(), None).unwrap();
     let store = std::sync::Arc::new(store);
@@ -91,10 +86,5 @@ pub fn world(backend: switchboard_testkit::Backend) -> World {
         .operator()
         .bootstrap("Bench", "owner@bench.example")
         .unwrap();
-    World {
-        db,
-        store,
-        services,
-        boot,
-    }
+    (db, store, services, boot)
 }
