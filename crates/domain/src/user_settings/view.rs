@@ -175,9 +175,13 @@ pub fn preferences(rec: &UserSettingsRecord) -> Map<String, Value> {
     p
 }
 
-/// [`preferences`] as answered; a stored value that no longer reads as its field is answered
-/// as the field's default (logged), so a GET never fails on it.
+/// [`preferences`] as answered: read whole; when a stored value no longer reads as its field,
+/// each stored value is overlaid alone and the one that does not read is answered as the
+/// field's default (logged), so a GET never fails on it.
 fn answered_preferences(rec: &UserSettingsRecord) -> AppPreferences {
+    if let Ok(p) = serde_json::from_value(Value::Object(preferences(rec))) {
+        return p;
+    }
     let mut answered = AppPreferences::default();
     for (k, v) in &rec.preferences {
         let mut one = match serde_json::to_value(&answered) {

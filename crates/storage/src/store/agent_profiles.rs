@@ -9,26 +9,23 @@ use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
 use time::OffsetDateTime;
 
 use super::DieselStore;
-use super::named_profiles::{self, Place, ProfileRow};
+use super::named_profiles::{self, Place};
 use super::rows::lock_row;
 
-/// The set `rows` hold: the profiles, and the id of the one flagged active.
-fn set_of(rows: &[ProfileRow]) -> Result<AgentProfileSet, StorageError> {
-    let (profiles, active): (Vec<StoredAgentProfile>, _) = named_profiles::items(rows)?;
+/// The set of `profiles` and the active one's `name`: the profiles, and its id.
+fn set_of(profiles: Vec<StoredAgentProfile>, active: Option<&str>) -> AgentProfileSet {
     let active_id = active.and_then(|name| profiles.iter().find(|p| p.name == name).map(|p| p.id));
-    Ok(AgentProfileSet {
+    AgentProfileSet {
         profiles,
         active_id,
-    })
+    }
 }
 
 impl AgentProfileStore for DieselStore {
     fn agent_profiles(&self, org: OrgId, user: UserId) -> Result<AgentProfileSet, StorageError> {
         let mut conn = self.conn()?;
-        set_of(&named_profiles::load(
-            &mut conn,
-            &Place::member_agents(org, user),
-        )?)
+        let loaded = named_profiles::load(&mut conn, &Place::member_agents(org, user))?;
+        Ok(set_of(loaded.items, loaded.active.as_deref()))
     }
 
     /// One write transaction: the member's `org_members` row locked (`FOR UPDATE` on
@@ -51,7 +48,7 @@ impl AgentProfileStore for DieselStore {
                 &format!("org_id = '{org}' AND user_id = '{user}'"),
             )?;
             let before = named_profiles::load(conn, &place)?;
-            let mut set = set_of(&before)?;
+            let mut set = set_of(before.items.clone(), before.active.as_deref());
             match edit(&mut set) {
                 Err(e) => {
                     refused = Some(e);

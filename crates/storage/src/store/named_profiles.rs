@@ -188,14 +188,24 @@ impl ProfileRow {
     }
 }
 
-/// The rows of the collection at `place`, in name order (bytewise, as the domain sorts).
+/// A collection as read: its rows, in name order (bytewise, as the domain sorts), and the
+/// items they hold with the active one's name.
+pub(super) struct Loaded<T> {
+    rows: Vec<ProfileRow>,
+    /// The items, in name order.
+    pub(super) items: Vec<T>,
+    /// The active item's name.
+    pub(super) active: Option<String>,
+}
+
+/// The collection at `place`.
 ///
 /// # Errors
-/// Storage.
-pub(super) fn load(
+/// Storage; a row that is not an item.
+pub(super) fn load<T: Item>(
     conn: &mut DbConnection,
     place: &Place,
-) -> Result<Vec<ProfileRow>, StorageError> {
+) -> Result<Loaded<T>, StorageError> {
     let mut rows: Vec<ProfileRow> = native!(conn, |c| named_profiles::table
         .filter(named_profiles::org_id.eq(&place.org))
         .filter(named_profiles::owner.eq(&place.owner))
@@ -204,40 +214,38 @@ pub(super) fn load(
         .load(c))
     .map_err(db_err)?;
     rows.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(rows)
-}
-
-/// The items `rows` hold, in their order, and the active one's name.
-///
-/// # Errors
-/// A row that is not an item.
-pub(super) fn items<T: Item>(
-    rows: &[ProfileRow],
-) -> Result<(Vec<T>, Option<String>), StorageError> {
     let items = rows
         .iter()
         .map(|r| T::from_content(r.content()?))
         .collect::<Result<_, _>>()?;
     let active = rows.iter().find(|r| r.active).map(|r| r.name.clone());
-    Ok((items, active))
+    Ok(Loaded {
+        rows,
+        items,
+        active,
+    })
 }
 
-/// Writes the collection `after` (the item named `active` flagged) over the rows `before`
-/// ([`load`]ed in the same transaction): rows whose name is gone are deleted first (freeing
-/// the names a rename takes), then each changed row is updated and each new one inserted. A
-/// row keeps its `created_at` (a renamed one takes its namesake's by id); unchanged rows are
-/// not written.
+/// Writes the collection `after` (the item named `active` flagged) over `before` ([`load`]ed
+/// in the same transaction): nothing when they are equal (an edit of something else);
+/// otherwise rows whose name is gone are deleted first (freeing the names a rename takes),
+/// then each changed row is updated and each new one inserted. A row keeps its `created_at`
+/// (a renamed one takes its namesake's by id); unchanged rows are not written.
 ///
 /// # Errors
 /// Storage.
-pub(super) fn write_back<T: Item>(
+pub(super) fn write_back<T: Item + PartialEq>(
     conn: &mut DbConnection,
     place: &Place,
-    before: &[ProfileRow],
+    before: &Loaded<T>,
     after: &[T],
     active: Option<&str>,
     now: OffsetDateTime,
 ) -> Result<(), StorageError> {
+    if before.items == after && before.active.as_deref() == active {
+        return Ok(());
+    }
+    let before = &before.rows;
     let now = to_db(now);
     let contents: Vec<Content> = after.iter().map(Item::content).collect();
     let mine = named_profiles::table

@@ -12,10 +12,11 @@ use switchboard_domain::{DomainError, OrgId, StorageError};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::named_profiles::{self, Place, ProfileRow};
+use super::named_profiles::{self, Loaded, Place};
 use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
 use crate::connection::DbConnection;
 use crate::schema::org_defaults;
+use switchboard_domain::user_settings::StoredProfile;
 
 #[derive(Queryable, Selectable, Insertable, AsChangeset)]
 #[diesel(table_name = org_defaults, treat_none_as_null = true)]
@@ -41,8 +42,11 @@ fn object(text: &str, what: &str) -> Result<Map<String, Value>, StorageError> {
 
 impl OrgDefaultsRow {
     /// The one conversion into the domain's record.
-    fn record(self, profiles: &[ProfileRow]) -> Result<OrgDefaultsRecord, StorageError> {
-        let (profiles, active_profile) = named_profiles::items(profiles)?;
+    fn record(
+        self,
+        profiles: Vec<StoredProfile>,
+        active_profile: Option<String>,
+    ) -> Result<OrgDefaultsRecord, StorageError> {
         Ok(OrgDefaultsRecord {
             agent_settings: object(&self.agent_settings, "agent settings")?,
             conversation_settings: object(&self.conversation_settings, "conversation settings")?,
@@ -73,11 +77,11 @@ impl OrgDefaultsRow {
     }
 }
 
-/// The organization's defaults row and its profiles' rows.
+/// The organization's defaults row and its profiles.
 fn load(
     conn: &mut DbConnection,
     org: OrgId,
-) -> Result<Option<(OrgDefaultsRow, Vec<ProfileRow>)>, StorageError> {
+) -> Result<Option<(OrgDefaultsRow, Loaded<StoredProfile>)>, StorageError> {
     let o = org.to_string();
     let Some(row) = optional_row(
         native!(conn, |c| org_defaults::table
@@ -97,7 +101,7 @@ impl OrgDefaultsStore for DieselStore {
     fn org_defaults(&self, org: OrgId) -> Result<Option<OrgDefaultsRecord>, StorageError> {
         let mut conn = self.conn()?;
         load(&mut conn, org)?
-            .map(|(row, profiles)| row.record(&profiles))
+            .map(|(row, profiles)| row.record(profiles.items, profiles.active))
             .transpose()
     }
 
@@ -124,7 +128,7 @@ impl OrgDefaultsStore for DieselStore {
             let (row, before) = load(conn, org)?.ok_or_else(|| {
                 StorageError::Other("the organization's defaults row vanished".into())
             })?;
-            let mut rec = row.record(&before)?;
+            let mut rec = row.record(before.items.clone(), before.active.clone())?;
             match edit(&mut rec) {
                 Err(e) => {
                     refused = Some(e);

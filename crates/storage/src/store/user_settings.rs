@@ -12,7 +12,7 @@ use switchboard_domain::{DomainError, OrgId, StorageError, UserId};
 use time::{OffsetDateTime, PrimitiveDateTime};
 
 use super::DieselStore;
-use super::named_profiles::{self, Place, ProfileRow};
+use super::named_profiles::{self, Loaded, Place};
 use super::rows::{db_err, from_db, lock_row, optional_row, to_db};
 use crate::connection::DbConnection;
 use crate::schema::user_settings;
@@ -70,8 +70,11 @@ impl ToJson for Map<String, Value> {
 
 impl UserSettingsRow {
     /// The one conversion into the domain's record.
-    fn record(self, profiles: &[ProfileRow]) -> Result<UserSettingsRecord, StorageError> {
-        let (profiles, active_profile) = named_profiles::items::<StoredProfile>(profiles)?;
+    fn record(
+        self,
+        profiles: Vec<StoredProfile>,
+        active_profile: Option<String>,
+    ) -> Result<UserSettingsRecord, StorageError> {
         Ok(UserSettingsRecord {
             agent_settings: object(&self.agent_settings, "agent settings")?,
             conversation_settings: object(&self.conversation_settings, "conversation settings")?,
@@ -100,12 +103,12 @@ impl UserSettingsChange {
     }
 }
 
-/// The member's settings row and their profiles' rows.
+/// The member's settings row and their profiles.
 fn load(
     conn: &mut DbConnection,
     org: OrgId,
     user: UserId,
-) -> Result<Option<(UserSettingsRow, Vec<ProfileRow>)>, StorageError> {
+) -> Result<Option<(UserSettingsRow, Loaded<StoredProfile>)>, StorageError> {
     let (o, u) = (org.to_string(), user.to_string());
     let Some(row) = optional_row(
         native!(conn, |c| user_settings::table
@@ -130,7 +133,7 @@ impl UserSettingsStore for DieselStore {
     ) -> Result<Option<UserSettingsRecord>, StorageError> {
         let mut conn = self.conn()?;
         load(&mut conn, org, user)?
-            .map(|(row, profiles)| row.record(&profiles))
+            .map(|(row, profiles)| row.record(profiles.items, profiles.active))
             .transpose()
     }
 
@@ -172,7 +175,7 @@ impl UserSettingsStore for DieselStore {
             )?;
             let (row, before) = load(conn, org, user)?
                 .ok_or_else(|| StorageError::Other("the user's settings row vanished".into()))?;
-            let mut rec = row.record(&before)?;
+            let mut rec = row.record(before.items.clone(), before.active.clone())?;
             match edit(&mut rec) {
                 Err(e) => {
                     refused = Some(e);
